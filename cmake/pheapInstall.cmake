@@ -1,0 +1,21 @@
+# Installs the library, public headers and a relocatable CMake package:
+#   find_package(pheap CONFIG REQUIRED)  →  target pheap::pheap
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS pheap EXPORT pheapTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/pheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT pheapTargets NAMESPACE pheap:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pheap)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/pheapConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/pheapConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pheap)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/pheapConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/pheapConfig.cmake
+  ${PROJECT_BINARY_DIR}/pheapConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/pheapDependencies.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pheap)

@@ -1,0 +1,178 @@
+// pheap/io.hpp — the I/O seam. Every byte pheap reads or writes on disk goes through an
+// `io::engine` (LevelDB's Env is the model), so tests can swap in a fault-injecting engine and
+// the library can fall back from io_uring to pread/pwrite at run time.
+//
+// Engines shipped:
+//   make_uring_engine()   liburing, batched submission; the default.
+//   make_posix_engine()   pread/pwrite loop; used when io_uring setup fails (EPERM, ENOSYS,
+//                         kernel.io_uring_disabled) or when asked for (PHEAP_IO_ENGINE=posix).
+//   make_fault_engine()   wraps another engine: fail the Nth operation, short transfers,
+//                         power-cut simulation. Ships in the library, used by tests.
+//   default_engine()      io_uring if it works here, else posix; the fallback is logged once
+//                         to stderr ("pheap: io_uring unavailable (...): using pread/pwrite").
+//
+// Contracts every engine keeps:
+//   * read()/write() transfer every byte or throw: short transfers and EINTR are retried
+//     internally. A read beyond end of file yields zeros for the missing part, never stale
+//     buffer bytes.
+//   * Failures throw pheap::error naming the file path, the operation and errno
+//     (errc::no_space for ENOSPC/EDQUOT, errc::not_found for ENOENT, errc::io otherwise).
+//   * A batch is not atomic: after a throw, any subset of the batch may have reached the file.
+//   * Nothing is durable until sync() (file data) / sync_dir() (names in a directory).
+//   * Thread safety: an engine and its files may be used from many threads at once.
+//     Buffers must not be inside a userfaultfd-registered region (the pager bounces).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pheap::io {
+
+enum class open_mode {
+  read_only,      // O_RDONLY; the file must exist
+  read_write,     // O_RDWR; the file must exist
+  create,         // O_RDWR|O_CREAT; created if missing (caller fsyncs the directory)
+  create_new,     // O_RDWR|O_CREAT|O_EXCL; errc::already_exists if present
+};
+
+class engine;
+
+// An open file. Created by engine::open, closed by its destructor. Thread-safe.
+class file {
+ public:
+  virtual ~file() = default;
+  file(const file&) = delete;
+  file& operator=(const file&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  // The underlying descriptor (for flock and fstat); never -1 for an open file.
+  virtual int fd() const noexcept = 0;
+
+ protected:
+  explicit file(std::string path) : path_(std::move(path)) {}
+
+ private:
+  std::string path_;
+};
+
+struct read_request {
+  file* f;
+  std::uint64_t offset;
+  void* buf;
+  std::size_t len;
+};
+
+struct write_request {
+  file* f;
+  std::uint64_t offset;
+  const void* buf;
+  std::size_t len;
+};
+
+class engine {
+ public:
+  virtual ~engine() = default;
+
+  // "io_uring", "posix", "fault(io_uring)", ...
+  virtual std::string name() const = 0;
+
+  // --- files and directories -----------------------------------------------------------
+  virtual std::unique_ptr<file> open(const std::string& path, open_mode mode) = 0;
+  virtual bool exists(const std::string& path) = 0;
+  virtual void create_dir(const std::string& path) = 0;  // errc::already_exists if present
+  virtual void remove_file(const std::string& path) = 0;  // errc::not_found if missing
+  virtual void remove_dir(const std::string& path) = 0;   // must be empty
+  virtual void rename(const std::string& from, const std::string& to) = 0;
+  virtual std::vector<std::string> list_dir(const std::string& path) = 0;  // names, no . ..
+  // fsync of a directory: makes creations, removals and renames inside it durable.
+  virtual void sync_dir(const std::string& path) = 0;
+
+  // --- data ------------------------------------------------------------------------------
+  // Batched transfers. Requests may target different files and run in any order; requests
+  // of one batch must not overlap each other.
+  virtual void read(std::span<const read_request> batch) = 0;
+  virtual void write(std::span<const write_request> batch) = 0;
+  // fdatasync. A failure means the data written since the last successful sync may be lost;
+  // callers must not retry and then trust the file (see DESIGN.md, durability).
+  virtual void sync(file& f) = 0;
+  virtual std::uint64_t size(file& f) = 0;
+  virtual void truncate(file& f, std::uint64_t size) = 0;
+  // Deallocates [offset, offset+len): later reads return zeros, st_blocks shrinks.
+  virtual void punch_hole(file& f, std::uint64_t offset, std::uint64_t len) = 0;
+  // Bytes actually allocated on disk (st_blocks * 512).
+  virtual std::uint64_t allocated_bytes(file& f) = 0;
+
+  // Copies `src` to the new file `dst`: reflink (FICLONE) where the file system supports it,
+  // otherwise a sparse copy (holes stay holes: SEEK_DATA/SEEK_HOLE). `dst` must not exist.
+  // The copy is synced; the caller syncs dst's directory. Returns true if reflinked.
+  virtual bool clone_file(const std::string& src, const std::string& dst) = 0;
+
+  // Convenience for single transfers.
+  void read_at(file& f, std::uint64_t offset, void* buf, std::size_t len) {
+    read_request r{&f, offset, buf, len};
+    read(std::span<const read_request>(&r, 1));
+  }
+  void write_at(file& f, std::uint64_t offset, const void* buf, std::size_t len) {
+    write_request r{&f, offset, buf, len};
+    write(std::span<const write_request>(&r, 1));
+  }
+};
+
+// io_uring engine. `queue_depth` bounds in-flight requests per submitting thread.
+// Throws errc::unavailable when io_uring cannot be set up here (the error says why).
+std::shared_ptr<engine> make_uring_engine(unsigned queue_depth = 64);
+std::shared_ptr<engine> make_posix_engine();
+
+// Honours PHEAP_IO_ENGINE=uring|posix; otherwise io_uring with a logged fallback to posix.
+// Returns one process-wide instance.
+std::shared_ptr<engine> default_engine();
+
+// ----------------------------------------------------------------------------------------
+// Fault injection. Operation counting covers every call of the engine interface that touches
+// the disk (each request of a batch counts as one operation; open/sync/sync_dir/rename/
+// remove/truncate/punch_hole/create_dir count as one each).
+enum class op_kind { any, read, write, sync, metadata };
+
+enum class fault_action {
+  fail_eio,        // the operation throws errc::io (EIO) and has no effect
+  fail_enospc,     // the operation throws errc::no_space (ENOSPC) and has no effect
+  short_transfer,  // a read/write moves only part of the bytes; the engine must finish it
+  interrupt,       // EINTR once; the engine must retry transparently
+  crash,           // _exit(86) before the operation (deterministic crash points)
+};
+
+struct fault_rule {
+  op_kind kind = op_kind::any;
+  std::uint64_t nth = 0;          // 1-based index among operations of `kind` (0 = never)
+  fault_action action = fault_action::fail_eio;
+  bool sticky = false;            // keep failing every later operation of `kind` as well
+};
+
+// How each write not yet covered by a successful sync() fares in a simulated power cut.
+enum class cut_policy {
+  drop_all,     // none of them reached the disk
+  keep_all,     // all of them did
+  random,       // each independently written, dropped, or torn (512-byte sector granular)
+};
+
+class fault_engine : public engine {
+ public:
+  virtual void add_rule(const fault_rule& rule) = 0;
+  virtual void clear_rules() = 0;
+  virtual std::uint64_t operations(op_kind kind = op_kind::any) const = 0;
+
+  // Simulates losing power now: rolls every file back to its state at its last successful
+  // sync and then re-applies each later write according to `policy` (seeded, reproducible);
+  // files created since the last sync_dir() of their directory may vanish, renames since then
+  // may be undone. Afterwards every operation on this engine throws errc::io ("power lost");
+  // open the datastore again with a fresh engine to recover.
+  virtual void power_cut(cut_policy policy, std::uint64_t seed) = 0;
+};
+
+std::shared_ptr<fault_engine> make_fault_engine(std::shared_ptr<engine> inner);
+
+}  // namespace pheap::io

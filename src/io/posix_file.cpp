@@ -1,0 +1,272 @@
+// Shared syscall layer of the posix and io_uring engines (see posix_file.hpp).
+#include "io/posix_file.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "pheap/error.hpp"
+
+namespace pheap::io::detail {
+
+namespace {
+
+// Closes a descriptor on scope exit (used for short-lived descriptors of directory syncs and
+// clone sources).
+struct fd_guard {
+  int fd;
+  explicit fd_guard(int f) : fd(f) {}
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+  fd_guard(const fd_guard&) = delete;
+  fd_guard& operator=(const fd_guard&) = delete;
+};
+
+struct stat fstat_or_throw(int fd, const std::string& path, const char* op) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno(errno, path, op);
+  return st;
+}
+
+// Copies the data extents of `in` to `out` (already sized to `size`), skipping holes. Falls
+// back to copying everything when the file system does not implement SEEK_DATA.
+void sparse_copy(int in, int out, std::uint64_t size, const std::string& src,
+                 const std::string& dst) {
+  std::vector<char> buf(1u << 20);
+  auto copy_range = [&](std::uint64_t from, std::uint64_t to) {
+    while (from < to) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), to - from));
+      pread_full(in, src, from, buf.data(), n);
+      pwrite_full(out, dst, from, buf.data(), n);
+      from += n;
+    }
+  };
+  std::uint64_t pos = 0;
+  while (pos < size) {
+    const off_t data = ::lseek(in, static_cast<off_t>(pos), SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) return;  // only a hole remains
+      if (errno == EINVAL || errno == EOPNOTSUPP) {
+        copy_range(pos, size);  // no hole information: dense copy of the rest
+        return;
+      }
+      throw_errno(errno, src, "clone_file: lseek(SEEK_DATA)");
+    }
+    off_t hole = ::lseek(in, data, SEEK_HOLE);
+    if (hole < 0) throw_errno(errno, src, "clone_file: lseek(SEEK_HOLE)");
+    const std::uint64_t end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
+    copy_range(static_cast<std::uint64_t>(data), end);
+    pos = end;
+  }
+}
+
+}  // namespace
+
+posix_file::~posix_file() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int open_fd(const std::string& path, open_mode mode) {
+  int flags = O_CLOEXEC;
+  switch (mode) {
+    case open_mode::read_only: flags |= O_RDONLY; break;
+    case open_mode::read_write: flags |= O_RDWR; break;
+    case open_mode::create: flags |= O_RDWR | O_CREAT; break;
+    case open_mode::create_new: flags |= O_RDWR | O_CREAT | O_EXCL; break;
+  }
+  for (;;) {
+    const int fd = ::open(path.c_str(), flags, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EINTR) throw_errno(errno, path, "open");
+  }
+}
+
+void throw_transfer_error(int err, const std::string& path, const char* op,
+                          std::uint64_t offset, std::size_t len) {
+  const errc code = (err == ENOSPC || err == EDQUOT) ? errc::no_space
+                    : err == ENOENT                  ? errc::not_found
+                                                     : errc::io;
+  throw error(code, path, op,
+              std::string(std::strerror(err)) + " (offset " + std::to_string(offset) + ", " +
+                  std::to_string(len) + " bytes)",
+              err);
+}
+
+void pread_full(int fd, const std::string& path, std::uint64_t offset, void* buf,
+                std::size_t len, pread_fn fn) {
+  if (fn == nullptr) fn = &::pread;
+  auto* p = static_cast<char*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t n = fn(fd, p + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw_transfer_error(errno, path, "read", offset, len);
+    }
+    if (n == 0) {  // end of file: the caller must never see stale buffer bytes
+      std::memset(p + done, 0, len - done);
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void pwrite_full(int fd, const std::string& path, std::uint64_t offset, const void* buf,
+                 std::size_t len, pwrite_fn fn) {
+  if (fn == nullptr) fn = &::pwrite;
+  const auto* p = static_cast<const char*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t n = fn(fd, p + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw_transfer_error(errno, path, "write", offset, len);
+    }
+    if (n == 0) throw_transfer_error(EIO, path, "write (no progress)", offset + done, len - done);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+posix_file& as_posix(file& f, const char* op) {
+  auto* p = dynamic_cast<posix_file*>(&f);
+  if (p == nullptr) {
+    throw error(errc::invalid_argument, f.path(), op, "file was opened by a different engine");
+  }
+  return *p;
+}
+
+std::unique_ptr<file> fs_engine::open(const std::string& path, open_mode mode) {
+  const int fd = open_fd(path, mode);
+  return std::make_unique<posix_file>(path, fd);
+}
+
+bool fs_engine::exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  throw_errno(errno, path, "exists (stat)");
+}
+
+void fs_engine::create_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0) throw_errno(errno, path, "create_dir");
+}
+
+void fs_engine::remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) throw_errno(errno, path, "remove_file");
+}
+
+void fs_engine::remove_dir(const std::string& path) {
+  if (::rmdir(path.c_str()) != 0) throw_errno(errno, path, "remove_dir");
+}
+
+void fs_engine::rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) throw_errno(errno, from, "rename to " + to);
+}
+
+std::vector<std::string> fs_engine::list_dir(const std::string& path) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), &::closedir);
+  if (!dir) throw_errno(errno, path, "list_dir");
+  std::vector<std::string> names;
+  for (;;) {
+    errno = 0;
+    const dirent* e = ::readdir(dir.get());
+    if (e == nullptr) {
+      if (errno != 0) throw_errno(errno, path, "list_dir (readdir)");
+      break;
+    }
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    names.emplace_back(e->d_name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void fs_engine::sync_dir(const std::string& path) {
+  fd_guard d(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.fd < 0) throw_errno(errno, path, "sync_dir (open)");
+  if (::fsync(d.fd) != 0) throw_errno(errno, path, "sync_dir (fsync)");
+}
+
+void fs_engine::sync(file& f) {
+  if (::fdatasync(as_posix(f, "sync").fd()) != 0) throw_errno(errno, f.path(), "sync (fdatasync)");
+}
+
+std::uint64_t fs_engine::size(file& f) {
+  return static_cast<std::uint64_t>(fstat_or_throw(as_posix(f, "size").fd(), f.path(), "size").st_size);
+}
+
+void fs_engine::truncate(file& f, std::uint64_t new_size) {
+  const int fd = as_posix(f, "truncate").fd();
+  for (;;) {
+    if (::ftruncate(fd, static_cast<off_t>(new_size)) == 0) return;
+    if (errno != EINTR) throw_errno(errno, f.path(), "truncate to " + std::to_string(new_size));
+  }
+}
+
+// Where the file system cannot punch holes (EOPNOTSUPP), the range inside the file is
+// overwritten with zeros instead: reads still return zeros, only the space is not given back.
+void fs_engine::punch_hole(file& f, std::uint64_t offset, std::uint64_t len) {
+  if (len == 0) return;
+  const int fd = as_posix(f, "punch_hole").fd();
+  if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                  static_cast<off_t>(len)) == 0) {
+    return;
+  }
+  const int err = errno;
+  const std::string op =
+      "punch_hole [" + std::to_string(offset) + ", +" + std::to_string(len) + ")";
+  if (err != EOPNOTSUPP) throw_errno(err, f.path(), op);
+  const std::uint64_t end = std::min<std::uint64_t>(offset + len, size(f));
+  std::vector<char> zeros(1u << 20, 0);
+  for (std::uint64_t pos = offset; pos < end;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(zeros.size(), end - pos));
+    pwrite_full(fd, f.path(), pos, zeros.data(), n);
+    pos += n;
+  }
+}
+
+std::uint64_t fs_engine::allocated_bytes(file& f) {
+  const auto st = fstat_or_throw(as_posix(f, "allocated_bytes").fd(), f.path(), "allocated_bytes");
+  return static_cast<std::uint64_t>(st.st_blocks) * 512u;
+}
+
+// On any failure after `dst` was created, `dst` is removed again so a retry can succeed.
+bool fs_engine::clone_file(const std::string& src, const std::string& dst) {
+  fd_guard in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.fd < 0) throw_errno(errno, src, "clone_file (open source)");
+  const auto st = fstat_or_throw(in.fd, src, "clone_file (stat source)");
+  fd_guard out(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (out.fd < 0) throw_errno(errno, dst, "clone_file (create destination)");
+  try {
+    bool reflinked = false;
+    if (::ioctl(out.fd, FICLONE, in.fd) == 0) {
+      reflinked = true;
+    } else {
+      const int err = errno;
+      // Anything but "reflink not possible here" is a real error.
+      if (err != EOPNOTSUPP && err != ENOTTY && err != EXDEV && err != EINVAL &&
+          err != ENOSYS) {
+        throw_errno(err, dst, "clone_file (FICLONE from " + src + ")");
+      }
+      if (::ftruncate(out.fd, st.st_size) != 0) throw_errno(errno, dst, "clone_file (truncate)");
+      sparse_copy(in.fd, out.fd, static_cast<std::uint64_t>(st.st_size), src, dst);
+    }
+    if (::fdatasync(out.fd) != 0) throw_errno(errno, dst, "clone_file (fdatasync)");
+    return reflinked;
+  } catch (...) {
+    ::unlink(dst.c_str());
+    throw;
+  }
+}
+
+}  // namespace pheap::io::detail

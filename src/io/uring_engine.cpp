@@ -1,0 +1,308 @@
+// The io_uring engine (liburing): batched reads and writes with deep queues.
+//
+// Rings. The engine owns a small pool of rings guarded by a mutex. A read()/write() call
+// leases one ring for its whole duration (so a ring is only ever driven by one thread at a
+// time), and returns it when done. The pool grows on demand up to kMaxRings, i.e. to the
+// number of threads that transfer at the same time; beyond that, callers wait for a free ring.
+// Rings die with the engine, never with a thread, so neither thread exit nor engine
+// destruction leaks one. After fork(), the child discards the inherited rings (their memory is
+// shared with the parent) and creates its own.
+//
+// Batches. A batch becomes a list of operations; up to `queue_depth` of them are in flight at
+// once, the rest are staged as completions free slots. A completion with -EINTR/-EAGAIN is
+// resubmitted as is; a short transfer resubmits the remainder; a read that hits end of file
+// (res == 0 before len) zero-fills the rest of its buffer. On the first hard error the engine
+// stops staging new operations, drains everything already in flight (the kernel must be done
+// with the caller's buffers before we return), and throws for the failed request.
+//
+// sync() is a plain fdatasync(2) (inherited from fs_engine): one request gains nothing from a
+// ring round trip, and a synchronous call keeps the error attribution obvious.
+#include <liburing.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "io/posix_file.hpp"
+#include "pheap/error.hpp"
+
+namespace pheap::io {
+
+namespace {
+
+constexpr std::size_t kMaxRings = 64;
+// Upper bound of one SQE's length: the kernel caps a single transfer below 2 GiB anyway; larger
+// requests simply take several rounds.
+constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+
+class ring {
+ public:
+  explicit ring(unsigned depth) {
+    const int rc = io_uring_queue_init(depth, &r_, 0);
+    if (rc < 0) {
+      throw error(errc::unavailable, "", "io_uring_queue_init",
+                  std::string(std::strerror(-rc)) + " (queue depth " + std::to_string(depth) + ")",
+                  -rc);
+    }
+  }
+  ~ring() { io_uring_queue_exit(&r_); }
+  ring(const ring&) = delete;
+  ring& operator=(const ring&) = delete;
+
+  io_uring* get() { return &r_; }
+  unsigned depth() const { return r_.sq.ring_entries; }
+
+  // Set when the ring may hold staged or in-flight work we could not account for; such a ring
+  // is destroyed instead of going back to the pool.
+  bool broken = false;
+
+ private:
+  io_uring r_{};
+};
+
+// Submits one NOP and waits for it, so an engine is only handed out when the kernel really
+// executes ring requests (some sandboxes allow setup but refuse or stall submissions).
+void probe(ring& rg) {
+  io_uring_sqe* sqe = io_uring_get_sqe(rg.get());
+  io_uring_prep_nop(sqe);
+  int rc = io_uring_submit(rg.get());
+  if (rc < 0) {
+    throw error(errc::unavailable, "", "io_uring_submit (probe)", std::strerror(-rc), -rc);
+  }
+  io_uring_cqe* cqe = nullptr;
+  do {
+    rc = io_uring_wait_cqe(rg.get(), &cqe);
+  } while (rc == -EINTR);
+  if (rc < 0) throw error(errc::unavailable, "", "io_uring_wait_cqe (probe)", std::strerror(-rc), -rc);
+  const int res = cqe->res;
+  io_uring_cqe_seen(rg.get(), cqe);
+  if (res < 0) throw error(errc::unavailable, "", "io_uring nop (probe)", std::strerror(-res), -res);
+}
+
+// One request of a batch as it progresses.
+struct op {
+  int fd;
+  const std::string* path;
+  char* buf;
+  std::size_t len;
+  std::uint64_t offset;
+  std::size_t done = 0;
+};
+
+class uring_engine final : public detail::fs_engine {
+ public:
+  explicit uring_engine(unsigned depth) : depth_(depth), pid_(::getpid()) {
+    if (depth == 0) {
+      throw error(errc::invalid_argument, "", "make_uring_engine", "queue depth must be > 0");
+    }
+    auto first = std::make_unique<ring>(depth);
+    probe(*first);
+    free_.push_back(std::move(first));
+    created_ = 1;
+  }
+
+  std::string name() const override { return "io_uring"; }
+
+  void read(std::span<const read_request> batch) override {
+    if (batch.empty()) return;
+    std::vector<op> ops;
+    ops.reserve(batch.size());
+    for (const auto& r : batch) {
+      ops.push_back(op{detail::as_posix(*r.f, "read").fd(), &r.f->path(),
+                       static_cast<char*>(r.buf), r.len, r.offset});
+    }
+    run(ops, false);
+  }
+
+  void write(std::span<const write_request> batch) override {
+    if (batch.empty()) return;
+    std::vector<op> ops;
+    ops.reserve(batch.size());
+    for (const auto& w : batch) {
+      // The buffer is only read by the kernel for a write; the cast keeps one op type.
+      ops.push_back(op{detail::as_posix(*w.f, "write").fd(), &w.f->path(),
+                       const_cast<char*>(static_cast<const char*>(w.buf)), w.len, w.offset});
+    }
+    run(ops, true);
+  }
+
+ private:
+  // Exclusive use of one ring for the duration of a call.
+  class lease {
+   public:
+    lease(uring_engine& e, std::unique_ptr<ring> r) : e_(e), r_(std::move(r)) {}
+    ~lease() { e_.release(std::move(r_)); }
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ring& operator*() { return *r_; }
+
+   private:
+    uring_engine& e_;
+    std::unique_ptr<ring> r_;
+  };
+
+  std::unique_ptr<ring> acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const pid_t now = ::getpid();
+    if (now != pid_) {
+      // Forked child: the inherited rings share their memory with the parent's. Leased rings
+      // belonged to parent threads that do not exist here; forget them too.
+      free_.clear();
+      created_ = 0;
+      pid_ = now;
+    }
+    for (;;) {
+      if (!free_.empty()) {
+        auto r = std::move(free_.back());
+        free_.pop_back();
+        return r;
+      }
+      if (created_ < kMaxRings) {
+        try {
+          auto r = std::make_unique<ring>(depth_);
+          ++created_;
+          return r;
+        } catch (const error&) {
+          // Out of ring resources: wait for a sibling's ring if there is one, else give up.
+          if (created_ == 0) throw;
+        }
+      }
+      cv_.wait(lock, [&] { return !free_.empty(); });
+    }
+  }
+
+  void release(std::unique_ptr<ring> r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (::getpid() != pid_) return;  // a ring leased before fork(); the child reset the pool
+    if (r->broken) {
+      --created_;
+      r.reset();
+    } else {
+      free_.push_back(std::move(r));
+    }
+    cv_.notify_one();
+  }
+
+  void run(std::vector<op>& ops, bool is_write) {
+    lease held(*this, acquire());
+    ring& rg = *held;
+    io_uring* u = rg.get();
+    const std::size_t depth = std::min<std::size_t>(depth_, rg.depth());
+
+    std::deque<std::size_t> queue;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].len > 0) queue.push_back(i);
+    }
+    std::size_t staged = 0;     // prepared SQEs not yet accepted by the kernel
+    std::size_t in_kernel = 0;  // submitted, completion not yet reaped
+    int first_err = 0;
+    std::size_t err_op = 0;
+    const char* err_what = is_write ? "write" : "read";
+
+    auto fail = [&](int err, std::size_t i, const char* what) {
+      if (first_err == 0) {
+        first_err = err;
+        err_op = i;
+        err_what = what;
+      }
+    };
+
+    for (;;) {
+      while (first_err == 0 && !queue.empty() && staged + in_kernel < depth) {
+        io_uring_sqe* sqe = io_uring_get_sqe(u);
+        if (sqe == nullptr) break;
+        const std::size_t i = queue.front();
+        queue.pop_front();
+        op& o = ops[i];
+        const auto n = static_cast<unsigned>(std::min(o.len - o.done, kMaxChunk));
+        if (is_write) {
+          io_uring_prep_write(sqe, o.fd, o.buf + o.done, n, o.offset + o.done);
+        } else {
+          io_uring_prep_read(sqe, o.fd, o.buf + o.done, n, o.offset + o.done);
+        }
+        io_uring_sqe_set_data64(sqe, i);
+        ++staged;
+      }
+      if (staged == 0 && in_kernel == 0) break;
+
+      if (staged > 0) {
+        const int rc = io_uring_submit(u);
+        if (rc >= 0) {
+          staged -= static_cast<std::size_t>(rc);
+          in_kernel += static_cast<std::size_t>(rc);
+        } else if (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+          // The staged SQEs still sit in the submission queue: the ring cannot be reused.
+          rg.broken = true;
+          fail(-rc, queue.empty() ? 0 : queue.front(), is_write ? "write (io_uring_submit)"
+                                                                  : "read (io_uring_submit)");
+          staged = 0;
+          if (in_kernel == 0) break;
+        }
+        // -EINTR/-EAGAIN/-EBUSY: reap completions below, then submit again.
+      }
+      if (in_kernel == 0) continue;
+
+      io_uring_cqe* cqe = nullptr;
+      int rc;
+      do {
+        rc = io_uring_wait_cqe(u, &cqe);
+      } while (rc == -EINTR);
+      if (rc < 0) {
+        // Waiting itself failed: the in-flight operations cannot be accounted for.
+        rg.broken = true;
+        fail(-rc, 0, is_write ? "write (io_uring_wait_cqe)" : "read (io_uring_wait_cqe)");
+        break;
+      }
+      unsigned head;
+      unsigned seen = 0;
+      io_uring_for_each_cqe(u, head, cqe) {
+        ++seen;
+        --in_kernel;
+        const std::size_t i = static_cast<std::size_t>(io_uring_cqe_get_data64(cqe));
+        const int res = cqe->res;
+        op& o = ops[i];
+        if (res == -EINTR || res == -EAGAIN) {
+          queue.push_back(i);
+        } else if (res < 0) {
+          fail(-res, i, is_write ? "write" : "read");
+        } else if (res == 0) {
+          if (is_write) {
+            fail(EIO, i, "write (no progress)");
+          } else {
+            std::memset(o.buf + o.done, 0, o.len - o.done);  // end of file: zeros, not stale bytes
+            o.done = o.len;
+          }
+        } else {
+          o.done += static_cast<std::size_t>(res);
+          if (o.done < o.len) queue.push_back(i);
+        }
+      }
+      io_uring_cq_advance(u, seen);
+    }
+
+    if (first_err != 0) {
+      const op& o = ops[err_op];
+      detail::throw_transfer_error(first_err, *o.path, err_what, o.offset, o.len);
+    }
+  }
+
+  const unsigned depth_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<ring>> free_;
+  std::size_t created_ = 0;
+  pid_t pid_;
+};
+
+}  // namespace
+
+std::shared_ptr<engine> make_uring_engine(unsigned queue_depth) {
+  return std::make_shared<uring_engine>(queue_depth);
+}
+
+}  // namespace pheap::io

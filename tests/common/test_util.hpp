@@ -1,0 +1,53 @@
+// Helpers shared by all test suites.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace pheap::test {
+
+// True when running under CI (CI=true): kernel features that tests need must then be present,
+// so a missing feature fails the test instead of skipping it.
+bool in_ci();
+
+// Skips the current test outside CI, fails it inside CI. Use as:
+//   if (!feature) { PHEAP_REQUIRE_FEATURE("userfaultfd: " + why); }
+#define PHEAP_REQUIRE_FEATURE(why)                                         \
+  do {                                                                     \
+    if (::pheap::test::in_ci()) {                                          \
+      FAIL() << "required kernel feature missing in CI: " << (why);        \
+    } else {                                                               \
+      GTEST_SKIP() << "kernel feature missing (would fail in CI): " << (why); \
+    }                                                                      \
+  } while (0)
+
+// A fresh empty directory under $TMPDIR (default /tmp), removed with its contents when the
+// object is destroyed (unless PHEAP_KEEP_TEST_DIRS is set, for post-mortems).
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Deterministic page content: every byte depends on (seed, page, version), so a page read back
+// can be checked against what was written without keeping a copy.
+void fill_pattern(void* buf, std::size_t len, std::uint64_t seed, std::uint64_t page,
+                  std::uint64_t version);
+std::vector<std::uint8_t> pattern(std::size_t len, std::uint64_t seed, std::uint64_t page,
+                                  std::uint64_t version);
+
+// Path of a helper binary built next to the running test binary (for crash tests that fork
+// and exec a child).
+std::string sibling_binary(const std::string& name);
+
+}  // namespace pheap::test
