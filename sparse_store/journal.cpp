@@ -1,0 +1,151 @@
+#include "sparse_store/journal.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/crc32c.hpp"
+#include "pheap/error.hpp"
+#include "sparse_store/layout.hpp"
+
+namespace pheap::store {
+
+namespace {
+
+void put_fixed(std::byte* out, record_type type, std::uint64_t epoch, std::uint64_t count,
+               std::uint64_t first) {
+  put<std::uint32_t>(out, 0, record_magic);
+  put<std::uint32_t>(out, 4, static_cast<std::uint32_t>(type));
+  put<std::uint64_t>(out, 8, epoch);
+  put<std::uint64_t>(out, 16, count);
+  put<std::uint64_t>(out, 24, first);
+}
+
+void put_trailer(std::byte* out, std::size_t header_size) {
+  const std::size_t crc_off = header_size - record_trailer_size;
+  put<std::uint32_t>(out, crc_off, detail::crc32c(out, crc_off));
+  put<std::uint32_t>(out, crc_off + 4, 0);
+}
+
+// Largest number of image bytes scan_journal reads at once.
+constexpr std::size_t scan_chunk = 8u << 20;
+
+}  // namespace
+
+void encode_pages_header(std::byte* out, std::uint64_t epoch, std::size_t count,
+                         const std::uint64_t* pages, const std::uint32_t* crcs) {
+  put_fixed(out, record_type::pages, epoch, count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t e = record_fixed_size + i * record_entry_size;
+    put<std::uint64_t>(out, e, pages[i]);
+    put<std::uint32_t>(out, e + 8, crcs[i]);
+    put<std::uint32_t>(out, e + 12, 0);
+  }
+  put_trailer(out, pages_header_size(count));
+}
+
+void encode_discard_header(std::byte* out, std::uint64_t epoch, std::uint64_t first,
+                           std::uint64_t count) {
+  put_fixed(out, record_type::discard, epoch, count, first);
+  put_trailer(out, discard_header_size);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> journal_index::sorted() const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> v(map_.begin(), map_.end());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void scan_journal(io::engine& eng, io::file& f, const std::string& path, std::uint64_t epoch,
+                  std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
+                  const journal_visitor& visit) {
+  const std::string op = "recover";
+  const std::uint64_t file_size = eng.size(f);
+  if (file_size < length) {
+    throw error(errc::corrupt, path, op,
+                "journal truncated: " + std::to_string(file_size) + " bytes, epoch " +
+                    std::to_string(epoch) + " needs " + std::to_string(length));
+  }
+  auto bad = [&](std::uint64_t at, const std::string& what) {
+    return error(errc::corrupt, path, op,
+                 "journal record at offset " + std::to_string(at) + ": " + what +
+                     " (epoch " + std::to_string(epoch) + " covers " + std::to_string(length) +
+                     " bytes)");
+  };
+
+  std::vector<std::byte> header;
+  std::vector<std::byte> images;
+  std::vector<std::uint64_t> pages;
+  std::uint64_t off = 0;
+  while (off < length) {
+    if (length - off < record_fixed_size + record_trailer_size) {
+      throw bad(off, "record header crosses the committed length");
+    }
+    std::byte fixed[record_fixed_size];
+    eng.read_at(f, off, fixed, sizeof fixed);
+    if (get<std::uint32_t>(fixed, 0) != record_magic) throw bad(off, "bad magic");
+    const auto type = get<std::uint32_t>(fixed, 4);
+    const auto rec_epoch = get<std::uint64_t>(fixed, 8);
+    const auto count = get<std::uint64_t>(fixed, 16);
+    const auto first = get<std::uint64_t>(fixed, 24);
+    if (type != static_cast<std::uint32_t>(record_type::pages) &&
+        type != static_cast<std::uint32_t>(record_type::discard)) {
+      throw bad(off, "unknown record type " + std::to_string(type));
+    }
+    const bool is_pages = type == static_cast<std::uint32_t>(record_type::pages);
+    // Bound count before computing sizes from it, so a corrupt count cannot overflow.
+    if (is_pages && count > (length - off) / (record_entry_size + page_size)) {
+      throw bad(off, "page count " + std::to_string(count) + " crosses the committed length");
+    }
+    const std::size_t hsize = is_pages ? pages_header_size(count) : discard_header_size;
+    const std::uint64_t rec_size = hsize + (is_pages ? count * page_size : 0);
+    if (rec_size > length - off) throw bad(off, "record crosses the committed length");
+
+    header.resize(hsize);
+    std::memcpy(header.data(), fixed, sizeof fixed);
+    eng.read_at(f, off + sizeof fixed, header.data() + sizeof fixed, hsize - sizeof fixed);
+    const std::size_t crc_off = hsize - record_trailer_size;
+    if (get<std::uint32_t>(header.data(), crc_off) != detail::crc32c(header.data(), crc_off)) {
+      throw bad(off, "header crc mismatch");
+    }
+    if (rec_epoch != epoch) {
+      throw bad(off, "record belongs to epoch " + std::to_string(rec_epoch));
+    }
+
+    if (!is_pages) {
+      if (first >= page_count || count > page_count - first) {
+        throw bad(off, "discard range beyond capacity");
+      }
+      if (visit.on_discard) visit.on_discard(off, first, count);
+      off += rec_size;
+      continue;
+    }
+
+    pages.resize(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      pages[i] = get<std::uint64_t>(header.data(), record_fixed_size + i * record_entry_size);
+      if (pages[i] >= page_count) {
+        throw bad(off, "page " + std::to_string(pages[i]) + " beyond capacity");
+      }
+    }
+    // Verify every image against its CRC, reading several pages per engine call.
+    const std::uint64_t image_off = off + hsize;
+    const std::uint64_t per_chunk = std::max<std::uint64_t>(1, scan_chunk / page_size);
+    for (std::uint64_t i = 0; i < count; i += per_chunk) {
+      const std::uint64_t n = std::min<std::uint64_t>(per_chunk, count - i);
+      images.resize(n * page_size);
+      eng.read_at(f, image_off + i * page_size, images.data(), images.size());
+      for (std::uint64_t k = 0; k < n; ++k) {
+        const auto want = get<std::uint32_t>(
+            header.data(), record_fixed_size + (i + k) * record_entry_size + 8);
+        if (detail::crc32c(images.data() + k * page_size, page_size) != want) {
+          throw bad(off, "crc mismatch in the image of page " + std::to_string(pages[i + k]) +
+                             " at offset " + std::to_string(image_off + (i + k) * page_size));
+        }
+      }
+    }
+    if (visit.on_pages) visit.on_pages(pages, image_off);
+    off += rec_size;
+  }
+}
+
+}  // namespace pheap::store

@@ -1,0 +1,200 @@
+#include "sparse_store/superblock.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/crc32c.hpp"
+#include "pheap/error.hpp"
+#include "sparse_store/layout.hpp"
+
+namespace pheap {
+
+std::string to_string(const uuid& id) {
+  char out[37];
+  char* p = out;
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+    std::snprintf(p, 3, "%02x", id[i]);
+    p += 2;
+  }
+  *p = '\0';
+  return out;
+}
+
+namespace store {
+
+namespace {
+
+constexpr std::uint32_t min_page_size = 4096;
+constexpr std::uint32_t max_page_size = 64u << 20;
+
+// Returns an empty string if the geometry is acceptable, else the reason.
+std::string geometry_problem(std::uint32_t page_size, std::uint64_t segment_size,
+                             std::uint64_t capacity) {
+  if (!is_pow2(page_size) || page_size < min_page_size || page_size > max_page_size) {
+    return "page_size " + std::to_string(page_size) +
+           " is not a power of two between 4 KiB and 64 MiB";
+  }
+  if (!is_pow2(segment_size) || segment_size < page_size) {
+    return "segment_size " + std::to_string(segment_size) +
+           " is not a power of two ≥ page_size";
+  }
+  if (capacity == 0 || capacity % page_size != 0) {
+    return "capacity " + std::to_string(capacity) + " is not a positive multiple of page_size";
+  }
+  const std::uint64_t segments = (capacity + segment_size - 1) / segment_size;
+  if (segments > max_segments) {
+    return "capacity / segment_size = " + std::to_string(segments) +
+           " segments exceeds the superblock bitmap (" + std::to_string(max_segments) +
+           "); use larger segments";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
+  std::array<std::byte, slot_size> s{};
+  std::byte* b = s.data();
+  std::memcpy(b, super_magic, sizeof super_magic);
+  put<std::uint32_t>(b, 8, sb.version);
+  put<std::uint32_t>(b, 12, sb.page_size);
+  std::memcpy(b + 16, sb.id.data(), sb.id.size());
+  put<std::uint64_t>(b, 32, sb.epoch);
+  put<std::uint64_t>(b, 40, sb.segment_size);
+  put<std::uint64_t>(b, 48, sb.capacity);
+  put<std::uint64_t>(b, 56, sb.journal_length);
+  put<std::uint32_t>(b, 64, static_cast<std::uint32_t>(sb.root.size()));
+  put<std::uint32_t>(b, 68, static_cast<std::uint32_t>(sb.segment_count()));
+  if (!sb.root.empty()) std::memcpy(b + off_root, sb.root.data(), sb.root.size());
+  for (std::size_t i = 0; i < sb.segments.size(); ++i) {
+    if (sb.segments[i]) b[off_bitmap + i / 8] |= std::byte(1u << (i % 8));
+  }
+  put<std::uint32_t>(b, off_crc, detail::crc32c(b, off_crc));
+  return s;
+}
+
+decoded_slot decode_slot(const std::byte* b) {
+  decoded_slot d;
+  if (std::memcmp(b, super_magic, sizeof super_magic) != 0) {
+    bool zero = true;
+    for (std::size_t i = 0; i < slot_size && zero; ++i) zero = b[i] == std::byte{0};
+    d.status = slot_status::bad_magic;
+    d.cause = zero ? "empty (all zeros)" : "bad magic";
+    return d;
+  }
+  const auto version = get<std::uint32_t>(b, 8);
+  if (version > sparse_store::format_version) {
+    d.status = slot_status::newer_version;
+    d.cause = "format version " + std::to_string(version) + " (this build reads ≤ " +
+              std::to_string(sparse_store::format_version) + ")";
+    return d;
+  }
+  const auto stored_crc = get<std::uint32_t>(b, off_crc);
+  const auto actual_crc = detail::crc32c(b, off_crc);
+  if (stored_crc != actual_crc) {
+    char msg[80];
+    std::snprintf(msg, sizeof msg, "crc mismatch (stored %08x, computed %08x)", stored_crc,
+                  actual_crc);
+    d.status = slot_status::bad_crc;
+    d.cause = msg;
+    return d;
+  }
+  superblock& sb = d.sb;
+  sb.version = version;
+  sb.page_size = get<std::uint32_t>(b, 12);
+  std::memcpy(sb.id.data(), b + 16, sb.id.size());
+  sb.epoch = get<std::uint64_t>(b, 32);
+  sb.segment_size = get<std::uint64_t>(b, 40);
+  sb.capacity = get<std::uint64_t>(b, 48);
+  sb.journal_length = get<std::uint64_t>(b, 56);
+  const auto root_len = get<std::uint32_t>(b, 64);
+  const auto seg_count = get<std::uint32_t>(b, 68);
+  std::string problem = version == 0 ? "format version 0" : geometry_problem(sb.page_size, sb.segment_size, sb.capacity);
+  if (problem.empty() && root_len > sparse_store::max_root_size) {
+    problem = "root length " + std::to_string(root_len) + " > 2048";
+  }
+  if (problem.empty() && seg_count != sb.segment_count()) {
+    problem = "segment count " + std::to_string(seg_count) + " does not match the geometry";
+  }
+  if (!problem.empty()) {
+    d.status = slot_status::bad_values;
+    d.cause = "impossible values: " + problem;
+    return d;
+  }
+  sb.root.assign(b + off_root, b + off_root + root_len);
+  sb.segments.assign(seg_count, false);
+  for (std::size_t i = 0; i < seg_count; ++i) {
+    sb.segments[i] = (std::to_integer<unsigned>(b[off_bitmap + i / 8]) >> (i % 8)) & 1u;
+  }
+  d.status = slot_status::ok;
+  return d;
+}
+
+void validate_geometry(const std::string& dir, std::uint32_t page_size,
+                       std::uint64_t segment_size, std::uint64_t capacity) {
+  const std::string problem = geometry_problem(page_size, segment_size, capacity);
+  if (!problem.empty()) throw error(errc::invalid_argument, dir, "create", problem);
+}
+
+superblock read_superblock(io::engine& eng, io::file& f, const std::string& super_path) {
+  const std::uint64_t file_size = eng.size(f);
+  std::vector<std::byte> buf(super_file_size);
+  // Reads past end of file yield zeros (engine contract), so a truncated file shows up as an
+  // "empty" slot rather than stale bytes.
+  eng.read_at(f, 0, buf.data(), buf.size());
+  decoded_slot slots[slot_count] = {decode_slot(buf.data()), decode_slot(buf.data() + slot_size)};
+
+  for (const auto& s : slots) {
+    if (s.status == slot_status::newer_version) {
+      throw error(errc::newer_format, super_path, "open",
+                  "written by a newer pheap: " + s.cause);
+    }
+  }
+  const decoded_slot* best = nullptr;
+  for (const auto& s : slots) {
+    if (s.status == slot_status::ok && (best == nullptr || s.sb.epoch > best->sb.epoch)) {
+      best = &s;
+    }
+  }
+  if (best != nullptr) return best->sb;
+
+  std::string why = "superblock slot 0 " + slots[0].cause + ", slot 1 " + slots[1].cause;
+  if (file_size < super_file_size) {
+    why += " (file truncated to " + std::to_string(file_size) + " of " +
+           std::to_string(super_file_size) + " bytes)";
+    throw error(errc::corrupt, super_path, "open", why);
+  }
+  if (slots[0].status == slot_status::bad_magic && slots[1].status == slot_status::bad_magic) {
+    throw error(errc::not_a_datastore, super_path, "open",
+                "not a pheap superblock (" + why + ")");
+  }
+  throw error(errc::corrupt, super_path, "open", "both superblock slots invalid: " + why);
+}
+
+void write_slot(io::engine& eng, io::file& f, const superblock& sb) {
+  const auto s = encode_slot(sb);
+  eng.write_at(f, (sb.epoch % slot_count) * slot_size, s.data(), s.size());
+}
+
+uuid new_uuid() {
+  uuid id{};
+  std::size_t got = 0;
+  while (got < id.size()) {
+    const ssize_t n = ::getrandom(id.data() + got, id.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "", "getrandom");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  id[6] = static_cast<std::uint8_t>((id[6] & 0x0f) | 0x40);  // version 4
+  id[8] = static_cast<std::uint8_t>((id[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return id;
+}
+
+}  // namespace store
+}  // namespace pheap
