@@ -1,0 +1,180 @@
+// pheap/pager.hpp — a sparse_store mapped into memory by a userfaultfd pager.
+//
+// A `pager` reserves one contiguous region of `store().capacity()` bytes and lets the program
+// read and write it with plain loads and stores. Missing pages are filled by fault workers
+// from the store (never-written pages are zero-filled without I/O), at most `buffer_size`
+// bytes stay resident, dirty pages are written back on eviction and by flush(), and
+// flush(root) makes everything written before the call durable as one store commit.
+//
+// Dirty tracking (chosen at run time, see dirty_tracking):
+//   wp_async      UFFD_FEATURE_WP_ASYNC + PAGEMAP_SCAN (Linux ≥ 6.7) and UFFDIO_MOVE (≥ 6.8):
+//                 first writes are resolved by the kernel (no round trip); flush collects and
+//                 re-protects the written set atomically with one scan.
+//   wp_sync       write-protect faults (Linux ≥ 5.7): the first write after a flush or a
+//                 fill traps to a worker once.
+//   all_resident  no write tracking: every resident page counts as dirty, so flush writes
+//                 every resident page and eviction writes every victim.
+//   automatic     the first of the above the kernel supports.
+// Forcing a mode the kernel lacks throws errc::unavailable.
+//
+// Guarantees:
+//   * flush() returns the store epoch containing every write that completed before flush()
+//     was called. Writes racing with a flush land in that epoch or the next; the copy of a
+//     page taken for an epoch is never torn by a racing write (wp_sync: writers block on the
+//     write-protect for the copy; wp_async: the copy is verified with PAGEMAP_SCAN and pages
+//     written during it are re-taken atomically with UFFDIO_MOVE; all_resident: pages are
+//     taken with UFFDIO_MOVE).
+//   * Eviction never loses a write: a victim is moved out of the region atomically
+//     (UFFDIO_MOVE into a private staging range) before its bytes are judged and written, and
+//     an access to it meanwhile waits in the fault handler until the store holds the bytes.
+//   * Resident pages never exceed buffer pages plus pinned pages (fault workers wait for the
+//     evictor when the buffer is full).
+//   * Nothing on disk changes except through store().write_pages() (eviction, flush) and
+//     store().commit() (flush). The destructor writes nothing: unflushed writes are lost, as
+//     after a crash, and the store reopens at its last commit.
+//
+// Caveats and failure modes (read these):
+//   * fork(): the region is MADV_DONTFORK. A child process does not inherit it; touching it in
+//     the child raises SIGSEGV. Open the datastore again in the child if it needs the data.
+//   * A store read error while filling a page: that page is poisoned (UFFDIO_POISON, Linux
+//     ≥ 6.6): the access that faulted, and every later access to the page, gets SIGBUS; one
+//     line naming the store path, page and error is printed to stderr; the next flush()
+//     throws that error (once). Without UFFDIO_POISON the faulting thread is sent SIGBUS with
+//     tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent zeros.
+//   * A store write error during eviction keeps the pages resident and dirty (the buffer may
+//     then exceed its size) and the next flush() throws it. A flush() that throws leaves the
+//     previous epoch durable; pages it had collected stay dirty for the next attempt.
+//   * Do not munmap, mremap, mprotect or madvise the region, and do not pass region addresses
+//     to system calls that write into them (read(2) into the region, io_uring buffers): with
+//     UFFD_USER_MODE_ONLY those fail with EFAULT. Copy through a private buffer instead.
+//   * Destroying the pager while other threads still access the region is undefined.
+//   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV; flush() throws
+//     errc::read_only.
+//   * The pager does not enable the uffd EVENT_* features, so a region accessed from a
+//     process created with clone(CLONE_VM) without CLONE_THREAD is unsupported.
+//   * userfaultfd is obtained with the userfaultfd(2) syscall, else the syscall with
+//     UFFD_USER_MODE_ONLY, else /dev/userfaultfd. When none works the constructor throws
+//     errc::unavailable naming the fix (vm.unprivileged_userfaultfd=1, access to
+//     /dev/userfaultfd, or a seccomp profile that allows userfaultfd).
+//   * Eviction of a writable region needs UFFDIO_MOVE (Linux ≥ 6.8) in every tracking mode;
+//     without it the buffer must hold the whole region, else the constructor throws
+//     errc::unavailable. Read-only regions evict with MADV_DONTNEED on any kernel.
+//   * Where a page went after UFFDIO_MOVE is read back from the page tables (PAGEMAP_SCAN),
+//     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
+//     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
+//   * Pinned pages are outside the buffer budget; pin less than you have.
+//   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
+//     in the instant before it was moved out (the uffd-wp bit does not travel with
+//     UFFDIO_MOVE), so such pages are compared with the store after the move and written if
+//     they differ: clean evictions cost a store read (none for never-written pages).
+//
+// Environment (pager_options::from_env):
+//   PHEAP_BUFFER_SIZE      bytes, K/M/G/T suffixes (powers of 1024); default 1/4 of RAM
+//   PHEAP_HIGH_WATERMARK   fraction (0,1], default 0.90
+//   PHEAP_LOW_WATERMARK    fraction [0, high), default 0.70
+//   PHEAP_DIRTY_TRACKING   automatic | wp_async | wp_sync | all_resident
+//   PHEAP_FAULT_THREADS    1..64, default 2
+//   PHEAP_READ_AHEAD       pages read ahead on sequential faults, 0..1024, default 0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "pheap/sparse_store.hpp"
+
+namespace pheap {
+
+enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
+const char* to_string(dirty_tracking t) noexcept;
+
+struct pager_options {
+  // Bytes of DRAM the region may hold (rounded down to whole pages, at least 2 pages, at most
+  // the capacity). 0 → 1/4 of physical RAM.
+  std::size_t buffer_size = 0;
+  double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
+  dirty_tracking tracking = dirty_tracking::automatic;
+  unsigned fault_threads = 2;  // workers reading the uffd (1..64)
+  unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
+
+  // Overrides fields of `base` from PHEAP_* variables (see the header comment). A malformed
+  // or out-of-range value throws error(invalid_argument) naming the variable.
+  static pager_options from_env(pager_options base);
+  static pager_options from_env();  // == from_env(pager_options{})
+};
+
+struct pager_stats {
+  std::uint64_t read_faults = 0;    // missing-page faults from reads
+  std::uint64_t write_faults = 0;   // missing-page faults from writes
+  std::uint64_t wp_faults = 0;      // write-protect faults (wp_sync)
+  std::uint64_t zero_fills = 0;     // pages filled with zeros without store I/O
+  std::uint64_t pages_read = 0;     // pages filled from the store (faults, read-ahead, prefetch)
+  std::uint64_t bytes_read = 0;
+  std::uint64_t read_ahead_pages = 0;
+  std::uint64_t prefetched_pages = 0;
+  std::uint64_t evictions = 0;      // pages evicted
+  std::uint64_t evicted_dirty = 0;  // of which written back
+  std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims compared with the store
+  std::uint64_t dirty_pages_written = 0;  // by flushes
+  std::uint64_t bytes_written = 0;        // eviction + flush
+  std::uint64_t flushes = 0;
+  std::uint64_t flush_retakes = 0;  // pages re-taken with MOVE because a write raced the copy
+  std::uint64_t buffer_waits = 0;   // faults that waited for the evictor
+  std::uint64_t poisoned_pages = 0;
+  std::uint64_t resident_pages = 0;
+  std::uint64_t peak_resident_pages = 0;
+  std::uint64_t pinned_pages = 0;
+  std::uint64_t fault_ns = 0;  // worker time resolving missing faults
+  std::uint64_t flush_ns = 0;
+  std::uint64_t evict_ns = 0;
+};
+std::ostream& operator<<(std::ostream& os, const pager_stats& s);
+
+namespace pager_detail {
+class pager_impl;
+}
+
+class pager {
+ public:
+  // Maps `store`. Throws errc::unavailable (no userfaultfd / forced mode missing),
+  // errc::invalid_argument (bad options), errc::io (mmap failure).
+  explicit pager(std::unique_ptr<sparse_store> store,
+                 const pager_options& opt = pager_options::from_env());
+  ~pager();  // flushes nothing; releases memory, threads and descriptors
+  pager(const pager&) = delete;
+  pager& operator=(const pager&) = delete;
+
+  std::byte* base() const noexcept;        // region start, page_size() aligned
+  std::size_t size() const noexcept;       // == store().capacity()
+  std::size_t page_size() const noexcept;  // == store().page_size()
+  bool read_only() const noexcept;
+  dirty_tracking tracking() const noexcept;  // the mode in use (never automatic)
+  std::size_t buffer_pages() const noexcept;  // the buffer, in pages
+
+  // Writes every dirty page to the store and commits `root`; returns the new epoch.
+  // Throws the first store error since the last flush (poisoned fills, eviction write
+  // failures) or of this flush's own writes/commit; errc::read_only on a read-only store.
+  std::uint64_t flush(std::span<const std::byte> root);
+
+  // Asynchronously fills the pages covering each (offset, len). Stops early when the buffer
+  // reaches its high watermark. Out-of-range parts are ignored.
+  void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  // Fills and keeps resident the pages covering [offset, offset+len) until as many unpin()
+  // calls; pins nest. Throws invalid_argument when out of range.
+  void pin(std::size_t offset, std::size_t len);
+  void unpin(std::size_t offset, std::size_t len);
+
+  pager_stats stats() const;
+  sparse_store& store() noexcept;
+
+  pager_detail::pager_impl& impl() noexcept { return *impl_; }  // white-box tests
+
+ private:
+  std::unique_ptr<pager_detail::pager_impl> impl_;
+};
+
+}  // namespace pheap

@@ -1,0 +1,327 @@
+// Fault workers: each reads the uffd itself (poll + batched read of uffd_msg), so a fault is
+// handled by exactly one thread with no hand-off queue. Per-page state is changed by CAS in
+// the page table; two faults on one page are resolved once: the first claims `filling`, the
+// later ones see `filling` and return (the filler's UFFDIO_COPY wakes every waiter on the
+// range), or see `resident` and issue UFFDIO_WAKE (the fault raced with the install).
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "pager/pager_impl.hpp"
+#include "pheap/error.hpp"
+
+namespace pheap::pager_detail {
+
+void pager_impl::wake_page(std::size_t page) noexcept { (void)uffd_wake(uffd_, page_addr(page), ps_); }
+
+void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {
+  std::uint32_t s = table_.load(page);
+  while (!table_.cas(page, s, (s & ~(clear_bits | ps::wanted)) | set_bits)) {
+  }
+  if (s & ps::wanted) wake_page(page);
+}
+
+void pager_impl::worker_main(unsigned index) {
+  (void)index;
+  const std::size_t slots = 1 + read_ahead_;
+  anon_map bounce(slots * ps_, true);
+  pollfd fds[3] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {prefetch_fd_, POLLIN, 0}};
+  uffd_msg msgs[32];
+  while (!stop_.load(std::memory_order_acquire)) {
+    const ssize_t n = ::read(uffd_, msgs, sizeof msgs);
+    if (n > 0) {
+      const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
+      for (std::size_t i = 0; i < count; ++i) {
+        const uffd_msg& m = msgs[i];
+        if (m.event != UFFD_EVENT_PAGEFAULT) continue;  // no other events are enabled
+        const auto addr = static_cast<std::uintptr_t>(m.arg.pagefault.address);
+        const auto b = reinterpret_cast<std::uintptr_t>(base_);
+        if (addr < b || addr >= b + cap_) {
+          // A staging range: the pager itself never reads a missing staging page, so this is
+          // a bug; resolve with zeros so nothing hangs, and say so.
+          std::fprintf(stderr, "pheap: pager %s: unexpected fault at %p outside the region\n",
+                       name_.c_str(), reinterpret_cast<void*>(addr));
+          const std::uintptr_t a = addr & ~(std::uintptr_t(os_page_size()) - 1);
+          (void)uffd_zeropage(uffd_, reinterpret_cast<void*>(a), os_page_size());
+          continue;
+        }
+        const std::size_t page = (addr - b) / ps_;
+        if (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+          handle_wp(page);
+        } else {
+          handle_missing(page, (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0,
+                         m.arg.pagefault.feat.ptid, bounce.data());
+        }
+      }
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      std::fprintf(stderr, "pheap: pager %s: read(userfaultfd): %s; fault worker exits\n",
+                   name_.c_str(), std::strerror(errno));
+      return;
+    }
+    if (prefetch_step(bounce.data())) continue;
+    (void)::poll(fds, 3, -1);
+    if (fds[2].revents & POLLIN) {
+      std::uint64_t v;
+      (void)::read(prefetch_fd_, &v, sizeof v);  // whoever wins resets it; all look at the queue
+    }
+  }
+}
+
+void pager_impl::handle_wp(std::size_t page) {
+  c_.wp_faults.fetch_add(1, std::memory_order_relaxed);
+  std::uint32_t s = table_.load(page);
+  for (;;) {
+    if (ps::kind(s) != ps::resident) {  // moved out meanwhile: the retry faults as missing
+      wake_page(page);
+      return;
+    }
+    if (s & (ps::evict | ps::flush)) {  // the owner wakes us when it lets go (I3)
+      if (table_.cas(page, s, s | ps::wanted)) return;
+      continue;
+    }
+    if (s & ps::wpclear) {  // another worker is un-protecting it right now; its ioctl wakes us
+      return;
+    }
+    if (table_.cas(page, s, s | ps::dirty | ps::ref | ps::wpclear)) break;
+  }
+  // dirty is recorded before the page becomes writable (I5); wpclear keeps flush/evictor off
+  // the page until the un-protect is done.
+  const int rc = uffd_writeprotect(uffd_, page_addr(page), ps_, false);
+  if (rc != 0 && rc != ENOENT) {
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT clear page %zu: %s\n",
+                 name_.c_str(), page, std::strerror(rc));
+  }
+  release_owned(page, ps::wpclear);
+  wake_page(page);
+}
+
+void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
+                                std::byte* bounce) {
+  std::uint32_t s = table_.load(page);
+  for (;;) {
+    switch (ps::kind(s)) {
+      case ps::filling:
+        return;  // the filler's UFFDIO_COPY wakes this waiter
+      case ps::poisoned:
+        wake_page(page);  // raced with the poisoning; the retry gets SIGBUS
+        return;
+      case ps::resident:
+        if (s & (ps::evict | ps::flush)) {
+          if (table_.cas(page, s, s | ps::wanted)) return;
+          continue;
+        }
+        wake_page(page);  // installed after this fault was queued
+        return;
+      default:
+        break;
+    }
+    // absent: take a buffer slot, then claim the page.
+    if (!reserve_slot()) return;  // stopping
+    s = table_.load(page);
+    bool claimed = false;
+    while (ps::kind(s) == ps::absent) {
+      if (table_.cas(page, s, ps::with_kind(s, ps::filling))) {
+        claimed = true;
+        break;
+      }
+    }
+    if (claimed) break;
+    release_slots(1);  // someone else got it; re-examine
+  }
+  const std::uint64_t t0 = now_ns();
+  (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
+  fill_pages(&page, 1, write, true, tid, bounce);
+  c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  if (read_ahead_ == 0) return;
+  // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
+  const std::size_t prev = last_fault_end_.exchange(page, std::memory_order_acq_rel);
+  if (page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
+}
+
+void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
+  std::vector<std::size_t> got;
+  got.reserve(read_ahead_);
+  for (std::size_t p = first; p < npages_ && got.size() < read_ahead_; ++p) {
+    if (!try_reserve_slot(high_pages_)) break;
+    std::uint32_t s = table_.load(p);
+    bool claimed = false;
+    while (ps::kind(s) == ps::absent) {
+      if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
+        claimed = true;
+        break;
+      }
+    }
+    if (!claimed) {
+      release_slots(1);
+      break;
+    }
+    got.push_back(p);
+  }
+  if (got.empty()) return;
+  c_.read_ahead_pages.fetch_add(got.size(), std::memory_order_relaxed);
+  std::size_t expect = first - 1;  // extend the sequential run unless another fault moved it
+  last_fault_end_.compare_exchange_strong(expect, got.back(), std::memory_order_acq_rel);
+  fill_pages(got.data(), got.size(), false, false, 0, bounce);
+}
+
+bool pager_impl::prefetch_step(std::byte* bounce) {
+  std::vector<std::size_t> got;
+  const std::size_t max = 1 + read_ahead_;
+  {
+    std::lock_guard lk(pf_mu_);
+    while (!pf_q_.empty() && got.size() < max) {
+      auto& r = pf_q_.front();
+      if (r.first >= r.second) {
+        pf_q_.pop_front();
+        continue;
+      }
+      const std::size_t p = r.first;
+      if (!try_reserve_slot(high_pages_)) {  // buffer at its high watermark: stop prefetching
+        pf_q_.clear();
+        break;
+      }
+      std::uint32_t s = table_.load(p);
+      bool claimed = false;
+      while (ps::kind(s) == ps::absent) {
+        if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
+          claimed = true;
+          break;
+        }
+      }
+      ++r.first;
+      if (claimed) {
+        got.push_back(p);
+      } else {
+        release_slots(1);
+      }
+    }
+  }
+  if (got.empty()) return false;
+  c_.prefetched_pages.fetch_add(got.size(), std::memory_order_relaxed);
+  fill_pages(got.data(), got.size(), false, false, 0, bounce);
+  return true;
+}
+
+void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                            std::uint32_t tid, std::byte* bounce) {
+  // 1. Read what the store has; never-written pages come from the zero buffer.
+  std::vector<page_read> reads;
+  std::vector<const std::byte*> src(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (store_->may_have_data(pages[i])) {
+      reads.push_back({pages[i], bounce + i * ps_});
+      src[i] = bounce + i * ps_;
+    } else {
+      src[i] = zero_.data();
+    }
+  }
+  std::vector<bool> failed(n, false);
+  if (!reads.empty()) {
+    try {
+      store_->read_pages(reads);
+    } catch (...) {
+      // Find out page by page which ones fail.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (src[i] == zero_.data()) continue;
+        page_read one{pages[i], bounce + i * ps_};
+        try {
+          store_->read_pages(std::span<const page_read>(&one, 1));
+        } catch (const std::exception& e) {
+          failed[i] = true;
+          if (fault && i == 0) {
+            record_error(std::current_exception());
+            poison_page(pages[i], tid, e.what());
+          }
+        }
+      }
+    }
+  }
+  // 2. Install. Read fills are write-protected where tracking needs it, so the first write is
+  // seen (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t p = pages[i];
+    if (failed[i]) {
+      if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
+        std::uint32_t s = table_.load(p);
+        while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
+        }
+        release_slots(1);
+      }
+      continue;
+    }
+    // Counted before the install: the install wakes the faulting thread, which may read the
+    // statistics at once.
+    (src[i] == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
+    const bool w = write && i == 0;
+    std::uint64_t mode = 0;
+    if (wp_registered_ && !w) mode = UFFDIO_COPY_MODE_WP;
+    int rc;
+    if (ro_ && src[i] == zero_.data()) {
+      rc = uffd_zeropage(uffd_, page_addr(p), ps_);
+    } else {
+      rc = uffd_copy(uffd_, page_addr(p), src[i], ps_, mode);
+    }
+    if (rc == EEXIST) {
+      // Cannot happen while we own `filling` (I1); report instead of corrupting state.
+      std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
+                   name_.c_str(), p);
+      wake_page(p);
+    } else if (rc != 0) {
+      std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
+                   std::strerror(rc));
+      std::uint32_t s = table_.load(p);
+      while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
+      }
+      release_slots(1);
+      wake_page(p);
+      continue;
+    }
+    const std::uint32_t extra =
+        ps::ref | ((w && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u);
+    std::uint32_t s = table_.load(p);
+    assert(ps::kind(s) == ps::filling);
+    while (!table_.cas(p, s, ps::with_kind(s, ps::resident) | extra)) {
+    }
+  }
+  note_resident_peak();
+}
+
+void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::string& why) {
+  c_.poisoned_pages.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr,
+               "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
+               "SIGBUS and the next flush() reports it\n",
+               name_.c_str(), page, page * ps_, why.c_str());
+  std::uint32_t s = table_.load(page);
+  if (have_poison_) {
+    const int rc = uffd_poison(uffd_, page_addr(page), ps_);
+    if (rc == 0) {
+      while (!table_.cas(page, s, ps::with_kind(s, ps::poisoned))) {
+      }
+      release_slots(1);
+      return;
+    }
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", name_.c_str(), page,
+                 std::strerror(rc));
+  }
+  // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly.
+  while (!table_.cas(page, s, ps::with_kind(s, ps::absent))) {
+  }
+  release_slots(1);
+  if (tid != 0) {
+    (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);
+  } else {
+    wake_page(page);
+  }
+}
+
+}  // namespace pheap::pager_detail

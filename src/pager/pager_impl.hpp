@@ -1,0 +1,193 @@
+// src/pager/pager_impl.hpp — internals of pheap::pager, shared by the files of src/pager:
+//   pager.cpp          construction (feature choice, mapping, registration), teardown, pin,
+//                      prefetch queue, options, statistics
+//   fault_workers.cpp  workers reading the uffd; fills (store read → bounce → UFFDIO_COPY),
+//                      read-ahead, prefetch, poisoning on read errors
+//   evictor.cpp        the bounded buffer: slot reservation and the background evictor
+//   dirty_tracker.cpp  flush(): collecting dirty pages per tracking mode, copy-out, commit
+//
+// Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
+// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → err_mu_. Fault workers take
+// none of these on the hot path; they only wait on free_cv_ (buffer full), which the evictor
+// signals without ever waiting on a worker, a flush or a fault, so no cycle exists:
+//   worker → (waits for) evictor → store I/O
+//   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pager/page_table.hpp"
+#include "pager/uffd.hpp"
+#include "pheap/pager.hpp"
+
+namespace pheap::pager_detail {
+
+// Anonymous private mapping owned by RAII (bounce buffers, staging ranges).
+struct anon_map {
+  void* p = nullptr;
+  std::size_t len = 0;
+  anon_map() = default;
+  anon_map(std::size_t bytes, bool dontfork);
+  ~anon_map();
+  anon_map(anon_map&& o) noexcept : p(o.p), len(o.len) { o.p = nullptr; o.len = 0; }
+  anon_map& operator=(anon_map&& o) noexcept;
+  std::byte* data() const noexcept { return static_cast<std::byte*>(p); }
+};
+
+struct counters {
+  std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
+      pages_read{0}, read_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
+      evict_verify_reads{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
+      flush_retakes{0}, buffer_waits{0}, poisoned_pages{0}, peak_resident{0}, fault_ns{0},
+      flush_ns{0}, evict_ns{0};
+};
+
+inline std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+class pager_impl {
+ public:
+  pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt);
+  ~pager_impl();
+
+  // --- public API backends -------------------------------------------------------------------
+  std::uint64_t flush(std::span<const std::byte> root);
+  void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  void pin(std::size_t offset, std::size_t len);
+  void unpin(std::size_t offset, std::size_t len);
+  pager_stats stats() const;
+
+  // Quiescent self-check (no faults, flushes or evictions in flight): returns "" when the page
+  // table agrees with the counters and the page tables (invariants I1, I2, I6 of
+  // page_table.hpp), else a description of the first violation.
+  std::string check_invariants() const;
+  // Waits until the evictor has nothing to do (occupancy ≤ high watermark and no batch in
+  // flight). For tests that measure residency.
+  void wait_evictor_idle();
+  uffd_source source() const noexcept { return source_; }
+
+  // --- geometry ---------------------------------------------------------------------------------
+  std::unique_ptr<sparse_store> store_;
+  std::string name_;  // store path, for messages
+  std::size_t ps_ = 0, npages_ = 0, cap_ = 0;
+  std::byte* base_ = nullptr;
+  bool ro_ = false;
+  dirty_tracking mode_ = dirty_tracking::all_resident;
+  bool wp_registered_ = false;  // region registered with MODE_WP
+  bool have_move_ = false, have_poison_ = false;
+  unsigned read_ahead_ = 0;
+
+  std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
+
+  // --- descriptors ------------------------------------------------------------------------------
+  int uffd_ = -1, pagemap_fd_ = -1, stop_fd_ = -1, prefetch_fd_ = -1;
+  uffd_source source_ = uffd_source::syscall;
+  anon_map region_map_;  // the region (exactly cap_ bytes at base_)
+  anon_map zero_;        // ps_ zero bytes (source for zero fills)
+
+  // --- page state and buffer --------------------------------------------------------------------
+  page_table table_;
+  std::size_t buffer_pages_ = 0, high_pages_ = 0, low_pages_ = 0;
+  std::atomic<std::int64_t> occupied_{0};  // filling + resident pages (I6)
+  std::atomic<std::int64_t> pinned_{0};    // pages with pin count > 0 (outside the budget)
+  std::int64_t budget_used() const noexcept {
+    return occupied_.load(std::memory_order_acquire) - pinned_.load(std::memory_order_acquire);
+  }
+  // Takes one buffer slot for a fill; waits for the evictor when the buffer is full. Returns
+  // false only when the pager is stopping.
+  bool reserve_slot();
+  bool try_reserve_slot(std::size_t limit);
+  void release_slots(std::size_t n);
+  void kick_evictor();
+
+  // --- fault workers (fault_workers.cpp) ------------------------------------------------------
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+  std::atomic<std::size_t> last_fault_end_{~std::size_t(0) - 1};  // read-ahead detection
+  void worker_main(unsigned index);
+  void handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
+  void handle_wp(std::size_t page);
+  // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
+  // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error
+  // on it is poisoned; read errors on the others just return them to absent.
+  void fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                  std::uint32_t tid, std::byte* bounce);
+  void fill_read_ahead(std::size_t first, std::byte* bounce);
+  bool prefetch_step(std::byte* bounce);
+  void poison_page(std::size_t page, std::uint32_t tid, const std::string& why);
+  // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
+  void release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits = 0);
+  void wake_page(std::size_t page) noexcept;
+
+  // --- prefetch queue -----------------------------------------------------------------------------
+  std::mutex pf_mu_;
+  std::deque<std::pair<std::size_t, std::size_t>> pf_q_;  // [first page, end page)
+
+  // --- evictor (evictor.cpp) -----------------------------------------------------------------
+  std::thread evictor_;
+  std::mutex evict_mu_;  // guards evict_kick_ (the evictor's sleep)
+  std::condition_variable evict_cv_;
+  bool evict_kick_ = false;
+  std::atomic<int> slot_waiters_{0};
+  std::atomic<bool> evict_failing_{false};  // last eviction write-back failed (buffer may overflow)
+  std::mutex free_mu_;
+  std::condition_variable free_cv_;
+  std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
+  std::size_t evict_batch_pages_ = 1;
+  std::size_t clock_hand_ = 0;
+  anon_map evict_staging_;  // registered with uffd_ (UFFDIO_MOVE destination)
+  anon_map evict_bounce_, verify_bounce_;
+  void evictor_main();
+  // Evicts up to `want` pages; returns how many were freed.
+  std::size_t evict_batch(std::size_t want);
+
+  // --- flush (dirty_tracker.cpp) -------------------------------------------------------------
+  std::mutex flush_mu_;
+  std::size_t flush_batch_pages_ = 1;
+  anon_map flush_staging_;  // registered with uffd_ (MOVE snapshots)
+  anon_map flush_bounce_;
+  std::vector<std::size_t> collect_dirty();
+  // Claims, copies out (per mode) and writes one chunk of candidate pages; returns pages written.
+  std::size_t flush_chunk(const std::size_t* cand, std::size_t n);
+  // Copies claimed pages [pages, pages+n) (consecutive in `pages` order) into bounce slots
+  // atomically w.r.t. writers by moving each run out to flush_staging_ and back.
+  void take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  void wait_not_filling(std::size_t page);
+  void written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out);
+
+  // --- errors ---------------------------------------------------------------------------------
+  std::mutex err_mu_;
+  std::exception_ptr sticky_;  // first store error since the last flush
+  void record_error(std::exception_ptr e);
+  std::exception_ptr take_error();
+
+  mutable counters c_;
+  // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
+  void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
+  // After a UFFDIO_MOVE of `slots` UPages from the region into `stg`, says per slot whether
+  // the whole UPage arrived; a slot that arrived in part is moved back frame by frame, so every
+  // UPage ends up whole on one side. The ioctl's own result is not trusted: on Linux 6.18 it
+  // was seen to return EEXIST (move = -EEXIST) for a page it had moved, while PAGEMAP_SCAN
+  // write-protected ptes concurrently (wp_async).
+  std::vector<bool> arrived(std::byte* stg, const std::size_t* pages, std::size_t slots);
+  // Empties `stg` (n slots) back into the region after arrived() pages were copied: moves each
+  // slot back, then copies any frame still in staging and drops the staging range.
+  void return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved);
+  void note_resident_peak();
+};
+
+}  // namespace pheap::pager_detail

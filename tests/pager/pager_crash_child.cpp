@@ -1,0 +1,48 @@
+// Victim process of pager_crash_test: writes deterministic page versions through a pager over a
+// real sparse_store and flushes, forever, until SIGKILLed.
+//
+//   pager_crash_child DIR ENGINE MODE SEED
+//
+// Iteration k (k = 1, 2, ...) writes version k of a seed-determined subset of pages (whole
+// pages, fill_pattern(seed, page, k)) and then flush(root = k). After flush() returns it prints
+// "k\n" to stdout (the acknowledgement). The datastore is created by the parent.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "common/test_util.hpp"
+#include "pheap/pager.hpp"
+
+using namespace pheap;
+
+int main(int argc, char** argv) {
+  if (argc != 5) return 2;
+  store_options so;
+  so.engine = std::string(argv[2]) == "io_uring" ? io::make_uring_engine() : io::make_posix_engine();
+  pager_options po;
+  const std::string m = argv[3];
+  po.tracking = m == "wp_async" ? dirty_tracking::wp_async
+                : m == "wp_sync" ? dirty_tracking::wp_sync
+                                 : dirty_tracking::all_resident;
+  po.buffer_size = 16 * 4096;  // evictions happen between flushes
+  const std::uint64_t seed = std::strtoull(argv[4], nullptr, 10);
+  pager pg(sparse_store::open(argv[1], so), po);
+  const std::size_t ps = pg.page_size(), npages = pg.size() / ps;
+  for (std::uint64_t k = 1;; ++k) {
+    std::mt19937_64 rng(seed * 1000003 + k);
+    const std::size_t n = 1 + rng() % 24;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t p = rng() % npages;
+      test::fill_pattern(pg.base() + p * ps, ps, seed, p, k);
+    }
+    const std::uint64_t root = k;
+    pg.flush(std::as_bytes(std::span(&root, 1)));
+    char line[32];
+    const int len = std::snprintf(line, sizeof line, "%llu\n", static_cast<unsigned long long>(k));
+    if (::write(1, line, static_cast<std::size_t>(len)) != len) return 3;
+  }
+}
