@@ -1,11 +1,22 @@
 // sparse_store/journal.hpp — journal records and the DRAM index over one journal file.
 //
-// Every write_pages() batch of epoch E becomes ONE record appended to journal-E; every
-// discard() becomes one discard record. Records are never modified after they are written, so
-// a page image in the journal can be read at any time by anyone holding the file open. The
+// Every write_pages() batch of epoch E becomes ONE record appended to journal-E (pages that
+// already have a slot in journal-E are rewritten in place instead, see below); every
+// discard() becomes one discard record. The
+
 // commit record (superblock) of epoch E names the journal length L it covers; on recovery
 // every record in [0, L) must be intact, and bytes past L (writes after the seal that belong
 // to epoch E+1, or a torn tail) are never looked at.
+//
+// In-place rewrites: while journal E is still the CURRENT journal (not sealed by a commit), a
+// page written again whose newest entry is an image slot of journal E gets its image
+// overwritten in that slot, and the slot's entry CRC and the record's header CRC are
+// rewritten with it (the store keeps every record header of the current journal in DRAM and
+// serialises rewrites of one record). This bounds journal E by the distinct pages written in
+// epoch E. It is safe because an uncommitted journal is discarded wholesale by recovery, and
+// commit seals the journal (no rewrite can start afterwards) and waits for rewrites already
+// started before it fdatasyncs the journal: the committed bytes are the final ones. A sealed
+// journal is never modified, so a checkpoint or a read of it never races a write.
 //
 // Record layout (little-endian; see FORMAT.md):
 //
@@ -68,6 +79,9 @@ class journal_index {
     auto [it, inserted] = map_.try_emplace(page, entry);
     if (!inserted && offset(it->second) < offset(entry)) it->second = entry;
   }
+  // Unconditional store / removal: only for undoing a record that was never written.
+  void set(std::uint64_t page, std::uint64_t entry) { map_[page] = entry; }
+  void erase(std::uint64_t page) { map_.erase(page); }
   const std::uint64_t* find(std::uint64_t page) const {
     auto it = map_.find(page);
     return it == map_.end() ? nullptr : &it->second;

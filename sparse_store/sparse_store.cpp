@@ -15,14 +15,21 @@
 //   segs_      segment files (own lock, always taken after mu_).
 //
 // Writers reserve journal space under mu_ (offset += record length, inflight += 1), write
-// without any lock, then publish index entries under mu_ and drop inflight. commit() swaps cur_
+// without any lock, then publish index entries under mu_ and drop inflight. Pages that
+// already have a published slot in cur_ are rewritten in place instead of appended (under
+// the record's own mutex; FORMAT.md "In-place rewrites"), which bounds cur_ by the distinct
+// pages of the epoch. commit() swaps cur_
 // for a fresh journal under mu_ (the seal) and waits until the sealed journal has no record in
 // flight: a write_pages() racing with commit() lands wholly in the sealed epoch (it reserved
 // before the seal) or wholly in the next (after), never torn.
 //
 // commit_mu_ serialises commit() and snapshot() and owns ckpt_ (the checkpoint thread).
+#include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -31,6 +38,8 @@
 #include <optional>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 
 #include "common/crc32c.hpp"
 #include "pheap/error.hpp"
@@ -48,6 +57,19 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// A pages record of the CURRENT journal, kept so its slots can be rewritten in place.
+struct record_info {
+  std::mutex mu;                  // serialises in-place rewrites of this record (image+header)
+  std::uint64_t offset = 0;       // of the header in the journal
+  std::vector<std::byte> header;  // the header as last written (entry CRCs + header CRC)
+};
+
+// The newest image slot of a page in the current journal: entry `idx` of record `rec`.
+struct slot_ref {
+  record_info* rec;
+  std::uint32_t idx;
+};
+
 // One journal file and its index. The file is created lazily by the first record.
 struct journal_state {
   journal_state(std::uint64_t e, std::string p) : epoch(e), path(std::move(p)) {}
@@ -56,8 +78,17 @@ struct journal_state {
   std::shared_ptr<io::file> file;  // null until the first record (nothing to commit)
   bool created = false;            // created by us: its directory entry needs a sync_dir
   std::uint64_t length = 0;        // bytes reserved; all written once inflight == 0
-  unsigned inflight = 0;           // records reserved but not yet written and published
+  unsigned inflight = 0;           // write_pages/discard calls reserved but not yet finished
   journal_index index;
+  // Current journal only (cleared at the seal): the records and, per page whose newest entry
+  // is a published image slot, that slot. A write of such a page overwrites the slot in
+  // place instead of appending (FORMAT.md "In-place rewrites"). The vector and the map are
+  // guarded by mu_, a record's header by its own mutex.
+  std::vector<std::unique_ptr<record_info>> records;
+  std::unordered_map<std::uint64_t, slot_ref> slots;
+  // Pages whose in-place rewrite failed (the store is poisoned): the slot holds the old
+  // image, the new one or a mix. Reads verify the image against both CRCs (old, new).
+  std::unordered_map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> damaged;
 };
 
 std::string parent_of(const std::string& path) {
@@ -83,6 +114,141 @@ void lock_super(io::file& f, const std::string& dir, bool read_only) {
                                   " is open by another process (read-write or read-only)");
     }
     throw_errno(errno, f.path(), "flock");
+  }
+}
+
+// --- creation ------------------------------------------------------------------------------
+
+// Last path component of `path`, trailing slashes ignored ("a/b/" → "b").
+std::string base_name(const std::string& path) {
+  std::filesystem::path p(path);
+  while (p.has_relative_path() && !p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
+// Prefix of the temporary directories create() builds `name` in: ".<name>.creating-".
+std::string creation_prefix(const std::string& name) { return "." + name + ".creating-"; }
+
+// create() may target a missing path or an existing empty directory (replaced by the rename).
+// Returns true for the latter; throws already_exists otherwise.
+bool check_create_target(io::engine& eng, const std::string& dir) {
+  if (!eng.exists(dir)) return false;
+  std::vector<std::string> names;
+  try {
+    names = eng.list_dir(dir);
+  } catch (const error& e) {
+    if (e.sys_errno() == ENOTDIR) {
+      throw error(errc::already_exists, dir, "create", "path exists and is not a directory");
+    }
+    throw;
+  }
+  if (!names.empty()) {
+    throw error(errc::already_exists, dir, "create", "directory exists and is not empty");
+  }
+  return true;
+}
+
+// A directory descriptor holding LOCK_EX on a creation directory: an in-progress create()
+// holds it, so a concurrent create() of the same name never removes a live temporary.
+struct dir_lock {
+  int fd = -1;
+  dir_lock() = default;
+  dir_lock(dir_lock&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  dir_lock& operator=(dir_lock&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd = std::exchange(o.fd, -1);
+    }
+    return *this;
+  }
+  ~dir_lock() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  // Opens and locks `path` without blocking; false if it is gone, locked or already removed.
+  bool try_lock(const std::string& path) {
+    reset();
+    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return false;
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    struct stat st {};
+    if (rc != 0 || ::fstat(fd, &st) != 0 || st.st_nlink == 0) {
+      reset();
+      return false;
+    }
+    return true;
+  }
+};
+
+struct creation_dir {
+  std::string path;
+  dir_lock lock;
+};
+
+// Removes a creation directory and the files in it (best effort; a leftover is harmless).
+void remove_creation_dir(io::engine& eng, const std::string& path) noexcept {
+  try {
+    for (const auto& n : eng.list_dir(path)) eng.remove_file(join(path, n));
+    eng.remove_dir(path);
+  } catch (const error&) {
+  }
+}
+
+// Removes the ".<name>.creating-*" directories a crashed create() of `name` left in `parent`.
+// Skips any that a live create() holds locked.
+void remove_stale_creations(io::engine& eng, const std::string& parent, const std::string& name) {
+  const std::string prefix = creation_prefix(name);
+  std::vector<std::string> names;
+  try {
+    names = eng.list_dir(parent);
+  } catch (const error&) {
+    return;  // the mkdir below reports an unusable parent properly
+  }
+  for (const auto& n : names) {
+    if (n.size() <= prefix.size() || n.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string path = join(parent, n);
+    dir_lock l;
+    if (l.try_lock(path)) remove_creation_dir(eng, path);
+  }
+}
+
+// Makes and locks a fresh "<parent>/.<name>.creating-XXXXXX".
+creation_dir make_creation_dir(io::engine& eng, const std::string& parent,
+                               const std::string& name) {
+  static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uuid r = new_uuid();
+    std::string suffix;
+    for (int i = 0; i < 6; ++i) suffix += alphabet[r[static_cast<std::size_t>(i)] % 36];
+    creation_dir c;
+    c.path = join(parent, creation_prefix(name) + suffix);
+    try {
+      eng.create_dir(c.path);
+    } catch (const error& e) {
+      if (e.code() == errc::already_exists) continue;
+      throw;
+    }
+    // Lost only to a concurrent remove_stale_creations() that got there first: try a new name.
+    if (c.lock.try_lock(c.path)) return c;
+  }
+  throw error(errc::io, parent, "create", "could not make a temporary creation directory for '" +
+                                              name + "' after 100 attempts");
+}
+
+// Takes a just-renamed datastore back out of `dir` after a failure that left its name's
+// durability unknown; restores the empty directory create() replaced, if any.
+void undo_creation(io::engine& eng, const std::string& dir, const std::string& parent,
+                   const std::string& name, bool restore_empty_dir) noexcept {
+  try {
+    creation_dir c = make_creation_dir(eng, parent, name);
+    eng.rename(dir, c.path);  // over the empty creation directory
+    remove_creation_dir(eng, c.path);
+    if (restore_empty_dir) eng.create_dir(dir);
+  } catch (const error&) {
   }
 }
 
@@ -157,12 +323,21 @@ class store_impl final : public sparse_store {
 
   // --- data path ---------------------------------------------------------------------------
 
+  // Not rejected on a poisoned store: a failed write or sync publishes nothing, so every
+  // index entry still points at fully written bytes (or, after a failed in-place rewrite, at
+  // a slot verified below) and reads keep returning the newest good content. The pager
+  // depends on this: it keeps serving page faults after an eviction hit ENOSPC.
   void read_pages(std::span<const page_read> batch) override {
-    check_usable("read_pages");
     for (const auto& r : batch) check_page(r.page, r.buf, "read_pages");
     const std::uint32_t ps = sb_.page_size;
     std::vector<io::read_request> reqs;
     std::vector<std::shared_ptr<io::file>> hold;  // keeps files open across the unlocked read
+    struct verify {
+      std::size_t req;
+      std::uint64_t page;
+      std::uint32_t old_crc, new_crc;
+    };
+    std::vector<verify> verifies;  // images of failed in-place rewrites
     std::uint64_t zeros = 0;
     {
       std::shared_lock lk(mu_);
@@ -183,6 +358,11 @@ class store_impl final : public sparse_store {
           std::memset(r.buf, 0, ps);
           ++zeros;
         } else if (entry != nullptr) {
+          if (!j->damaged.empty()) {
+            if (auto d = j->damaged.find(r.page); d != j->damaged.end()) {
+              verifies.push_back({reqs.size(), r.page, d->second.first, d->second.second});
+            }
+          }
           reqs.push_back({j->file.get(), journal_index::offset(*entry), r.buf, ps});
           hold.push_back(j->file);
         } else if (auto f = segs_.get(r.page / segs_.pages_per_segment())) {
@@ -197,6 +377,14 @@ class store_impl final : public sparse_store {
       }
     }
     if (!reqs.empty()) eng_->read(reqs);
+    for (const auto& v : verifies) {
+      const std::uint32_t c = detail::crc32c(reqs[v.req].buf, ps);
+      if (c != v.old_crc && c != v.new_crc) {
+        throw error(errc::io, hold[v.req]->path(), "read_pages",
+                    "page " + std::to_string(v.page) +
+                        " was lost by a failed in-place rewrite (" + poison_cause() + ")");
+      }
+    }
     stat_pages_read_ += reqs.size();
     stat_zero_pages_ += zeros;
   }
@@ -207,48 +395,141 @@ class store_impl final : public sparse_store {
     if (batch.empty()) return;
     for (const auto& w : batch) check_page(w.page, w.buf, "write_pages");
     const std::uint32_t ps = sb_.page_size;
-    const std::size_t n = batch.size();
 
-    // Checksums and the header are built outside the lock; only the epoch is filled in later.
-    std::vector<std::uint64_t> pages(n);
-    std::vector<std::uint32_t> crcs(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      pages[i] = batch[i].page;
-      crcs[i] = detail::crc32c(batch[i].buf, ps);
+    // A page listed twice: its last occurrence wins (as the record order did before), and
+    // only that one is written, so no two requests of the engine batch overlap.
+    std::vector<std::size_t> keep;
+    keep.reserve(batch.size());
+    if (batch.size() == 1) {
+      keep.push_back(0);
+    } else {
+      std::unordered_map<std::uint64_t, std::size_t> last;
+      last.reserve(batch.size());
+      for (std::size_t i = 0; i < batch.size(); ++i) last[batch[i].page] = i;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (last[batch[i].page] == i) keep.push_back(i);
+      }
     }
-    const std::size_t hsize = pages_header_size(n);
-    std::vector<std::byte> header(hsize);
+    // Checksums are computed outside the lock.
+    std::vector<std::uint32_t> crcs(keep.size());
+    for (std::size_t k = 0; k < keep.size(); ++k) crcs[k] = detail::crc32c(batch[keep[k]].buf, ps);
 
+    // Under mu_: split into pages that already own a slot in the current journal (rewritten
+    // in place) and fresh pages (one appended record); reserve the record; count the call as
+    // in flight so the seal in commit() waits for all of it.
+    struct rewrite {
+      std::size_t k;  // index into keep/crcs
+      slot_ref slot;
+    };
+    std::vector<rewrite> rewrites;
+    std::vector<std::size_t> fresh;  // indices into keep/crcs
     std::shared_ptr<journal_state> j;
-    std::uint64_t off;
+    record_info* rec = nullptr;
+    std::uint64_t off = 0;
+    std::size_t hsize = 0;
     {
       std::unique_lock lk(mu_);
       j = cur_;
-      ensure_journal_file(*j);
-      off = j->length;
-      j->length += hsize + static_cast<std::uint64_t>(n) * ps;
+      for (std::size_t k = 0; k < keep.size(); ++k) {
+        auto it = j->slots.find(batch[keep[k]].page);
+        if (it != j->slots.end()) {
+          rewrites.push_back({k, it->second});
+        } else {
+          fresh.push_back(k);
+        }
+      }
+      if (!fresh.empty()) {
+        ensure_journal_file(*j);
+        hsize = pages_header_size(fresh.size());
+        off = j->length;
+        j->length += hsize + static_cast<std::uint64_t>(fresh.size()) * ps;
+        j->records.push_back(std::make_unique<record_info>());
+        rec = j->records.back().get();
+        rec->offset = off;
+      }
       ++j->inflight;
       // Set at reservation, so a discard reserved after us sees the page and supersedes us.
-      for (std::uint64_t p : pages) bits_.set(p);
+      for (std::size_t k : fresh) bits_.set(batch[keep[k]].page);
     }
-    encode_pages_header(header.data(), j->epoch, n, pages.data(), crcs.data());
+
     std::vector<io::write_request> reqs;
-    reqs.reserve(n + 1);
-    reqs.push_back({j->file.get(), off, header.data(), hsize});
-    for (std::size_t i = 0; i < n; ++i) {
-      reqs.push_back({j->file.get(), off + hsize + i * ps, batch[i].buf, ps});
+    reqs.reserve(fresh.size() + 1 + 3 * rewrites.size());
+    std::vector<std::uint64_t> pages(fresh.size());
+    if (rec != nullptr) {
+      // The new record's header; it is published (and so rewritable) only after the write.
+      std::vector<std::uint32_t> fcrcs(fresh.size());
+      for (std::size_t i = 0; i < fresh.size(); ++i) {
+        pages[i] = batch[keep[fresh[i]]].page;
+        fcrcs[i] = crcs[fresh[i]];
+      }
+      rec->header.resize(hsize);
+      encode_pages_header(rec->header.data(), j->epoch, fresh.size(), pages.data(),
+                          fcrcs.data());
+      reqs.push_back({j->file.get(), off, rec->header.data(), hsize});
+      for (std::size_t i = 0; i < fresh.size(); ++i) {
+        reqs.push_back({j->file.get(), off + hsize + i * ps, batch[keep[fresh[i]]].buf, ps});
+      }
     }
+
+    // In-place rewrites: lock every record involved (by offset: no deadlock between two
+    // batches), update the entry CRCs and the header CRC in DRAM, and write the image, the
+    // entry and the header CRC. Held until the engine call returns, so the header on disk
+    // always matches the last image written into each slot.
+    std::vector<record_info*> locked;
+    std::vector<std::byte> entry_bufs(rewrites.size() * record_entry_size);
+    std::vector<std::pair<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>>> changed;
+    if (!rewrites.empty()) {
+      std::sort(rewrites.begin(), rewrites.end(), [](const rewrite& a, const rewrite& b) {
+        return a.slot.rec->offset < b.slot.rec->offset;
+      });
+      for (const auto& r : rewrites) {
+        if (locked.empty() || locked.back() != r.slot.rec) {
+          r.slot.rec->mu.lock();
+          locked.push_back(r.slot.rec);
+        }
+      }
+      changed.reserve(rewrites.size());
+      for (std::size_t x = 0; x < rewrites.size(); ++x) {
+        const auto& r = rewrites[x];
+        record_info& R = *r.slot.rec;
+        const std::size_t e = record_fixed_size + r.slot.idx * record_entry_size;
+        const std::uint64_t page = batch[keep[r.k]].page;
+        changed.push_back({page, {get<std::uint32_t>(R.header.data(), e + 8), crcs[r.k]}});
+        put<std::uint32_t>(R.header.data(), e + 8, crcs[r.k]);
+        std::memcpy(entry_bufs.data() + x * record_entry_size, R.header.data() + e,
+                    record_entry_size);
+        const std::uint64_t image =
+            R.offset + R.header.size() + static_cast<std::uint64_t>(r.slot.idx) * ps;
+        reqs.push_back({j->file.get(), image, batch[keep[r.k]].buf, ps});
+        reqs.push_back({j->file.get(), R.offset + e, entry_bufs.data() + x * record_entry_size,
+                        record_entry_size});
+      }
+      for (record_info* R : locked) {
+        const std::size_t crc_off = R->header.size() - record_trailer_size;
+        put<std::uint32_t>(R->header.data(), crc_off, detail::crc32c(R->header.data(), crc_off));
+        reqs.push_back({j->file.get(), R->offset + crc_off, R->header.data() + crc_off,
+                        record_trailer_size});
+      }
+    }
+
     try {
       eng_->write(reqs);  // one engine call per batch
     } catch (const error& e) {
-      // The journal now has a hole where this record should be: the epoch cannot commit.
+      for (record_info* R : locked) R->mu.unlock();
+      // The appended record is never published (its pages keep reading their previous
+      // version); rewritten slots are marked damaged. The epoch cannot commit any more.
       poison("journal append failed: " + std::string(e.what()));
-      finish_record(*j, nullptr, 0);
+      {
+        std::unique_lock lk(mu_);
+        for (const auto& c : changed) j->damaged.insert_or_assign(c.first, c.second);
+      }
+      finish_record(*j, nullptr, nullptr, 0);
       throw;
     }
-    finish_record(*j, &pages, off + hsize);
-    stat_pages_written_ += n;
-    stat_journal_bytes_ += hsize + static_cast<std::uint64_t>(n) * ps;
+    for (record_info* R : locked) R->mu.unlock();
+    finish_record(*j, rec != nullptr ? &pages : nullptr, rec, off + hsize);
+    stat_pages_written_ += keep.size();
+    if (rec != nullptr) stat_journal_bytes_ += hsize + static_cast<std::uint64_t>(fresh.size()) * ps;
   }
 
   void discard(std::uint64_t first_page, std::uint64_t count) override {
@@ -261,6 +542,7 @@ class store_impl final : public sparse_store {
                       ") exceed the capacity of " + std::to_string(page_count_) + " pages");
     }
     std::byte header[discard_header_size];
+    std::vector<discard_undo> undo;
     std::shared_ptr<journal_state> j;
     std::uint64_t off;
     {
@@ -270,17 +552,22 @@ class store_impl final : public sparse_store {
       off = j->length;
       j->length += discard_header_size;
       ++j->inflight;
-      discard_in_index(*j, off, first_page, count);  // visible to reads from now on
+      discard_in_index(*j, off, first_page, count, &undo);  // visible to reads from now on
     }
     encode_discard_header(header, j->epoch, first_page, count);
     try {
       eng_->write_at(*j->file, off, header, sizeof header);
     } catch (const error& e) {
+      // A failed write publishes nothing: reads see the pages' previous content again.
       poison("journal append failed: " + std::string(e.what()));
-      finish_record(*j, nullptr, 0);
+      {
+        std::unique_lock lk(mu_);
+        undo_discard(*j, off, undo);
+      }
+      finish_record(*j, nullptr, nullptr, 0);
       throw;
     }
-    finish_record(*j, nullptr, 0);
+    finish_record(*j, nullptr, nullptr, 0);
     stat_journal_bytes_ += discard_header_size;
   }
 
@@ -312,6 +599,9 @@ class store_impl final : public sparse_store {
       cur_ = new_journal(j->epoch + 1);
       if (j->file) sealed_ = j;
       idle_.wait(lk, [&] { return j->inflight == 0; });
+      // Sealed: never rewritten again (new writes find their slots in the new cur_).
+      j->slots.clear();
+      j->records.clear();
     }
     check_usable("commit");  // a sealed record whose write failed poisoned the store
 
@@ -363,32 +653,70 @@ class store_impl final : public sparse_store {
     // Now (read-write) the segments hold exactly epoch sb_.epoch; writers keep appending to
     // cur_, which the snapshot ignores. Read-only: segments + the committed journal do.
     const superblock src = sb_;
+    // Built under a temporary name next to dst and renamed into place once durable, exactly
+    // like create(): a crash leaves dst absent or a complete datastore (FORMAT.md "Snapshot").
+    const std::string name = base_name(dst);
+    if (name.empty() || name == "." || name == "..") {
+      throw error(errc::invalid_argument, dst, "snapshot",
+                  "the snapshot path must end in a directory name (not '.', '..' or '/')");
+    }
     if (eng_->exists(dst)) {
       throw error(errc::already_exists, dst, "snapshot", "destination already exists");
     }
-    eng_->create_dir(dst);
+    const std::string parent = parent_of(dst);
+    remove_stale_creations(*eng_, parent, name);
+    creation_dir tmp;
+    try {
+      tmp = make_creation_dir(*eng_, parent, name);
+    } catch (const error& e) {
+      if (e.code() != errc::not_found) throw;
+      throw error(errc::not_found, dst, "snapshot",
+                  "parent directory " + parent + " does not exist", e.sys_errno());
+    }
     try {
       superblock out = src;
       out.id = new_uuid();
       out.segments = segs_.present();
       for (std::uint64_t i = 0; i < out.segments.size(); ++i) {
-        if (out.segments[i]) eng_->clone_file(segs_.path_of(i), join(dst, segment_name(i)));
+        if (out.segments[i]) {
+          eng_->clone_file(segs_.path_of(i), join(tmp.path, segment_name(i)));
+        }
       }
       if (read_only_ && src.journal_length > 0) {
-        eng_->clone_file(join(dir_, journal_name(src.epoch)), join(dst, journal_name(src.epoch)));
+        eng_->clone_file(join(dir_, journal_name(src.epoch)),
+                         join(tmp.path, journal_name(src.epoch)));
       } else {
         out.journal_length = 0;  // segments already hold the whole epoch
       }
-      auto f = eng_->open(join(dst, super_name), io::open_mode::create_new);
+      auto f = eng_->open(join(tmp.path, super_name), io::open_mode::create_new);
       std::vector<std::byte> both(super_file_size);
       const auto slot = encode_slot(out);
       std::memcpy(both.data() + (out.epoch % slot_count) * slot_size, slot.data(), slot_size);
       eng_->write_at(*f, 0, both.data(), both.size());
       eng_->sync(*f);
-      eng_->sync_dir(dst);
-      eng_->sync_dir(parent_of(dst));
+      eng_->sync_dir(tmp.path);  // every name in it, before it can appear as dst
     } catch (...) {
-      remove_partial(dst);
+      remove_creation_dir(*eng_, tmp.path);
+      throw;
+    }
+    try {
+      eng_->rename(tmp.path, dst);  // the snapshot point
+    } catch (const error& e) {
+      remove_creation_dir(*eng_, tmp.path);
+      const int en = e.sys_errno();
+      if (en == ENOTEMPTY || en == EEXIST || en == ENOTDIR || en == EISDIR) {
+        throw error(errc::already_exists, dst, "snapshot",
+                    "destination was created by someone else meanwhile (" +
+                        std::string(e.what()) + ")");
+      }
+      throw;
+    }
+    try {
+      eng_->sync_dir(parent);  // the name dst
+    } catch (...) {
+      // Its name may not be durable: take it back out rather than report a snapshot a crash
+      // could still undo.
+      undo_creation(*eng_, dst, parent, name, false);
       throw;
     }
   }
@@ -459,23 +787,62 @@ class store_impl final : public sparse_store {
   // Under mu_ (exclusive), or during recovery. Zeroes [first, first+count) in the view: only
   // pages that may hold data need an entry (bounded by the pages with data, however large the
   // range); their bits are cleared.
+  // `undo` (optional) receives every changed page with its previous entry (zero_bit alone:
+  // none) and slot, so a discard whose record could not be written can be taken back.
+  struct discard_undo {
+    std::uint64_t page;
+    std::uint64_t entry;  // previous entry in j.index, or `none`
+    std::optional<slot_ref> slot;
+    static constexpr std::uint64_t none = ~0ull;
+  };
   void discard_in_index(journal_state& j, std::uint64_t rec_off, std::uint64_t first,
-                        std::uint64_t count) {
+                        std::uint64_t count, std::vector<discard_undo>* undo = nullptr) {
     bits_.for_each_set(first, first + count, [&](std::uint64_t p) {
+      if (undo != nullptr) {
+        const std::uint64_t* e = j.index.find(p);
+        auto s = j.slots.find(p);
+        undo->push_back({p, e ? *e : discard_undo::none,
+                         s != j.slots.end() ? std::optional<slot_ref>(s->second) : std::nullopt});
+      }
       bits_.clear(p);
       j.index.put(p, rec_off | journal_index::zero_bit);
+      j.slots.erase(p);  // a later write must append: it has to land after this record
     });
+  }
+
+  // Under mu_ (exclusive). Takes back a discard whose record was never written: pages still
+  // showing its zero marker get their previous entry (and slot) back; bits are set again
+  // (a set bit never lies about data).
+  void undo_discard(journal_state& j, std::uint64_t rec_off, const std::vector<discard_undo>& undo) {
+    const std::uint64_t marker = rec_off | journal_index::zero_bit;
+    for (const auto& u : undo) {
+      bits_.set(u.page);
+      const std::uint64_t* e = j.index.find(u.page);
+      if (e == nullptr || *e != marker) continue;  // superseded by a later record
+      if (u.entry == discard_undo::none) {
+        j.index.erase(u.page);
+      } else {
+        j.index.set(u.page, u.entry);
+      }
+      if (u.slot) j.slots.insert_or_assign(u.page, *u.slot);
+    }
   }
 
   // Publishes a written record (`pages` null: nothing to publish) and drops the in-flight
   // count the seal in commit() waits on.
+  // A published image that is still the page's newest entry becomes its rewritable slot
+  // (a discard reserved after the record keeps the page zero).
   void finish_record(journal_state& j, const std::vector<std::uint64_t>* pages,
-                     std::uint64_t image_off) {
+                     record_info* rec, std::uint64_t image_off) {
     {
       std::unique_lock lk(mu_);
       if (pages != nullptr) {
         for (std::size_t i = 0; i < pages->size(); ++i) {
-          j.index.put((*pages)[i], image_off + i * sb_.page_size);
+          const std::uint64_t at = image_off + i * sb_.page_size;
+          j.index.put((*pages)[i], at);
+          if (rec != nullptr && *j.index.find((*pages)[i]) == at) {
+            j.slots.insert_or_assign((*pages)[i], slot_ref{rec, static_cast<std::uint32_t>(i)});
+          }
         }
       }
       --j.inflight;
@@ -502,20 +869,17 @@ class store_impl final : public sparse_store {
     check_usable(op);
   }
 
-  void remove_partial(const std::string& dst) noexcept {
-    try {
-      for (const auto& n : eng_->list_dir(dst)) eng_->remove_file(join(dst, n));
-      eng_->remove_dir(dst);
-    } catch (const error&) {
-    }
-  }
-
   void poison(const std::string& cause) {
     std::lock_guard lk(poison_mu_);
     if (!poisoned_.load()) {
       poison_cause_ = cause;
       poisoned_.store(true);
     }
+  }
+
+  std::string poison_cause() const {
+    std::lock_guard lk(poison_mu_);
+    return poison_cause_;
   }
 
   void check_usable(const char* op) const {
@@ -581,17 +945,27 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
     throw error(errc::invalid_argument, dir, "create", "cannot create a read-only datastore");
   }
   auto eng = pick_engine(opt);
-  if (eng->exists(dir)) {
-    if (!eng->list_dir(dir).empty()) {
-      throw error(errc::already_exists, dir, "create", "directory exists and is not empty");
-    }
-  } else {
-    eng->create_dir(dir);
+  const std::string name = base_name(dir);
+  if (name.empty() || name == "." || name == "..") {
+    throw error(errc::invalid_argument, dir, "create",
+                "the datastore path must end in a directory name (not '.', '..' or '/')");
   }
-  const std::string super_path = join(dir, super_name);
-  auto super = eng->open(super_path, io::open_mode::create_new);
-  auto lock = eng->open(super_path, io::open_mode::read_only);
-  lock_super(*lock, dir, false);
+  const std::string parent = parent_of(dir);
+  const bool replaces_empty_dir = check_create_target(*eng, dir);
+
+  // Build the whole datastore under a temporary name in the same parent, make it durable,
+  // then rename it into place: a crash at any point leaves `dir` absent (or the empty
+  // directory it was) or holding a complete epoch-0 datastore. See FORMAT.md "Creation".
+  remove_stale_creations(*eng, parent, name);
+  creation_dir tmp;
+  try {
+    tmp = make_creation_dir(*eng, parent, name);
+  } catch (const error& e) {
+    if (e.code() != errc::not_found) throw;
+    throw error(errc::not_found, dir, "create",
+                "parent directory " + parent + " does not exist", e.sys_errno());
+  }
+  const std::string tmp_super = join(tmp.path, super_name);
 
   superblock sb;
   sb.page_size = opt.page_size;
@@ -600,14 +974,53 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
   sb.segment_size = opt.segment_size;
   sb.capacity = opt.capacity;
   sb.segments.assign(sb.segment_count(), false);
-  // Slot 0 holds epoch 0, slot 1 zeros (invalid until epoch 1 is committed into it).
-  std::vector<std::byte> both(super_file_size);
-  const auto slot = encode_slot(sb);
-  std::memcpy(both.data(), slot.data(), slot_size);
-  eng->write_at(*super, 0, both.data(), both.size());
-  eng->sync(*super);                // the epoch-0 commit record
-  eng->sync_dir(dir);               // pheap.super's name
-  eng->sync_dir(parent_of(dir));    // the directory's own name
+
+  std::unique_ptr<io::file> lock;
+  try {
+    auto super = eng->open(tmp_super, io::open_mode::create_new);
+    // The flock follows the inode through the rename: nobody can open the datastore between
+    // the rename and our return without finding it locked.
+    lock = eng->open(tmp_super, io::open_mode::read_only);
+    lock_super(*lock, dir, false);
+    // Slot 0 holds epoch 0, slot 1 zeros (invalid until epoch 1 is committed into it).
+    std::vector<std::byte> both(super_file_size);
+    const auto slot = encode_slot(sb);
+    std::memcpy(both.data(), slot.data(), slot_size);
+    eng->write_at(*super, 0, both.data(), both.size());
+    eng->sync(*super);         // the epoch-0 commit record
+    eng->sync_dir(tmp.path);   // pheap.super's name, before the directory can appear
+  } catch (...) {
+    remove_creation_dir(*eng, tmp.path);
+    throw;
+  }
+  try {
+    eng->rename(tmp.path, dir);  // the creation point
+  } catch (const error& e) {
+    remove_creation_dir(*eng, tmp.path);
+    const int en = e.sys_errno();
+    if (en == ENOTEMPTY || en == EEXIST || en == ENOTDIR || en == EISDIR) {
+      throw error(errc::already_exists, dir, "create",
+                  "path was created by someone else while the datastore was being built (" +
+                      std::string(e.what()) + ")");
+    }
+    if (en == EBUSY) {
+      throw error(errc::invalid_argument, dir, "create",
+                  "cannot replace a mount point or busy directory; create the datastore in a "
+                  "subdirectory of it");
+    }
+    throw;
+  }
+  std::unique_ptr<io::file> super;
+  try {
+    eng->sync_dir(parent);  // the name `dir`
+    super = eng->open(join(dir, super_name), io::open_mode::read_write);
+  } catch (...) {
+    // The name may not be durable: take the datastore back out rather than hand out a store
+    // whose existence a crash could undo (best effort; what is left is either nothing, the
+    // empty directory the caller gave us, or a complete epoch-0 datastore).
+    undo_creation(*eng, dir, parent, name, replaces_empty_dir);
+    throw;
+  }
   return std::make_unique<store_impl>(eng, dir, false, std::move(lock), std::move(super),
                                       std::move(sb));
 }

@@ -45,6 +45,12 @@ std::string geometry_problem(std::uint32_t page_size, std::uint64_t segment_size
   if (capacity == 0 || capacity % page_size != 0) {
     return "capacity " + std::to_string(capacity) + " is not a positive multiple of page_size";
   }
+  // ceil(capacity / segment_size) below must not wrap around (found by fuzz_superblock: a
+  // slot with capacity 2^64 - 4096 and segment_size 2^63 claimed 0 segments and was accepted).
+  if (capacity > UINT64_MAX - (segment_size - 1)) {
+    return "capacity " + std::to_string(capacity) + " with segment_size " +
+           std::to_string(segment_size) + " overflows the segment count";
+  }
   const std::uint64_t segments = (capacity + segment_size - 1) / segment_size;
   if (segments > max_segments) {
     return "capacity / segment_size = " + std::to_string(segments) +
@@ -55,6 +61,22 @@ std::string geometry_problem(std::uint32_t page_size, std::uint64_t segment_size
 }
 
 }  // namespace
+
+// Open allocates DRAM proportional to the page count (the may_have_data bitmap, one bit per
+// page): a superblock with a valid CRC but an absurd capacity must not make it try. Kept out
+// of decode_slot (which checks the format: a geometry that does not wrap parses) and applied
+// by create (validate_geometry) and open (read_superblock, per slot).
+std::string capacity_problem(std::uint32_t page_size, std::uint64_t capacity) {
+  if (capacity > max_capacity) {
+    return "impossible capacity " + std::to_string(capacity) + " (more than 2^50 bytes)";
+  }
+  if (page_size != 0 && capacity / page_size > max_pages) {
+    return "impossible capacity " + std::to_string(capacity) + ": " +
+           std::to_string(capacity / page_size) + " pages of " + std::to_string(page_size) +
+           " bytes exceed the limit of 2^32 pages (use larger pages)";
+  }
+  return {};
+}
 
 std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
   std::array<std::byte, slot_size> s{};
@@ -136,7 +158,8 @@ decoded_slot decode_slot(const std::byte* b) {
 
 void validate_geometry(const std::string& dir, std::uint32_t page_size,
                        std::uint64_t segment_size, std::uint64_t capacity) {
-  const std::string problem = geometry_problem(page_size, segment_size, capacity);
+  std::string problem = geometry_problem(page_size, segment_size, capacity);
+  if (problem.empty()) problem = capacity_problem(page_size, capacity);
   if (!problem.empty()) throw error(errc::invalid_argument, dir, "create", problem);
 }
 
@@ -147,6 +170,13 @@ superblock read_superblock(io::engine& eng, io::file& f, const std::string& supe
   // "empty" slot rather than stale bytes.
   eng.read_at(f, 0, buf.data(), buf.size());
   decoded_slot slots[slot_count] = {decode_slot(buf.data()), decode_slot(buf.data() + slot_size)};
+  for (auto& s : slots) {
+    if (s.status != slot_status::ok) continue;
+    if (auto problem = capacity_problem(s.sb.page_size, s.sb.capacity); !problem.empty()) {
+      s.status = slot_status::bad_values;
+      s.cause = "impossible values: " + problem;
+    }
+  }
 
   for (const auto& s : slots) {
     if (s.status == slot_status::newer_version) {

@@ -45,6 +45,11 @@ inline constexpr std::size_t off_crc = slot_size - 4;                           
 // The largest segment count whose bitmap fits in a slot.
 inline constexpr std::uint64_t max_segments = (off_crc - off_bitmap) * 8;           // 48544
 
+// Bounds on the region, checked at create (invalid_argument) and open (corrupt, "impossible
+// capacity"): open allocates one bit of DRAM per page (max_pages → 512 MiB of bitmap).
+inline constexpr std::uint64_t max_capacity = 1ull << 50;
+inline constexpr std::uint64_t max_pages = 1ull << 32;
+
 struct superblock {
   std::uint32_t version = sparse_store::format_version;
   std::uint32_t page_size = 0;
@@ -75,12 +80,17 @@ std::array<std::byte, slot_size> encode_slot(const superblock& sb);
 // page size, segment count fitting the bitmap, root length ≤ 2048).
 decoded_slot decode_slot(const std::byte* slot);
 
-// Checks creation parameters with the same rules decode_slot applies; throws
+// "" if `capacity` is within max_capacity / max_pages, else the reason ("impossible
+// capacity ..."). Not part of decode_slot; create and read_superblock apply it.
+std::string capacity_problem(std::uint32_t page_size, std::uint64_t capacity);
+
+// Checks creation parameters with the rules decode_slot applies plus capacity_problem; throws
 // errc::invalid_argument naming `dir` and the offending option.
 void validate_geometry(const std::string& dir, std::uint32_t page_size,
                        std::uint64_t segment_size, std::uint64_t capacity);
 
-// Reads both slots of the open superblock file and returns the newest valid one.
+// Reads both slots of the open superblock file and returns the newest valid one (a slot
+// that decodes but fails capacity_problem is invalid).
 // Throws (naming `super_path`): newer_format if a slot was written by a newer format;
 // not_a_datastore if neither slot carries the magic and the file is not short;
 // corrupt if no slot is valid otherwise, naming the cause for each slot.

@@ -16,9 +16,14 @@
 //     commit: never a mix of two epochs.
 //   * Between commits, write_pages() may be called any number of times, rewriting the same
 //     page repeatedly; read_pages() always returns the newest content.
-//   * A failed sync during commit() ends that epoch: commit() throws, the store becomes
-//     poisoned (every later call throws errc::poisoned) and the previous epoch stays the
-//     durable state on disk. Reopen to continue.
+//   * A failed write or sync during write_pages()/discard()/commit() ends that epoch: the call
+//     throws, the store becomes poisoned (later write_pages, discard, commit and snapshot
+//     throw errc::poisoned naming the original cause) and the previous epoch stays the durable
+//     state on disk. Reads keep working and return the newest successfully written content,
+//     so a pager can keep serving faults after a full disk. Reopen to continue writing.
+//   * Within an uncommitted epoch a page written again reuses its journal slot (the journal
+//     stays bounded by the distinct pages written). A read racing a rewrite of the SAME page
+//     may see either version (the pager never issues both at once).
 //
 // Concurrency: all member functions are thread-safe. write_pages() may run concurrently with
 // commit(); such a write lands in the committed epoch or the next, never torn within a page.
