@@ -276,9 +276,12 @@ TEST_P(pager_modes, region_rss_stays_within_buffer) {
   stop = true;
   sampler.join();
   // Slots bound filling+resident pages and a victim leaves the region (MOVE) before its slot
-  // is released, so the true bound is the buffer; the slack of 2 pages covers pages evicted and
-  // refilled while one scan walks the region (a sample is not an atomic snapshot).
-  EXPECT_LE(max_mapped.load(), (buf + 2) * ps) << pg.stats();
+  // is released, so the true bound is the buffer. A sample is not an atomic snapshot: pages
+  // evicted and refilled while one scan walks the region can be counted twice, and on a loaded
+  // machine a preempted scan sees several such pages (37 of 32 seen once at load 6), hence a
+  // slack of 1/4 of the buffer while threads run, and the exact bound once they have stopped.
+  EXPECT_LE(max_mapped.load(), (buf + buf / 4) * ps) << pg.stats();
+  EXPECT_LE(mapped_bytes(pg.base(), pg.size()), buf * ps) << pg.stats();
   EXPECT_GT(max_mapped.load(), (buf / 2) * ps) << "sampler saw nothing: test would not fail";
   EXPECT_LE(pg.stats().peak_resident_pages, buf);
 }

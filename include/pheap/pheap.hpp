@@ -1,0 +1,10 @@
+// pheap/pheap.hpp — everything an application needs: manager, allocator, containers, errors.
+#pragma once
+
+#include "pheap/allocator.hpp"
+#include "pheap/container.hpp"
+#include "pheap/error.hpp"
+#include "pheap/manager.hpp"
+#include "pheap/object_info.hpp"
+#include "pheap/options.hpp"
+#include "pheap/type_name.hpp"

@@ -1,0 +1,492 @@
+// pheap::manager: datastore lifecycle (create/open/flush/close) on top of the pager, and the
+// non-template half of the object API.
+#include "pheap/manager.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+
+#include "heap/mmap_region.hpp"
+#include "heap/object_directory.hpp"
+#include "heap/region.hpp"
+#include "heap/registry.hpp"
+#include "heap/root_record.hpp"
+#include "heap/segment_allocator.hpp"
+
+namespace pheap {
+
+namespace detail {
+
+class manager_core {
+ public:
+  std::string path;
+  bool ro = false;
+  std::unique_ptr<heap::region> pg;  // the backend: pager (uffd) or kernel mmap
+  std::unique_ptr<heap::segment_allocator> alloc;
+  std::unique_ptr<heap::object_directory> dir;
+  mutable std::mutex root_mutex;  // guards root
+  heap::root_record root;
+  bool registered = false;
+  std::atomic<bool> discard_failed{false};
+
+  void attach() {
+    alloc = std::make_unique<heap::segment_allocator>(pg->base(), pg->size(), ro, path);
+    if (alloc->header().chunk_size != root.chunk_size || pg->size() != root.capacity) {
+      throw error(errc::corrupt, path, "open heap",
+                  "root record geometry (capacity " + std::to_string(root.capacity) + ", chunk " +
+                      std::to_string(root.chunk_size) + ") does not match the heap header");
+    }
+    dir = std::make_unique<heap::object_directory>(*alloc, path);
+    if (!ro) {
+      // Released chunk ranges become holes (region::discard, see region.hpp). Errors are not
+      // fatal here (the chunk is free in the allocator either way; a poisoned store fails the
+      // next flush).
+      heap::region* rg = pg.get();
+      alloc->set_release_hook([rg, this](std::uint64_t off, std::uint64_t len) {
+        try {
+          rg->discard(off, len);
+        } catch (const std::exception& e) {
+          if (!discard_failed.exchange(true)) {
+            std::fprintf(stderr, "pheap: %s: discarding freed chunks failed, space is not reclaimed: %s\n",
+                         path.c_str(), e.what());
+          }
+        }
+      });
+    }
+    heap::register_heap(pg->base(), alloc.get());
+    registered = true;
+  }
+
+  std::uint64_t flush() { return commit(false); }
+
+  // The root record as committed by a clean close / a snapshot (never carries the mmap mark).
+  std::vector<std::byte> clean_root() {
+    std::lock_guard g(root_mutex);
+    heap::root_record r = root;
+    r.writer_version = library_version;
+    r.mmap_open = false;
+    return r.encode();
+  }
+
+  // flush() (closing = false) or the final flush of a read-write close (closing = true).
+  std::uint64_t commit(bool closing) {
+    if (ro) throw error(errc::read_only, path, "flush", "the datastore is open read-only");
+    heap::world_lock::exclusive w(alloc->world());
+    alloc->drain_caches();
+#ifndef NDEBUG
+    // Debug builds verify every invariant before committing, so a bug never becomes durable.
+    std::vector<std::string> problems;
+    alloc->check(problems);
+    dir->check(problems);
+    if (!problems.empty()) {
+      throw error(errc::corrupt, path, "flush",
+                  "heap invariant violated, not committing: " + problems.front() + " (" +
+                      std::to_string(problems.size()) + " problem(s))");
+    }
+#endif
+    std::vector<std::byte> blob;
+    {
+      std::lock_guard g(root_mutex);
+      root.writer_version = library_version;
+      heap::root_record r = root;
+      r.mmap_open = false;
+      blob = r.encode();
+    }
+    return closing ? pg->close(blob) : pg->flush(blob);
+  }
+
+  ~manager_core() {
+    if (registered) heap::unregister_heap(pg->base());
+    dir.reset();
+    alloc.reset();
+    pg.reset();
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+store_options store_opts(const options& opt, bool ro) {
+  store_options so;
+  so.capacity = opt.capacity;
+  so.page_size = opt.page_size;
+  so.segment_size = opt.segment_size;
+  so.read_only = ro;
+  so.engine = opt.engine;
+  return so;
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+void check_description(const std::string& path, const std::string& text) {
+  if (text.size() > heap::root_record::max_description) {
+    throw error(errc::invalid_argument, path, "set_description",
+                "description is " + std::to_string(text.size()) + " bytes (maximum " +
+                    std::to_string(heap::root_record::max_description) + ")");
+  }
+}
+
+// The backend region for an opened (validated) store. The mmap backend first commits the
+// root marked "open by the mmap backend" (read-write only).
+std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, const std::string& path,
+                                          const options& opt, bool ro, const heap::root_record& root) {
+  if (opt.backend == backend_kind::mmap) {
+    heap::root_record marked = root;
+    marked.writer_version = library_version;
+    marked.mmap_open = true;
+    return heap::make_mmap_region(std::move(store), path, store_opts(opt, ro), marked.encode());
+  }
+  return heap::make_pager_region(std::move(store), opt.pager);
+}
+
+std::unique_ptr<detail::manager_core> open_core(const std::string& path, const options& opt, bool ro) {
+  auto c = std::make_unique<detail::manager_core>();
+  c->path = path;
+  c->ro = ro;
+  auto store = sparse_store::open(path, store_opts(opt, ro));
+  // Validate the root record before anything is mapped.
+  c->root = heap::root_record::decode(store->root(), path);
+  if (c->root.mmap_open) {
+    throw error(errc::corrupt, path, "open heap",
+                "the datastore was open read-write with the mmap backend and not closed cleanly "
+                "(crash or kill): its segment files may hold a torn mix of states; restore it from "
+                "a snapshot or copy");
+  }
+  if (c->root.capacity != store->capacity()) {
+    throw error(errc::corrupt, path, "open heap",
+                "root record capacity " + std::to_string(c->root.capacity) +
+                    " differs from the store's " + std::to_string(store->capacity()));
+  }
+  c->pg = make_region(std::move(store), path, opt, ro, c->root);
+  c->attach();
+  return c;
+}
+
+}  // namespace
+
+manager::manager(create_only_t, const std::string& path, const options& opt) {
+  if (opt.capacity == 0) throw error(errc::invalid_argument, path, "create", "capacity is zero");
+  check_description(path, opt.description);
+  options o = opt;
+  if (o.page_size == 0) throw error(errc::invalid_argument, path, "create", "page size is zero");
+  o.capacity = (opt.capacity + o.page_size - 1) / o.page_size * o.page_size;
+  heap::segment_allocator::compute_layout(o.capacity, o.chunk_size);  // validate before touching disk
+
+  auto store = sparse_store::create(path, store_opts(o, false));
+  try {
+    auto c = std::make_unique<detail::manager_core>();
+    c->path = path;
+    c->root.heap_format = heap::heap_format_version;
+    c->root.writer_version = library_version;
+    c->root.capacity = store->capacity();
+    c->root.chunk_size = o.chunk_size;
+    c->root.created_ns = now_ns();
+    c->root.description = o.description;
+    c->pg = make_region(std::move(store), path, o, false, c->root);
+    heap::segment_allocator::format(c->pg->base(), c->pg->size(), o.chunk_size);
+    c->attach();
+    c->flush();
+    core_ = std::move(c);
+  } catch (...) {
+    // The datastore never got a heap root: remove the half-created directory.
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    throw;
+  }
+}
+
+manager::manager(open_only_t, const std::string& path, const options& opt)
+    : core_(open_core(path, opt, false)) {}
+
+manager::manager(open_read_only_t, const std::string& path, const options& opt)
+    : core_(open_core(path, opt, true)) {}
+
+manager::~manager() {
+  if (!core_) return;
+  if (!core_->ro) {
+    try {
+      core_->commit(true);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pheap: close %s: final flush failed, datastore stays at its previous watermark: %s\n",
+                   core_->path.c_str(), e.what());
+    }
+  }
+  core_.reset();
+}
+
+manager::manager(manager&&) noexcept = default;
+
+manager& manager::operator=(manager&& other) noexcept {
+  if (this != &other) {
+    manager dying(std::move(*this));
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+detail::manager_core& manager::core() const {
+  if (!core_) throw error(errc::invalid_argument, "", "manager", "use of a moved-from manager");
+  return *core_;
+}
+
+// ---- objects -------------------------------------------------------------------------------
+
+detail::construct_result manager::priv_construct(instance_kind kind, std::string_view name,
+                                                 const type_identity& type, std::size_t n,
+                                                 bool find_existing, detail::init_fn init, void* ctx) {
+  return core().dir->construct(kind, name, type, n, find_existing, init, ctx);
+}
+
+std::pair<void*, std::size_t> manager::priv_find(instance_kind kind, std::string_view name,
+                                                 const type_identity& type) const {
+  return core().dir->find(kind, name, type);
+}
+
+bool manager::priv_destroy(instance_kind kind, std::string_view name, const type_identity& type,
+                           detail::destroy_fn dtor) {
+  return core().dir->destroy(kind, name, type, dtor);
+}
+
+void manager::priv_destroy_ptr(const void* p, const type_identity& type, detail::destroy_fn dtor) {
+  core().dir->destroy_ptr(p, type, dtor);
+}
+
+object_info manager::priv_info(const void* p) const { return core().dir->info(p); }
+
+void manager::priv_set_description(const void* p, std::string_view text) {
+  core().dir->set_description(p, text);
+}
+
+const void* manager::priv_anchor() const { return core().pg->base(); }
+
+std::uint64_t manager::priv_next(instance_kind kind, std::uint64_t slot) const {
+  return core().dir->next_entry(kind, slot);
+}
+
+object_info manager::priv_entry(std::uint64_t slot) const { return core().dir->entry_info(slot); }
+
+manager::size_type manager::get_num_named_objects() const {
+  return core().dir->count(instance_kind::named_kind);
+}
+manager::size_type manager::get_num_unique_objects() const {
+  return core().dir->count(instance_kind::unique_kind);
+}
+manager::size_type manager::get_num_anonymous_objects() const {
+  return core().dir->count(instance_kind::anonymous_kind);
+}
+
+object_iterator manager::named_begin() const {
+  return {this, instance_kind::named_kind, priv_next(instance_kind::named_kind, 0)};
+}
+object_iterator manager::named_end() const {
+  return {this, instance_kind::named_kind, core().dir->table_capacity()};
+}
+object_iterator manager::unique_begin() const {
+  return {this, instance_kind::unique_kind, priv_next(instance_kind::unique_kind, 0)};
+}
+object_iterator manager::unique_end() const {
+  return {this, instance_kind::unique_kind, core().dir->table_capacity()};
+}
+
+object_info object_iterator::operator*() const { return m_->priv_entry(slot_); }
+object_iterator& object_iterator::operator++() {
+  slot_ = m_->priv_next(kind_, slot_ + 1);
+  return *this;
+}
+
+// ---- raw memory ----------------------------------------------------------------------------
+
+void* manager::allocate(size_type n) {
+  auto& c = core();
+  const std::uint64_t off = c.alloc->allocate(n);
+  return off ? c.pg->base() + off : nullptr;
+}
+
+void* manager::allocate_aligned(size_type n, size_type align) {
+  auto& c = core();
+  const std::uint64_t off = c.alloc->allocate_aligned(n, align);
+  return off ? c.pg->base() + off : nullptr;
+}
+
+void manager::deallocate(void* p) {
+  if (p == nullptr) return;
+  auto& c = core();
+  const auto* b = static_cast<std::byte*>(p);
+  if (b < c.pg->base() || b >= c.pg->base() + c.pg->size()) {
+    throw error(errc::invalid_argument, c.path, "deallocate", "pointer is not inside this heap");
+  }
+  c.alloc->deallocate(static_cast<std::uint64_t>(b - c.pg->base()));
+}
+
+bool manager::all_memory_deallocated() const { return core().alloc->all_memory_deallocated(); }
+
+// ---- durability ----------------------------------------------------------------------------
+
+std::uint64_t manager::flush() { return core().flush(); }
+
+std::uint64_t manager::snapshot(const std::string& dst) {
+  auto& c = core();
+  if (c.ro) {
+    c.pg->store().snapshot(dst);
+    return c.pg->store().epoch();
+  }
+  // The store copies its last commit while writers continue (no heap lock is held during
+  // the copy). If another thread flushes in between, the snapshot holds that later watermark.
+  const std::uint64_t e = c.flush();
+  c.pg->snapshot(dst, c.clean_root());
+  return e;
+}
+
+bool manager::consistent(const std::string& path) noexcept {
+  try {
+    store_options so;
+    so.read_only = true;
+    auto store = sparse_store::open(path, so);
+    const auto root = heap::root_record::decode(store->root(), path);
+    return !root.mmap_open && root.capacity == store->capacity() &&
+           heap::segment_allocator::compute_layout(root.capacity, root.chunk_size).num_chunks > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+void manager::copy(const std::string& src, const std::string& dst) {
+  store_options so;
+  so.read_only = true;
+  auto store = sparse_store::open(src, so);
+  heap::root_record::decode(store->root(), src);  // refuse to copy a non-heap store
+  store->snapshot(dst);
+}
+
+void manager::remove(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw error(errc::not_found, path, "remove", "no such datastore");
+  const std::string super = path + "/pheap.super";
+  const int fd = ::open(super.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw error(errc::not_a_datastore, path, "remove",
+                "no pheap.super: refusing to delete a directory that is not a datastore");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      throw error(errc::locked, path, "remove", "another process has the datastore open");
+    }
+    throw_errno(err, path, "remove: flock");
+  }
+  fs::remove_all(path, ec);
+  ::close(fd);
+  if (ec) throw error(errc::io, path, "remove", ec.message(), ec.value());
+}
+
+std::string manager::get_uuid() const { return to_string(core().pg->store().id()); }
+
+std::string manager::get_uuid(const std::string& path) {
+  store_options so;
+  so.read_only = true;
+  return to_string(sparse_store::open(path, so)->id());
+}
+
+std::uint32_t manager::get_version() const {
+  std::lock_guard g(core().root_mutex);
+  return core_->root.writer_version;
+}
+
+std::uint32_t manager::get_version(const std::string& path) {
+  store_options so;
+  so.read_only = true;
+  auto store = sparse_store::open(path, so);
+  return heap::root_record::decode(store->root(), path).writer_version;
+}
+
+void manager::set_description(const std::string& text) {
+  auto& c = core();
+  if (c.ro) throw error(errc::read_only, c.path, "set_description", "the datastore is open read-only");
+  check_description(c.path, text);
+  std::lock_guard g(c.root_mutex);
+  c.root.description = text;
+}
+
+void manager::set_description(const std::string& path, const std::string& text) {
+  check_description(path, text);
+  manager m(open_only, path);
+  m.set_description(text);
+  m.flush();
+}
+
+std::string manager::get_description() const {
+  std::lock_guard g(core().root_mutex);
+  return core_->root.description;
+}
+
+std::string manager::get_description(const std::string& path) {
+  store_options so;
+  so.read_only = true;
+  auto store = sparse_store::open(path, so);
+  return heap::root_record::decode(store->root(), path).description;
+}
+
+bool manager::read_only() const noexcept { return core_ && core_->ro; }
+const std::string& manager::path() const noexcept {
+  static const std::string empty;
+  return core_ ? core_->path : empty;
+}
+void* manager::get_address() const noexcept { return core_ ? core_->pg->base() : nullptr; }
+manager::size_type manager::get_size() const noexcept { return core_ ? core_->pg->size() : 0; }
+std::uint64_t manager::epoch() const { return core().pg->store().epoch(); }
+
+manager_stats manager::stats() const {
+  auto& c = core();
+  manager_stats s;
+  const heap::allocator_usage u = c.alloc->usage();
+  s.epoch = c.pg->store().epoch();
+  s.capacity = c.pg->size();
+  s.page_size = c.pg->page_size();
+  s.chunk_size = u.chunk_size;
+  s.num_chunks = u.num_chunks;
+  s.chunks_in_use = u.chunks_in_use;
+  s.small_bytes = u.small_bytes;
+  s.large_bytes = u.large_bytes;
+  s.cached_objects = u.cached_objects;
+  s.named_objects = c.dir->count(instance_kind::named_kind);
+  s.unique_objects = c.dir->count(instance_kind::unique_kind);
+  s.anonymous_objects = c.dir->count(instance_kind::anonymous_kind);
+  s.disk_bytes = c.pg->store().disk_bytes();
+  s.tracking = c.pg->tracking();
+  s.backend = c.pg->backend();
+  s.pager = c.pg->stats();
+  s.store = c.pg->store().stats();
+  return s;
+}
+
+std::vector<std::string> manager::check() const {
+  auto& c = core();
+  std::vector<std::string> problems;
+  auto run = [&] {
+    c.alloc->check(problems);
+    c.dir->check(problems);
+  };
+  if (c.ro) {
+    run();
+  } else {
+    heap::world_lock::exclusive w(c.alloc->world());
+    run();
+  }
+  return problems;
+}
+
+}  // namespace pheap

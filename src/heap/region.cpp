@@ -1,0 +1,74 @@
+// src/heap/region.cpp — the pager-backed region (backend_kind::uffd) and backend selection.
+#include "heap/region.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "pheap/error.hpp"
+
+namespace pheap {
+
+const char* to_string(backend_kind b) noexcept {
+  switch (b) {
+    case backend_kind::uffd: return "uffd";
+    case backend_kind::mmap: return "mmap";
+  }
+  return "?";
+}
+
+backend_kind backend_from_env() {
+  const char* v = std::getenv("PHEAP_BACKEND");
+  if (v == nullptr || *v == '\0') return backend_kind::uffd;
+  const std::string s(v);
+  if (s == "uffd") return backend_kind::uffd;
+  if (s == "mmap") return backend_kind::mmap;
+  throw error(errc::invalid_argument, "", "PHEAP_BACKEND",
+              "'" + s + "' is not a backend (expected uffd or mmap)");
+}
+
+namespace heap {
+
+namespace {
+
+class pager_region final : public region {
+ public:
+  pager_region(std::unique_ptr<sparse_store> store, const pager_options& opt)
+      : pg_(std::move(store), opt) {}
+
+  std::byte* base() const noexcept override { return pg_.base(); }
+  std::size_t size() const noexcept override { return pg_.size(); }
+  std::size_t page_size() const noexcept override { return pg_.page_size(); }
+  bool read_only() const noexcept override { return pg_.read_only(); }
+  backend_kind backend() const noexcept override { return backend_kind::uffd; }
+  std::uint64_t flush(std::span<const std::byte> root) override { return pg_.flush(root); }
+  std::uint64_t close(std::span<const std::byte> root) override { return pg_.flush(root); }
+  void discard(std::uint64_t off, std::uint64_t len) override {
+    // Released chunk ranges become holes: the store zeroes them as of the next commit and
+    // punches the disk space at checkpoint. Safe against the pager's copies of those pages:
+    // the journal orders a discard before any later write_pages() of the same page (the
+    // chunk can only be reused, and so rewritten, after this returns), and a stale copy
+    // written back later only costs space.
+    const std::uint64_t ps = pg_.page_size();
+    const std::uint64_t first = (off + ps - 1) / ps, end = (off + len) / ps;
+    if (end <= first) return;
+    pg_.store().discard(first, end - first);
+  }
+  void snapshot(const std::string& dst, std::span<const std::byte>) override {
+    pg_.store().snapshot(dst);  // the last commit; the manager flushed just before
+  }
+  sparse_store& store() noexcept override { return pg_.store(); }
+  dirty_tracking tracking() const noexcept override { return pg_.tracking(); }
+  pager_stats stats() const override { return pg_.stats(); }
+
+ private:
+  mutable pager pg_;
+};
+
+}  // namespace
+
+std::unique_ptr<region> make_pager_region(std::unique_ptr<sparse_store> store, const pager_options& opt) {
+  return std::make_unique<pager_region>(std::move(store), opt);
+}
+
+}  // namespace heap
+}  // namespace pheap

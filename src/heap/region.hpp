@@ -1,0 +1,62 @@
+// src/heap/region.hpp — the memory the heap lives in: the seam between the manager and its
+// backend (internal).
+//
+// The manager needs exactly this from a backend: a contiguous writable (or read-only) range
+// [base, base+size), a way to make it durable together with the root record, a way to hand
+// freed chunk ranges back to the storage, and the sparse_store that names the datastore
+// (uuid, epoch, snapshot, statistics, flock).
+//
+//   pager_region  the userfaultfd pager over a SparseStore (backend_kind::uffd): every
+//                 flush() is an atomic, crash-safe watermark.
+//   mmap_region   the segment files of the same datastore mapped MAP_SHARED by the kernel
+//                 (backend_kind::mmap, Metall-like): durable only after a clean close().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "pheap/options.hpp"
+#include "pheap/pager.hpp"
+#include "pheap/sparse_store.hpp"
+
+namespace pheap::heap {
+
+class region {
+ public:
+  virtual ~region() = default;
+  virtual std::byte* base() const noexcept = 0;
+  virtual std::size_t size() const noexcept = 0;
+  virtual std::size_t page_size() const noexcept = 0;
+  virtual bool read_only() const noexcept = 0;
+  virtual backend_kind backend() const noexcept = 0;
+
+  // Makes the heap durable as far as the backend can and returns the last committed epoch.
+  // uffd: a new atomic watermark holding `root`. mmap: msync only (the epoch does not move;
+  // the datastore becomes openable again only at close()).
+  virtual std::uint64_t flush(std::span<const std::byte> root) = 0;
+  // Final flush of a read-write close. mmap: msync, then commit `root` marked clean.
+  virtual std::uint64_t close(std::span<const std::byte> root) = 0;
+  // [offset, offset+len) of the heap is free: its storage may be released (page-aligned
+  // inner part only). Errors are reported by exceptions; the caller decides.
+  virtual void discard(std::uint64_t offset, std::uint64_t len) = 0;
+  // Writes an independent datastore at dst holding `root` and the heap as of now/last flush.
+  virtual void snapshot(const std::string& dst, std::span<const std::byte> root) = 0;
+
+  virtual sparse_store& store() noexcept = 0;
+  virtual dirty_tracking tracking() const noexcept = 0;
+  virtual pager_stats stats() const = 0;
+};
+
+// The uffd backend. Takes ownership of an opened store.
+std::unique_ptr<region> make_pager_region(std::unique_ptr<sparse_store> store, const pager_options& opt);
+
+// The mmap backend. `store` is open (read-write or read-only) and its root record has been
+// validated; for a read-write store the caller passes the root blob to commit marked "open
+// by the mmap backend" before anything is mapped writable (see mmap_region.hpp).
+std::unique_ptr<region> make_mmap_region(std::unique_ptr<sparse_store> store, const std::string& path,
+                                         const store_options& so, std::span<const std::byte> open_root);
+
+}  // namespace pheap::heap

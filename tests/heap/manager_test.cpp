@@ -1,0 +1,416 @@
+// pheap::manager: every API entry, its error cases and exception safety, over the real pager.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "manager_fixture.hpp"
+
+namespace {
+
+using namespace pheap;
+using pheap::test::code_of;
+using pheap::test::small_options;
+using vec_t = container::vector<std::uint64_t>;
+
+struct point {
+  double x, y;
+};
+
+// Throws from its constructor when the global countdown reaches zero; counts live instances.
+struct fragile {
+  static inline int countdown = -1;
+  static inline int live = 0;
+  explicit fragile(int v) : value(v) {
+    if (countdown >= 0 && countdown-- == 0) throw std::runtime_error("fragile");
+    ++live;
+  }
+  ~fragile() { --live; }
+  int value;
+};
+
+class Manager : public pheap::test::manager_test {};
+
+TEST_F(Manager, CreatedObjectsAreFoundAfterReopenReadWriteAndReadOnly) {
+  {
+    manager m(create_only, path_, small_options());
+    EXPECT_FALSE(m.read_only());
+    *m.construct<int>("answer")(41) += 1;
+    m.construct<point>("p")(point{1.5, 2.5});
+  }
+  {
+    manager m(open_only, path_);
+    auto [a, n] = m.find<int>("answer");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(*a, 42);
+    EXPECT_EQ(n, 1u);
+    *a = 43;
+  }
+  manager r(open_read_only, path_);
+  EXPECT_TRUE(r.read_only());
+  EXPECT_EQ(*r.find<int>("answer").first, 43);
+  EXPECT_EQ(r.find<point>("p").first->y, 2.5);
+  EXPECT_EQ(r.find<int>("absent").first, nullptr);
+}
+
+TEST_F(Manager, ReadOnlyManagerRejectsEveryMutationWithReadOnlyError) {
+  { manager m(create_only, path_, small_options()); m.construct<int>("x")(1); }
+  manager r(open_read_only, path_);
+  int* x = r.find<int>("x").first;
+  EXPECT_EQ(code_of([&] { r.construct<int>("y")(2); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.find_or_construct<int>("x")(2); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.destroy<int>("x"); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.destroy_ptr(x); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.allocate(10); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.allocate_aligned(10, 64); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.flush(); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.set_description("d"); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { r.set_instance_description(x, "d"); }), errc::read_only);
+  EXPECT_EQ(code_of([&] { vec_t v(r.get_allocator<>()); v.push_back(1); }), errc::read_only);
+  EXPECT_EQ(*x, 1);
+  EXPECT_TRUE(r.check().empty());
+}
+
+TEST_F(Manager, ConstructReturnsNullForTakenNamesAndFindOrConstructReturnsTheExisting) {
+  manager m(create_only, path_, small_options());
+  int* a = m.construct<int>("a")(1);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(m.construct<int>("a")(2), nullptr);
+  EXPECT_EQ(*a, 1);
+  EXPECT_EQ(m.find_or_construct<int>("a")(3), a);
+  int* b = m.find_or_construct<int>("b")(4);
+  EXPECT_EQ(*b, 4);
+  EXPECT_EQ(m.get_num_named_objects(), 2u);
+  EXPECT_EQ(code_of([&] { m.construct<int>("")(1); }), errc::invalid_argument);
+}
+
+TEST_F(Manager, UniqueAndAnonymousInstancesAreKeyedByTypeAndUnindexed) {
+  manager m(create_only, path_, small_options());
+  point* u = m.construct<point>(unique_instance)(point{1, 2});
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(m.construct<point>(unique_instance)(point{3, 4}), nullptr);
+  EXPECT_EQ(m.find<point>(unique_instance).first, u);
+  EXPECT_EQ(m.find_or_construct<point>(unique_instance)(point{5, 6}), u);
+  EXPECT_EQ(m.get_instance_name(u), type_name<point>());
+  EXPECT_EQ(m.get_instance_kind(u), instance_kind::unique_kind);
+  int* anon1 = m.construct<int>(anonymous_instance)(7);
+  int* anon2 = m.construct<int>(anonymous_instance)(8);
+  EXPECT_NE(anon1, anon2);
+  EXPECT_EQ(m.get_instance_kind(anon1), instance_kind::anonymous_kind);
+  EXPECT_EQ(m.get_instance_name(anon1), "");
+  EXPECT_EQ(m.get_num_unique_objects(), 1u);
+  EXPECT_EQ(m.get_num_anonymous_objects(), 2u);
+  EXPECT_TRUE(m.destroy_ptr(anon1));
+  EXPECT_EQ(m.get_num_anonymous_objects(), 1u);
+  EXPECT_TRUE(m.destroy<point>(unique_instance));
+  EXPECT_EQ(m.find<point>(unique_instance).first, nullptr);
+}
+
+TEST_F(Manager, ArrayAndIteratorConstructionBuildEveryElement) {
+  manager m(create_only, path_, small_options());
+  point* ps = m.construct<point>("ps")[5](point{1, 2});
+  ASSERT_NE(ps, nullptr);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(ps[i].x, 1);
+  EXPECT_EQ(m.find<point>("ps").second, 5u);
+  EXPECT_EQ(m.get_instance_length(ps), 5u);
+  const std::vector<double> xs{1, 2, 3}, ys{4, 5, 6};
+  point* it = m.construct_it<point>("it")[3](xs.begin(), ys.begin());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(it[i].x, xs[i]);
+    EXPECT_EQ(it[i].y, ys[i]);
+  }
+  EXPECT_EQ(m.find_or_construct_it<point>("it")[3](xs.begin(), ys.begin()), it);
+  int* empty = m.construct<int>("empty")[0]();
+  EXPECT_NE(empty, nullptr);
+  EXPECT_EQ(m.find<int>("empty").second, 0u);
+}
+
+TEST_F(Manager, ThrowingConstructorLeavesNoObjectNoNameAndNoLeakedMemory) {
+  manager m(create_only, path_, small_options());
+  fragile::live = 0;
+  fragile::countdown = 3;  // the fourth element throws
+  EXPECT_THROW(m.construct<fragile>("f")[10](1), std::runtime_error);
+  EXPECT_EQ(fragile::live, 0);  // three built elements were destroyed
+  EXPECT_EQ(m.find<fragile>("f").first, nullptr);
+  EXPECT_EQ(m.get_num_named_objects(), 0u);
+  fragile::countdown = 0;
+  EXPECT_THROW(m.construct<fragile>(anonymous_instance)(1), std::runtime_error);
+  EXPECT_EQ(m.get_num_anonymous_objects(), 0u);
+  fragile::countdown = 0;
+  EXPECT_THROW(m.find_or_construct<fragile>(unique_instance)(1), std::runtime_error);
+  EXPECT_TRUE(m.all_memory_deallocated());
+  fragile::countdown = -1;
+  fragile* ok = m.construct<fragile>("f")[2](9);  // the name is usable again
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok[1].value, 9);
+  EXPECT_TRUE(m.destroy<fragile>("f"));
+  EXPECT_EQ(fragile::live, 0);
+  EXPECT_TRUE(m.all_memory_deallocated());
+  EXPECT_TRUE(m.check().empty());
+}
+
+TEST_F(Manager, FindWithAnotherTypeThrowsTypeMismatchNamingBothTypes) {
+  manager m(create_only, path_, small_options());
+  m.construct<int>("n")(1);
+  try {
+    m.find<double>("n");
+    FAIL() << "no type_mismatch";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::type_mismatch);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("int"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("double"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(code_of([&] { m.find<unsigned>("n"); }), errc::type_mismatch);  // same size, other name
+  EXPECT_EQ(code_of([&] { m.destroy<long>("n"); }), errc::type_mismatch);
+  EXPECT_EQ(code_of([&] { m.find_or_construct<float>("n")(1.0f); }), errc::type_mismatch);
+  EXPECT_TRUE(m.is_instance_type<int>(m.find<int>("n").first));
+  EXPECT_FALSE(m.is_instance_type<float>(m.find<int>("n").first));
+  EXPECT_EQ(*m.find<int>("n").first, 1);  // still there
+}
+
+TEST_F(Manager, DestroyRunsDestructorsAndFreesForEveryKind) {
+  manager m(create_only, path_, small_options());
+  fragile::live = 0;
+  fragile::countdown = -1;
+  m.construct<fragile>("a")[3](1);
+  fragile* u = m.construct<fragile>(unique_instance)(2);
+  fragile* an = m.construct<fragile>(anonymous_instance)(3);
+  EXPECT_EQ(fragile::live, 5);
+  EXPECT_TRUE(m.destroy<fragile>("a"));
+  EXPECT_FALSE(m.destroy<fragile>("a"));
+  EXPECT_TRUE(m.destroy_ptr(u));
+  EXPECT_TRUE(m.destroy_ptr(an));
+  EXPECT_EQ(fragile::live, 0);
+  EXPECT_TRUE(m.all_memory_deallocated());
+  int local = 0;
+  EXPECT_EQ(code_of([&] { m.destroy_ptr(&local); }), errc::invalid_argument);
+  void* raw = m.allocate(64);
+  EXPECT_EQ(code_of([&] { m.destroy_ptr(static_cast<int*>(raw)); }), errc::invalid_argument);
+}
+
+TEST_F(Manager, InstanceDescriptionsAndIterationCoverNamedAndUniqueObjects) {
+  manager m(create_only, path_, small_options());
+  for (int i = 0; i < 100; ++i) m.construct<int>("obj" + std::to_string(i))(i);
+  m.construct<point>(unique_instance)(point{0, 0});
+  m.construct<double>(unique_instance)(1.0);
+  int* o7 = m.find<int>("obj7").first;
+  std::string d;
+  EXPECT_FALSE(m.get_instance_description(o7, &d));
+  m.set_instance_description(o7, "seven");
+  EXPECT_TRUE(m.get_instance_description(o7, &d));
+  EXPECT_EQ(d, "seven");
+  m.set_instance_description(o7, "lucky seven");
+  EXPECT_TRUE(m.get_instance_description(o7, &d));
+  EXPECT_EQ(d, "lucky seven");
+
+  std::vector<std::string> names;
+  for (auto it = m.named_begin(); it != m.named_end(); ++it) {
+    const object_info i = *it;
+    EXPECT_EQ(i.kind, instance_kind::named_kind);
+    EXPECT_EQ(i.type_name, "int");
+    EXPECT_EQ(*static_cast<int*>(i.value), std::stoi(std::string(i.name.substr(3))));
+    names.emplace_back(i.name);
+  }
+  EXPECT_EQ(names.size(), 100u);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::unique(names.begin(), names.end()), names.end());
+  int uniques = 0;
+  for (auto it = m.unique_begin(); it != m.unique_end(); ++it) {
+    ++uniques;
+    EXPECT_EQ((*it).kind, instance_kind::unique_kind);
+  }
+  EXPECT_EQ(uniques, 2);
+}
+
+TEST_F(Manager, RawAllocationIsAlignedReusableAndAccounted) {
+  manager m(create_only, path_, small_options());
+  EXPECT_TRUE(m.all_memory_deallocated());
+  std::vector<void*> ps;
+  for (std::size_t align = 1; align <= 4096; align *= 2) {
+    void* p = m.allocate_aligned(100, align);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % align, 0u);
+    ps.push_back(p);
+  }
+  EXPECT_EQ(m.allocate_aligned(100, 8192), nullptr);
+  void* big = m.allocate(20 << 20);
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 0xAB, 20 << 20);
+  ps.push_back(big);
+  EXPECT_FALSE(m.all_memory_deallocated());
+  for (void* p : ps) m.deallocate(p);
+  m.deallocate(nullptr);
+  EXPECT_TRUE(m.all_memory_deallocated());
+  int local;
+  EXPECT_EQ(code_of([&] { m.deallocate(&local); }), errc::invalid_argument);
+}
+
+TEST_F(Manager, CapacityExhaustionGivesBadAllocOrNullptrAndTheHeapStaysUsable) {
+  manager m(create_only, path_, small_options(32ull << 20));
+  EXPECT_EQ(m.allocate(64ull << 20), nullptr);
+  auto* v = m.construct<vec_t>("v")(m.get_allocator<>());
+  EXPECT_THROW(
+      {
+        for (;;) v->push_back(1);
+      },
+      std::bad_alloc);
+  EXPECT_THROW(m.construct<char>("huge")[64ull << 20](0), std::bad_alloc);
+  EXPECT_EQ(m.find<char>("huge").first, nullptr);
+  const std::size_t n = v->size();
+  v->clear();
+  v->shrink_to_fit();
+  const auto st = m.stats();
+  EXPECT_NO_THROW(v->resize(n / 2)) << "n " << n << " chunks in use " << st.chunks_in_use << " of " << st.num_chunks;
+  EXPECT_TRUE(m.check().empty());
+}
+
+TEST_F(Manager, FlushAdvancesTheWatermarkAndUnflushedWorkIsLostOnlyOnCrash) {
+  manager m(create_only, path_, small_options());
+  const std::uint64_t e1 = m.flush();
+  m.construct<int>("x")(1);
+  const std::uint64_t e2 = m.flush();
+  EXPECT_GT(e2, e1);
+  EXPECT_EQ(m.epoch(), e2);
+  EXPECT_EQ(m.stats().epoch, e2);
+}
+
+TEST_F(Manager, FlushFromInsideAConstructorIsRefused) {
+  manager m(create_only, path_, small_options());
+  struct flusher {
+    explicit flusher(manager* mm) { mm->flush(); }
+  };
+  EXPECT_EQ(code_of([&] { m.construct<flusher>("f")(&m); }), errc::invalid_argument);
+  EXPECT_EQ(m.find<flusher>("f").first, nullptr);
+}
+
+TEST_F(Manager, SnapshotIsAnIndependentDatastoreWithANewUuid) {
+  const std::string snap = dir_ / "snap";
+  std::string uuid;
+  {
+    manager m(create_only, path_, small_options());
+    m.construct<int>("x")(1);
+    m.snapshot(snap);
+    *m.find<int>("x").first = 2;
+    uuid = m.get_uuid();
+  }
+  manager s(open_read_only, snap);
+  EXPECT_EQ(*s.find<int>("x").first, 1);
+  EXPECT_NE(s.get_uuid(), uuid);
+  manager o(open_read_only, path_);
+  EXPECT_EQ(*o.find<int>("x").first, 2);
+  EXPECT_EQ(o.get_uuid(), uuid);
+}
+
+TEST_F(Manager, StaticHelpersConsistentCopyRemoveUuidVersionDescription) {
+  {
+    options o = small_options();
+    o.description = "graph g1";
+    manager m(create_only, path_, o);
+    m.construct<int>("x")(5);
+    EXPECT_EQ(m.get_description(), "graph g1");
+    EXPECT_EQ(m.get_version(), library_version);
+  }
+  EXPECT_TRUE(manager::consistent(path_));
+  EXPECT_FALSE(manager::consistent(dir_ / "nothing"));
+  std::filesystem::create_directories(dir_ / "plain");
+  EXPECT_FALSE(manager::consistent(dir_ / "plain"));
+  EXPECT_EQ(manager::get_description(path_), "graph g1");
+  manager::set_description(path_, "graph g1, v2");
+  EXPECT_EQ(manager::get_description(path_), "graph g1, v2");
+  EXPECT_EQ(manager::get_version(path_), library_version);
+  EXPECT_EQ(manager::get_uuid(path_).size(), 36u);
+
+  manager::copy(path_, dir_ / "copy");
+  {
+    manager c(open_read_only, dir_ / "copy");
+    EXPECT_EQ(*c.find<int>("x").first, 5);
+    EXPECT_EQ(c.get_description(), "graph g1, v2");
+  }
+  EXPECT_EQ(code_of([&] { manager::remove(dir_ / "plain"); }), errc::not_a_datastore);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "plain"));
+  manager::remove(dir_ / "copy");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "copy"));
+  EXPECT_EQ(code_of([&] { manager::remove(dir_ / "copy"); }), errc::not_found);
+  EXPECT_EQ(code_of([&] { manager m(open_only, path_); m.set_description(std::string(5000, 'x')); }),
+            errc::invalid_argument);
+}
+
+TEST_F(Manager, BadOpensAndCreatesFailWithSpecificErrors) {
+  EXPECT_EQ(code_of([&] { manager m(open_only, dir_ / "missing"); }), errc::not_found);
+  { manager m(create_only, path_, small_options()); }
+  EXPECT_EQ(code_of([&] { manager m(create_only, path_, small_options()); }), errc::already_exists);
+  options zero = small_options();
+  zero.capacity = 0;
+  EXPECT_EQ(code_of([&] { manager m(create_only, dir_ / "z", zero); }), errc::invalid_argument);
+  options badchunk = small_options();
+  badchunk.chunk_size = 3 << 20;
+  EXPECT_EQ(code_of([&] { manager m(create_only, dir_ / "c", badchunk); }), errc::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "c"));
+  options tiny = small_options();
+  tiny.capacity = 1 << 20;
+  EXPECT_EQ(code_of([&] { manager m(create_only, dir_ / "t", tiny); }), errc::invalid_argument);
+}
+
+TEST_F(Manager, MovedManagerKeepsWorkingAndAllocatorsFollowTheHeap) {
+  manager a(create_only, path_, small_options());
+  auto* v = a.construct<vec_t>("v")(a.get_allocator<>());
+  manager b(std::move(a));
+  v->push_back(7);
+  manager c(create_only, dir_ / "other", small_options());
+  c = std::move(b);
+  v->push_back(8);
+  EXPECT_EQ(c.find<vec_t>("v").first->size(), 2u);
+  EXPECT_EQ(c.get_allocator<int>(), c.get_allocator<long>());
+}
+
+TEST_F(Manager, AllBoostContainersWorkAndSurviveReopen) {
+  using namespace pheap::container;
+  using str = container::string;
+  using str_map = map<str, str, std::less<str>, scoped_allocator<std::pair<const str, str>>>;
+  {
+    manager m(create_only, path_, small_options());
+    auto al = m.get_allocator<>();
+    auto* v = m.construct<vector<int>>("vector")(al);
+    auto* d = m.construct<deque<int>>("deque")(al);
+    auto* l = m.construct<list<int>>("list")(al);
+    auto* s = m.construct<set<int>>("set")(al);
+    auto* fm = m.construct<flat_map<int, int>>("flat_map")(al);
+    auto* um = m.construct<unordered_map<int, int>>("unordered_map")(al);
+    auto* sm = m.construct<str_map>("str_map")(al);
+    for (int i = 0; i < 1000; ++i) {
+      v->push_back(i);
+      d->push_front(i);
+      l->push_back(i);
+      s->insert(i);
+      fm->emplace(i, -i);
+      um->emplace(i, 2 * i);
+    }
+    for (int i = 0; i < 100; ++i) {
+      sm->emplace(str("key number " + std::to_string(i), al), str(std::string(i, 'v'), al));
+    }
+  }
+  manager m(open_read_only, path_);
+  EXPECT_EQ(m.find<vector<int>>("vector").first->at(999), 999);
+  EXPECT_EQ(m.find<deque<int>>("deque").first->front(), 999);
+  EXPECT_EQ(m.find<list<int>>("list").first->back(), 999);
+  EXPECT_EQ(m.find<set<int>>("set").first->size(), 1000u);
+  EXPECT_EQ((m.find<flat_map<int, int>>("flat_map").first->at(500)), -500);
+  EXPECT_EQ((m.find<unordered_map<int, int>>("unordered_map").first->at(321)), 642);
+  auto* sm = m.find<str_map>("str_map").first;
+  ASSERT_EQ(sm->size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    auto it = sm->find(str("key number " + std::to_string(i), m.get_allocator<>()));
+    ASSERT_NE(it, sm->end());
+    EXPECT_EQ(std::string(it->second.c_str()), std::string(i, 'v'));
+  }
+  EXPECT_TRUE(m.check().empty());
+}
+
+}  // namespace
