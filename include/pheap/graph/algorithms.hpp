@@ -1,0 +1,167 @@
+// pheap/graph/algorithms.hpp — read-only algorithms over an adjacency_list.
+//
+// Every function takes the graph by const reference and only reads it, so it works on a graph
+// found through a read-only datastore open. Working state (indices, queues, labels) lives in
+// DRAM. Vertex ids are arbitrary uint64, so algorithms first build a dense `vertex_index`
+// (ids sorted ascending → index 0..n-1); results are reported per index with `index.ids` giving
+// the id, which makes output order deterministic.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+namespace pheap::graph {
+
+inline constexpr std::uint64_t kUnreached = std::numeric_limits<std::uint64_t>::max();
+
+struct vertex_index {
+  std::vector<std::uint64_t> ids;                          // ascending
+  std::unordered_map<std::uint64_t, std::uint64_t> pos;    // id -> index
+  std::uint64_t index_of(std::uint64_t id) const {
+    auto it = pos.find(id);
+    return it == pos.end() ? kUnreached : it->second;
+  }
+};
+
+template <class Graph>
+vertex_index build_index(const Graph& g) {
+  vertex_index ix;
+  ix.ids.reserve(g.num_vertices());
+  g.for_each_vertex([&](std::uint64_t u, const auto&) { ix.ids.push_back(u); });
+  std::sort(ix.ids.begin(), ix.ids.end());
+  ix.pos.reserve(ix.ids.size());
+  for (std::uint64_t i = 0; i < ix.ids.size(); ++i) ix.pos.emplace(ix.ids[i], i);
+  return ix;
+}
+
+struct graph_counts {
+  std::uint64_t vertices = 0;
+  std::uint64_t arcs = 0;            // stored adjacency entries
+  std::uint64_t max_degree = 0;      // out-degree (entries in a list)
+  std::uint64_t isolated = 0;        // vertices with an empty list
+  std::uint64_t self_loops = 0;
+};
+
+template <class Graph>
+graph_counts count(const Graph& g) {
+  graph_counts c;
+  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
+    ++c.vertices;
+    c.arcs += lst.size();
+    c.max_degree = std::max<std::uint64_t>(c.max_degree, lst.size());
+    if (lst.empty()) ++c.isolated;
+    for (const auto& n : lst)
+      if (Graph::dst_of(n) == u) ++c.self_loops;
+  });
+  return c;
+}
+
+// Exact out-degree histogram: degree -> number of vertices with that degree.
+template <class Graph>
+std::map<std::uint64_t, std::uint64_t> degree_distribution(const Graph& g) {
+  std::map<std::uint64_t, std::uint64_t> h;
+  g.for_each_vertex([&](std::uint64_t, const auto& lst) { ++h[lst.size()]; });
+  return h;
+}
+
+struct bfs_result {
+  vertex_index index;
+  std::vector<std::uint64_t> level;   // kUnreached when not reached; source has level 0
+  std::vector<std::uint64_t> parent;  // parent id; the source is its own parent; kUnreached
+  std::uint64_t reached = 0;
+  std::uint64_t max_level = 0;
+};
+
+// Breadth-first search along stored arcs (out-edges; both directions for undirected graphs).
+// Throws std::invalid_argument when `source` is not a vertex. Contract: level[] is the exact hop
+// distance; parent[v] is a neighbour-in of v with level[parent] == level[v] - 1.
+template <class Graph>
+bfs_result bfs(const Graph& g, std::uint64_t source) {
+  bfs_result r;
+  r.index = build_index(g);
+  const std::uint64_t s = r.index.index_of(source);
+  if (s == kUnreached) {
+    throw std::invalid_argument("bfs: source " + std::to_string(source) + " is not a vertex of the graph");
+  }
+  const std::size_t n = r.index.ids.size();
+  r.level.assign(n, kUnreached);
+  r.parent.assign(n, kUnreached);
+  std::vector<std::uint64_t> frontier{s}, next;
+  r.level[s] = 0;
+  r.parent[s] = source;
+  r.reached = 1;
+  std::uint64_t depth = 0;
+  while (!frontier.empty()) {
+    next.clear();
+    for (std::uint64_t ui : frontier) {
+      const std::uint64_t u = r.index.ids[ui];
+      const auto* lst = g.neighbors(u);
+      if (lst == nullptr) continue;
+      for (const auto& nb : *lst) {
+        const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
+        if (vi == kUnreached || r.level[vi] != kUnreached) continue;
+        r.level[vi] = depth + 1;
+        r.parent[vi] = u;
+        ++r.reached;
+        next.push_back(vi);
+      }
+    }
+    if (!next.empty()) r.max_level = depth + 1;
+    ++depth;
+    frontier.swap(next);
+  }
+  return r;
+}
+
+struct cc_result {
+  vertex_index index;
+  std::vector<std::uint64_t> component;  // per index: the smallest vertex id in its component
+  std::uint64_t components = 0;
+  std::uint64_t largest = 0;             // size of the largest component
+};
+
+// Connected components; for directed graphs weakly connected (arc direction ignored).
+// Labels are canonical (smallest member id), so two runs — or a run and a reference — can be
+// compared element by element.
+template <class Graph>
+cc_result connected_components(const Graph& g) {
+  cc_result r;
+  r.index = build_index(g);
+  const std::size_t n = r.index.ids.size();
+  std::vector<std::uint64_t> parent(n);
+  for (std::size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](std::uint64_t x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];  // path halving
+      x = parent[x];
+    }
+    return x;
+  };
+  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
+    const std::uint64_t ui = r.index.index_of(u);
+    for (const auto& nb : lst) {
+      const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
+      if (vi == kUnreached) continue;
+      std::uint64_t a = find(ui), b = find(vi);
+      if (a == b) continue;
+      if (a > b) std::swap(a, b);
+      parent[b] = a;  // union by smaller index: the root is the component's smallest index
+    }
+  });
+  r.component.resize(n);
+  std::vector<std::uint64_t> size(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t root = find(i);
+    r.component[i] = r.index.ids[root];  // ids ascending => smallest index is the smallest id
+    if (size[root]++ == 0) ++r.components;
+    r.largest = std::max(r.largest, size[root]);
+  }
+  return r;
+}
+
+}  // namespace pheap::graph

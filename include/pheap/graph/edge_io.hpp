@@ -1,0 +1,117 @@
+// pheap/graph/edge_io.hpp — edge-list readers and writers.
+//
+// TEXT format (SNAP / Matrix Market conventions), one edge per line:
+//   u v        unweighted edge u -> v (ids: decimal, 0 .. 2^64-1)
+//   u v w      weighted edge; w is a decimal uint64 (u64 graphs) or a floating-point number
+//              (f32 graphs, anything std::from_chars accepts, must be finite). When the graph
+//              is unweighted a third token is accepted and ignored, but must still be a number.
+//   Tokens are separated by spaces or tabs; CR before LF is ignored; the last line may lack a
+//   newline. Lines that are empty (only whitespace) or whose first non-blank character is '#'
+//   or '%' are comments (this includes Matrix Market "%%MatrixMarket" headers). When a file
+//   starts with "%%MatrixMarket", its first non-comment line is the "rows cols nnz" size line
+//   and is skipped. Ids are taken as written (Matrix Market's 1-based ids are not shifted).
+// BINARY format: consecutive little-endian records of uint64 src, uint64 dst, and — when the
+//   graph is weighted — an 8-byte weight: uint64 for u64 graphs, IEEE binary64 for f32 graphs
+//   (converted to float). No header.
+//
+// Outcomes (each one tested):
+//   * malformed line (bad token, wrong token count, id > 2^64-1, non-finite weight):
+//     strict mode -> reading stops *before* that line; failed() is true and error() names the
+//     file, 1-based line number, byte offset and text. With skip_bad_lines the line is skipped
+//     and counted in bad_lines().
+//   * truncated binary record at end of input -> failed(), error() gives the byte offset of the
+//     record; always an error, also with skip_bad_lines (lost bytes are not a "line").
+//   * empty input (or only comments) -> 0 edges, eof(), not an error.
+//   * unreadable file -> input_error thrown from the constructor.
+// Positions: offset() is the byte offset of the first unconsumed byte, always at a line
+// (text) or record (binary) boundary, so a reader constructed with (offset(), line()) of an
+// earlier reader continues exactly where it stopped. Input "-" is stdin: readable from its
+// start only (a non-zero start offset is rejected with std::invalid_argument).
+#pragma once
+
+#include <pheap/graph/types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pheap::graph {
+
+struct reader_options {
+  input_format format = input_format::text;
+  weight_kind weights = weight_kind::none;  // what the target graph stores
+  bool skip_bad_lines = false;
+  std::size_t buffer_bytes = std::size_t{1} << 20;
+};
+
+class edge_reader {
+ public:
+  edge_reader(std::string path, const reader_options& opts, std::uint64_t start_offset = 0,
+              std::uint64_t start_line = 0);
+  ~edge_reader();
+  edge_reader(const edge_reader&) = delete;
+  edge_reader& operator=(const edge_reader&) = delete;
+
+  // Appends up to `max` edges to `out` and returns how many. Returns fewer than `max` only at
+  // end of input or when a malformed line/record stops a strict reader.
+  std::size_t read(std::vector<edge>& out, std::size_t max);
+
+  bool eof() const noexcept { return eof_; }
+  bool failed() const noexcept { return error_.has_value(); }
+  const input_error& error() const { return *error_; }
+  std::uint64_t offset() const noexcept { return offset_; }
+  std::uint64_t line() const noexcept { return line_; }
+  std::uint64_t bad_lines() const noexcept { return bad_lines_; }
+  const std::string& path() const noexcept { return path_; }
+  bool is_stdin() const noexcept { return path_ == "-"; }
+
+ private:
+  bool fill();  // reads more bytes into the buffer; false at end of file
+  std::size_t read_text(std::vector<edge>& out, std::size_t max);
+  std::size_t read_binary(std::vector<edge>& out, std::size_t max);
+  // Parses one line; returns true and sets e for an edge, false for a comment; throws a
+  // reason string (std::string) for malformed lines.
+  bool parse_line(const char* b, const char* e, edge& out);
+  void scan_matrix_market_header();
+
+  std::string path_;
+  reader_options opts_;
+  int fd_ = -1;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0, end_ = 0;  // unconsumed bytes are buf_[pos_, end_)
+  bool file_eof_ = false;
+  bool eof_ = false;
+  std::uint64_t offset_ = 0;  // file offset of buf_[pos_]
+  std::uint64_t line_ = 0;
+  std::uint64_t bad_lines_ = 0;
+  bool mm_size_line_pending_ = false;
+  std::optional<input_error> error_;
+};
+
+// Writes edges in either format, to a file (created/truncated) or "-" for stdout. Text weights
+// round-trip exactly (shortest representation for f32).
+class edge_writer {
+ public:
+  edge_writer(std::string path, input_format format, weight_kind weights);
+  ~edge_writer();  // closes; errors at this point are lost, call close() to see them
+  edge_writer(const edge_writer&) = delete;
+  edge_writer& operator=(const edge_writer&) = delete;
+  void write(const edge* edges, std::size_t n);
+  void write(const edge& e) { write(&e, 1); }
+  // Flushes buffered output and closes; throws std::system_error naming the path on failure.
+  void close();
+  std::uint64_t bytes_written() const noexcept { return bytes_; }
+
+ private:
+  void drain();
+  std::string path_;
+  input_format format_;
+  weight_kind weights_;
+  int fd_ = -1;
+  std::vector<char> buf_;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace pheap::graph

@@ -1,0 +1,100 @@
+// pheap/graph/store.hpp — graphs inside a pheap datastore (pheap::manager).
+//
+// A graph named N occupies three named objects in the heap, created together and therefore
+// committed by the same watermark:
+//   N          adjacency_list<W, pheap::allocator<std::byte>>   (W chosen by the weight kind)
+//   N.info     graph_info  (directedness, weight kind, banks: tells readers which type N has)
+//   N.ingest   ingest_state<pheap::allocator<std::byte>>  (position of the resumable ingestion)
+//
+//   pheap::manager m(pheap::open_read_only, "/data/g");
+//   pheap::graph::visit_graph(m, "graph", [](const auto& g) { std::cout << g.num_arcs(); });
+#pragma once
+
+#include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/ingest.hpp>
+#include <pheap/pheap.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace pheap::graph {
+
+using heap_alloc = pheap::allocator<std::byte>;
+template <class W>
+using persistent_graph = adjacency_list<W, heap_alloc>;
+using persistent_ingest_state = ingest_state<heap_alloc>;
+
+inline std::string info_name(const std::string& graph) { return graph + ".info"; }
+inline std::string ingest_name(const std::string& graph) { return graph + ".ingest"; }
+
+// The graph_info of graph `name`, or nullptr when the datastore has no such graph. Throws
+// pheap::error(corrupt) when the record has the wrong magic or version.
+inline const graph_info* find_graph_info(const pheap::manager& m, const std::string& name) {
+  const graph_info* gi = m.find<graph_info>(info_name(name)).first;
+  if (gi != nullptr && (gi->magic != graph_info::kMagic || gi->version != graph_info::kVersion)) {
+    throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name,
+                       "graph_info record has an unknown magic or version");
+  }
+  return gi;
+}
+
+// Calls f(G&) with the graph `name` as its concrete type (const for read-only use is up to f).
+// Throws pheap::error(not_found) when the datastore has no graph of that name.
+template <class F>
+decltype(auto) visit_graph(pheap::manager& m, const std::string& name, F&& f) {
+  const graph_info* gi = find_graph_info(m, name);
+  if (gi == nullptr) {
+    throw pheap::error(pheap::errc::not_found, m.path(), "find graph " + name,
+                       "no graph named '" + name + "' in this datastore");
+  }
+  auto get = [&](auto* tag) -> auto& {
+    using G = std::remove_pointer_t<decltype(tag)>;
+    G* g = m.find<G>(name).first;
+    if (g == nullptr) {
+      throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name,
+                         "graph_info exists but the graph object does not");
+    }
+    return *g;
+  };
+  switch (gi->weights) {
+    case weight_kind::none: return f(get(static_cast<persistent_graph<void>*>(nullptr)));
+    case weight_kind::u64: return f(get(static_cast<persistent_graph<std::uint64_t>*>(nullptr)));
+    case weight_kind::f32: return f(get(static_cast<persistent_graph<float>*>(nullptr)));
+  }
+  throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name, "unknown weight kind");
+}
+
+// Finds graph `name` of weight type W, or creates it (with its info and ingest state) when the
+// datastore has none. Throws std::invalid_argument naming the difference when an existing
+// graph's directedness or weight kind differs from the request.
+template <class W>
+persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& name, bool directed,
+                                          std::size_t banks = persistent_graph<W>::default_banks) {
+  if (const graph_info* gi = find_graph_info(m, name)) {
+    if ((gi->directed != 0) != directed) {
+      throw std::invalid_argument("graph '" + name + "' in " + m.path() + " is " +
+                                  (gi->directed ? "directed" : "undirected") + ", but " +
+                                  (directed ? "directed" : "undirected (--undirected)") +
+                                  " was requested");
+    }
+    if (gi->weights != weight_kind_of<W>) {
+      throw std::invalid_argument("graph '" + name + "' in " + m.path() + " has weights '" +
+                                  to_string(gi->weights) + "', but '" + to_string(weight_kind_of<W>) +
+                                  "' was requested");
+    }
+  }
+  graph_info want;
+  want.directed = directed ? 1 : 0;
+  want.weights = weight_kind_of<W>;
+  want.banks = banks;
+  m.find_or_construct<graph_info>(info_name(name))(want);
+  m.find_or_construct<persistent_ingest_state>(ingest_name(name))(m.get_allocator<std::byte>());
+  return *m.find_or_construct<persistent_graph<W>>(name)(directed, banks, m.get_allocator<std::byte>());
+}
+
+inline persistent_ingest_state* find_ingest_state(pheap::manager& m, const std::string& name) {
+  return m.find<persistent_ingest_state>(ingest_name(name)).first;
+}
+
+}  // namespace pheap::graph

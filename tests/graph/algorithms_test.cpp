@@ -1,0 +1,148 @@
+// BFS, connected components, counts and degree distribution equal simple DRAM references on
+// several graphs (hand-made shapes and R-MAT, directed and undirected).
+#include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/algorithms.hpp>
+#include <pheap/graph/rmat.hpp>
+
+#include "graph_reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+using namespace pheap::graph;
+using pheap::graph::test::reference_bfs;
+using pheap::graph::test::reference_cc;
+using pheap::graph::test::reference_from_edges;
+
+namespace {
+using G = adjacency_list<void, std::allocator<std::byte>>;
+
+struct named_graph {
+  const char* name;
+  bool directed;
+  std::vector<edge> edges;
+};
+
+std::vector<named_graph> graphs() {
+  std::vector<named_graph> gs;
+  gs.push_back({"path", false, {{1, 2}, {2, 3}, {3, 4}, {4, 5}}});
+  gs.push_back({"directed path (one-way reachability)", true, {{1, 2}, {2, 3}, {3, 4}, {10, 3}}});
+  gs.push_back({"star with loops and multi-edges", false, {{0, 1}, {0, 2}, {0, 3}, {0, 3}, {2, 2}, {0, 0}}});
+  gs.push_back({"three components", false, {{100, 200}, {300, 400}, {400, 500}, {7, 7}, {200, 150}}});
+  gs.push_back({"huge ids", true, {{~0ull, 0}, {0, ~0ull - 1}, {5, ~0ull}}});
+  gs.push_back({"cycle directed", true, {{1, 2}, {2, 3}, {3, 1}, {3, 4}}});
+  for (bool directed : {false, true}) {
+    for (unsigned scale : {6u, 10u}) {
+      rmat_params p;
+      p.scale = scale;
+      p.edge_factor = scale == 6 ? 1 : 4;  // sparse small graph: many components
+      p.seed = 99 + scale;
+      p.scramble = true;
+      rmat_generator gen(p);
+      std::vector<edge> es(gen.num_edges());
+      gen.generate(0, es.size(), es.data());
+      gs.push_back({directed ? "rmat directed" : "rmat undirected", directed, es});
+    }
+  }
+  return gs;
+}
+
+G build(const named_graph& ng) {
+  G g(ng.directed, 64, {});
+  for (const edge& e : ng.edges) g.insert(e);
+  return g;
+}
+}  // namespace
+
+TEST(GraphAlgorithms, BfsLevelsEqualReferenceAndParentsAreValid) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    const auto ref = reference_from_edges(ng.edges, ng.directed, false);
+    // Several sources, including one that reaches little in the directed graphs.
+    std::vector<std::uint64_t> sources{ng.edges.front().src, ng.edges.back().dst, ng.edges[ng.edges.size() / 2].src};
+    for (std::uint64_t s : sources) {
+      const auto r = bfs(g, s);
+      const auto want = reference_bfs(ref, s);
+      EXPECT_EQ(r.reached, want.size()) << ng.name << " source " << s;
+      std::uint64_t max_level = 0;
+      for (std::size_t i = 0; i < r.index.ids.size(); ++i) {
+        const std::uint64_t v = r.index.ids[i];
+        auto it = want.find(v);
+        if (it == want.end()) {
+          EXPECT_EQ(r.level[i], kUnreached) << ng.name << " v=" << v;
+          EXPECT_EQ(r.parent[i], kUnreached);
+          continue;
+        }
+        ASSERT_EQ(r.level[i], it->second) << ng.name << " v=" << v;
+        max_level = std::max(max_level, it->second);
+        if (v == s) {
+          EXPECT_EQ(r.parent[i], s);
+          continue;
+        }
+        // Parent: a vertex one level up with an arc parent -> v.
+        const std::uint64_t p = r.parent[i];
+        ASSERT_EQ(want.at(p) + 1, it->second) << ng.name << " parent level of " << v;
+        const auto& pl = ref.at(p);
+        EXPECT_TRUE(std::any_of(pl.begin(), pl.end(), [&](const auto& x) { return x.first == v; }))
+            << ng.name << ": parent " << p << " has no arc to " << v;
+      }
+      EXPECT_EQ(r.max_level, max_level) << ng.name;
+    }
+  }
+}
+
+TEST(GraphAlgorithms, BfsFromUnknownSourceThrows) {
+  G g(false, 4, {});
+  g.insert(1, 2);
+  EXPECT_THROW(bfs(g, 3), std::invalid_argument);
+}
+
+TEST(GraphAlgorithms, ConnectedComponentsEqualReference) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    const auto want = reference_cc(reference_from_edges(ng.edges, ng.directed, false));
+    const auto r = connected_components(g);
+    ASSERT_EQ(r.index.ids.size(), want.size()) << ng.name;
+    std::map<std::uint64_t, std::uint64_t> sizes;
+    for (std::size_t i = 0; i < r.index.ids.size(); ++i) {
+      EXPECT_EQ(r.component[i], want.at(r.index.ids[i])) << ng.name << " v=" << r.index.ids[i];
+      ++sizes[want.at(r.index.ids[i])];
+    }
+    EXPECT_EQ(r.components, sizes.size()) << ng.name;
+    std::uint64_t largest = 0;
+    for (const auto& [c, n] : sizes) largest = std::max(largest, n);
+    EXPECT_EQ(r.largest, largest) << ng.name;
+  }
+}
+
+TEST(GraphAlgorithms, CountsAndDegreeDistributionEqualReference) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    const auto ref = reference_from_edges(ng.edges, ng.directed, false);
+    std::map<std::uint64_t, std::uint64_t> hist;
+    std::uint64_t arcs = 0, loops = 0, maxd = 0, isolated = 0;
+    for (const auto& [u, l] : ref) {
+      ++hist[l.size()];
+      arcs += l.size();
+      maxd = std::max<std::uint64_t>(maxd, l.size());
+      isolated += l.empty();
+      for (const auto& [v, w] : l) loops += v == u;
+    }
+    EXPECT_EQ(degree_distribution(g), hist) << ng.name;
+    const auto c = count(g);
+    EXPECT_EQ(c.vertices, ref.size()) << ng.name;
+    EXPECT_EQ(c.arcs, arcs) << ng.name;
+    EXPECT_EQ(c.self_loops, loops) << ng.name;
+    EXPECT_EQ(c.max_degree, maxd) << ng.name;
+    EXPECT_EQ(c.isolated, isolated) << ng.name;
+  }
+}
+
+TEST(GraphAlgorithms, EmptyGraphHasNoVerticesOrComponents) {
+  const G g(true, 8, {});
+  EXPECT_EQ(count(g).vertices, 0u);
+  EXPECT_EQ(connected_components(g).components, 0u);
+  EXPECT_TRUE(degree_distribution(g).empty());
+}

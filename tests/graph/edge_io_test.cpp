@@ -1,0 +1,264 @@
+// Edge-list readers and writers: the grammar of edge_io.hpp and every documented bad-input
+// outcome (bad token, overflowing id, truncated binary record, empty file).
+#include <pheap/graph/edge_io.hpp>
+#include <pheap/graph/rmat.hpp>
+
+#include "common/test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace pheap::graph;
+
+namespace {
+
+std::string write_file(const pheap::test::temp_dir& d, const std::string& name,
+                       const std::string& bytes) {
+  const std::string p = d / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+struct read_all_result {
+  std::vector<edge> edges;
+  bool failed = false;
+  std::string error;
+  std::uint64_t error_line = 0, error_offset = 0;
+  std::uint64_t bad_lines = 0;
+  std::uint64_t end_offset = 0;
+};
+
+read_all_result read_all(const std::string& path, reader_options o, std::size_t batch = 3,
+                         std::uint64_t off = 0, std::uint64_t line = 0) {
+  o.buffer_bytes = 4096;  // small: exercises lines that straddle buffer refills
+  edge_reader r(path, o, off, line);
+  read_all_result res;
+  while (r.read(res.edges, batch) > 0 || (!r.eof() && !r.failed())) {
+  }
+  res.failed = r.failed();
+  if (r.failed()) {
+    res.error = r.error().what();
+    res.error_line = r.error().line();
+    res.error_offset = r.error().offset();
+  }
+  res.bad_lines = r.bad_lines();
+  res.end_offset = r.offset();
+  return res;
+}
+
+reader_options text(weight_kind w = weight_kind::none, bool skip = false) {
+  reader_options o;
+  o.weights = w;
+  o.skip_bad_lines = skip;
+  return o;
+}
+
+}  // namespace
+
+TEST(GraphEdgeIo, TextParsesPairsCommentsBlankLinesCrLfAndMissingFinalNewline) {
+  pheap::test::temp_dir d;
+  const auto p = write_file(d, "a.txt",
+                            "# SNAP comment\n% another\n\n  1 2\n3\t4\r\n\t \n5 6 0.5\n"
+                            "18446744073709551615 0\n7 8");
+  const auto r = read_all(p, text());
+  ASSERT_FALSE(r.failed) << r.error;
+  const std::vector<edge> want{{1, 2, 0}, {3, 4, 0}, {5, 6, 0}, {18446744073709551615ull, 0, 0}, {7, 8, 0}};
+  EXPECT_EQ(r.edges, want);
+  EXPECT_EQ(r.end_offset, std::filesystem::file_size(p));
+}
+
+TEST(GraphEdgeIo, MatrixMarketHeaderAndSizeLineAreSkipped) {
+  pheap::test::temp_dir d;
+  const auto p = write_file(d, "m.mtx",
+                            "%%MatrixMarket matrix coordinate real general\n% c\n3 3 2\n1 2 1.5\n2 3 2.5\n");
+  const auto r = read_all(p, text(weight_kind::f32));
+  ASSERT_FALSE(r.failed) << r.error;
+  ASSERT_EQ(r.edges.size(), 2u);
+  EXPECT_EQ(r.edges[0], (edge{1, 2, f32_bits(1.5f)}));
+  EXPECT_EQ(r.edges[1], (edge{2, 3, f32_bits(2.5f)}));
+  // Resuming after the size line must not skip a real edge line.
+  const auto r2 = read_all(p, text(weight_kind::f32), 3, /*off=*/std::string("%%MatrixMarket matrix coordinate real general\n% c\n3 3 2\n").size(), 3);
+  ASSERT_EQ(r2.edges.size(), 2u);
+  EXPECT_EQ(r2.edges[0].src, 1u);
+}
+
+TEST(GraphEdgeIo, WeightedTextParsesU64AndF32) {
+  pheap::test::temp_dir d;
+  const auto p = write_file(d, "w.txt", "1 2 7\n2 3 18446744073709551615\n");
+  auto r = read_all(p, text(weight_kind::u64));
+  ASSERT_FALSE(r.failed) << r.error;
+  EXPECT_EQ(r.edges, (std::vector<edge>{{1, 2, 7}, {2, 3, 18446744073709551615ull}}));
+  const auto q = write_file(d, "f.txt", "1 2 0.25\n2 3 -1e3\n");
+  r = read_all(q, text(weight_kind::f32));
+  ASSERT_FALSE(r.failed) << r.error;
+  EXPECT_EQ(r.edges, (std::vector<edge>{{1, 2, f32_bits(0.25f)}, {2, 3, f32_bits(-1000.0f)}}));
+}
+
+TEST(GraphEdgeIo, BadTokenStopsStrictReaderWithFileLineOffsetAndText) {
+  pheap::test::temp_dir d;
+  const auto p = write_file(d, "bad.txt", "1 2\n# c\n3 x4\n5 6\n");
+  const auto r = read_all(p, text());
+  ASSERT_TRUE(r.failed);
+  EXPECT_EQ(r.edges, (std::vector<edge>{{1, 2, 0}}));  // edges before the bad line are delivered
+  EXPECT_EQ(r.error_line, 3u);
+  EXPECT_EQ(r.error_offset, 8u);
+  EXPECT_EQ(r.end_offset, 8u) << "position stays at the bad line";
+  EXPECT_NE(r.error.find(p + ":3"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("'3 x4'"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("bad destination id 'x4'"), std::string::npos) << r.error;
+}
+
+TEST(GraphEdgeIo, EveryMalformedLineKindIsRejectedAndSkippable) {
+  pheap::test::temp_dir d;
+  struct bad_case {
+    const char* line;
+    weight_kind w;
+    const char* reason;
+  };
+  const bad_case cases[] = {
+      {"18446744073709551616 1", weight_kind::none, "overflows uint64"},
+      {"1 99999999999999999999999", weight_kind::none, "overflows uint64"},
+      {"-1 2", weight_kind::none, "bad source id"},
+      {"+1 2", weight_kind::none, "bad source id"},
+      {"1", weight_kind::none, "missing destination"},
+      {"1 2 3 4", weight_kind::none, "too many fields"},
+      {"1 2 abc", weight_kind::none, "bad weight"},
+      {"1 2", weight_kind::u64, "missing weight"},
+      {"1 2 -3", weight_kind::u64, "bad weight"},
+      {"1 2 1.5", weight_kind::u64, "bad weight"},
+      {"1 2 18446744073709551616", weight_kind::u64, "overflows uint64"},
+      {"1 2 nan", weight_kind::f32, "bad weight"},
+      {"1 2 1e300", weight_kind::f32, "overflows float"},
+      {"1.0 2", weight_kind::none, "bad source id"},
+  };
+  for (const auto& c : cases) {
+    const auto p = write_file(d, "case.txt", std::string("9 9 1\n") + c.line + "\n8 8 1\n");
+    const auto strict = read_all(p, text(c.w));
+    ASSERT_TRUE(strict.failed) << c.line;
+    EXPECT_EQ(strict.error_line, 2u) << c.line;
+    EXPECT_NE(strict.error.find(c.reason), std::string::npos) << c.line << " -> " << strict.error;
+    EXPECT_EQ(strict.edges.size(), 1u) << c.line;
+    const auto skip = read_all(p, text(c.w, true));
+    EXPECT_FALSE(skip.failed) << c.line;
+    EXPECT_EQ(skip.bad_lines, 1u) << c.line;
+    EXPECT_EQ(skip.edges.size(), 2u) << c.line;
+  }
+}
+
+TEST(GraphEdgeIo, EmptyAndCommentOnlyFilesGiveZeroEdgesWithoutError) {
+  pheap::test::temp_dir d;
+  for (const char* content : {"", "# only a comment\n", "\n\n", "%%MatrixMarket x\n"}) {
+    const auto p = write_file(d, "e.txt", content);
+    const auto r = read_all(p, text());
+    EXPECT_FALSE(r.failed) << r.error;
+    EXPECT_TRUE(r.edges.empty());
+  }
+  const auto b = write_file(d, "e.bin", "");
+  reader_options o;
+  o.format = input_format::binary;
+  const auto r = read_all(b, o);
+  EXPECT_FALSE(r.failed);
+  EXPECT_TRUE(r.edges.empty());
+}
+
+TEST(GraphEdgeIo, TruncatedBinaryRecordIsAnErrorWithItsByteOffset) {
+  pheap::test::temp_dir d;
+  const std::string p = d / "t.bin";
+  {
+    edge_writer w(p, input_format::binary, weight_kind::none);
+    w.write(edge{1, 2, 0});
+    w.write(edge{3, 4, 0});
+    w.close();
+  }
+  std::filesystem::resize_file(p, 16 + 16 + 9);
+  for (bool skip : {false, true}) {
+    reader_options o;
+    o.format = input_format::binary;
+    o.skip_bad_lines = skip;
+    const auto r = read_all(p, o);
+    ASSERT_TRUE(r.failed);
+    EXPECT_EQ(r.edges.size(), 2u);
+    EXPECT_EQ(r.error_offset, 32u);
+    EXPECT_NE(r.error.find("truncated binary record: 9 of 16 bytes"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("byte offset 32"), std::string::npos) << r.error;
+  }
+}
+
+TEST(GraphEdgeIo, WriterAndReaderRoundTripAllFormatsAndWeightKinds) {
+  pheap::test::temp_dir d;
+  for (auto w : {weight_kind::none, weight_kind::u64, weight_kind::f32}) {
+    rmat_params rp;
+    rp.scale = 10;
+    rp.edge_factor = 4;
+    rp.weights = w;
+    rp.scramble = true;
+    rmat_generator g(rp);
+    std::vector<edge> es(g.num_edges());
+    g.generate(0, es.size(), es.data());
+    for (auto f : {input_format::text, input_format::binary}) {
+      const std::string p = d / "rt";
+      edge_writer wr(p, f, w);
+      wr.write(es.data(), es.size());
+      wr.close();
+      EXPECT_EQ(wr.bytes_written(), std::filesystem::file_size(p));
+      reader_options o;
+      o.format = f;
+      o.weights = w;
+      const auto r = read_all(p, o, 1000);
+      ASSERT_FALSE(r.failed) << r.error;
+      EXPECT_EQ(r.edges, es) << to_string(w) << " " << to_string(f);
+    }
+  }
+}
+
+TEST(GraphEdgeIo, ResumingAtReportedOffsetAndLineContinuesExactly) {
+  pheap::test::temp_dir d;
+  std::string content = "# header\n";
+  for (int i = 0; i < 500; ++i) content += std::to_string(i) + " " + std::to_string(i * 7) + "\n";
+  content += "bad line\n1 1\n";
+  const auto p = write_file(d, "r.txt", content);
+  const auto all = read_all(p, text(weight_kind::none, true), 1000);
+  ASSERT_EQ(all.edges.size(), 501u);
+  for (std::size_t cut : {0u, 1u, 17u, 250u, 499u, 500u}) {
+    reader_options o = text(weight_kind::none, true);
+    o.buffer_bytes = 4096;
+    edge_reader r(p, o);
+    std::vector<edge> first;
+    r.read(first, cut);
+    const auto rest = read_all(p, o, 7, r.offset(), r.line());
+    first.insert(first.end(), rest.edges.begin(), rest.edges.end());
+    EXPECT_EQ(first, all.edges) << "cut " << cut;
+  }
+  // Line numbers continue after a resume: a bad line is reported with its true number.
+  edge_reader r(p, text());
+  std::vector<edge> v;
+  r.read(v, 100);
+  const auto rest = read_all(p, text(), 50, r.offset(), r.line());
+  ASSERT_TRUE(rest.failed);
+  EXPECT_EQ(rest.error_line, 502u);
+}
+
+TEST(GraphEdgeIo, LinesLongerThanTheBufferAreHandled) {
+  pheap::test::temp_dir d;
+  const std::string pad(10000, ' ');
+  const auto p = write_file(d, "long.txt", "1" + pad + "2\n#" + std::string(20000, 'c') + "\n3 4\n");
+  const auto r = read_all(p, text());
+  ASSERT_FALSE(r.failed) << r.error;
+  EXPECT_EQ(r.edges, (std::vector<edge>{{1, 2, 0}, {3, 4, 0}}));
+}
+
+TEST(GraphEdgeIo, MisuseIsRejected) {
+  pheap::test::temp_dir d;
+  EXPECT_THROW(edge_reader(d / "missing.txt", text()), input_error);
+  EXPECT_THROW(edge_reader("-", text(), 10), std::invalid_argument) << "stdin cannot seek";
+  const auto b = write_file(d, "x.bin", std::string(32, '\0'));
+  reader_options o;
+  o.format = input_format::binary;
+  EXPECT_THROW(edge_reader(b, o, 5), std::invalid_argument) << "offset inside a record";
+  EXPECT_THROW(parse_weight_kind("u32"), std::invalid_argument);
+  EXPECT_THROW(parse_input_format("csv"), std::invalid_argument);
+}
