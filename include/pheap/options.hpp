@@ -34,6 +34,9 @@ enum class backend_kind { uffd, mmap };
 const char* to_string(backend_kind b) noexcept;
 // PHEAP_BACKEND = uffd | mmap (unset: uffd); anything else throws error(invalid_argument).
 backend_kind backend_from_env();
+// PHEAP_PAGE_SIZE (e.g. "4K", "64K", "1M") if set, else 64 KiB; a malformed value or one that
+// is not a power of two in [4 KiB, 64 MiB] throws error(invalid_argument) naming the variable.
+std::uint32_t page_size_from_env();
 
 struct options {
   // ---- creation (ignored by open: the datastore's recorded values win) ----
@@ -42,7 +45,7 @@ struct options {
   // (std::bad_alloc / nullptr). Metadata takes ~1.6 % of it as (mostly untouched) address
   // space plus one chunk.
   std::uint64_t capacity = 64ull << 30;
-  std::uint32_t page_size = 64 * 1024;         // pager/store page: power of two, 4 KiB .. 64 MiB
+  std::uint32_t page_size = page_size_from_env();  // pager/store page: power of two, 4 KiB .. 64 MiB
   std::uint64_t segment_size = 256ull << 20;   // bytes per segment file on disk
   std::uint64_t chunk_size = 2ull << 20;       // allocator chunk: power of two, 64 KiB .. 1 GiB
   std::string description;                     // initial datastore description (<= 1800 bytes)

@@ -414,3 +414,24 @@ TEST_F(Manager, AllBoostContainersWorkAndSurviveReopen) {
 }
 
 }  // namespace
+
+// PHEAP_PAGE_SIZE picks the page size of new datastores, like the other PHEAP_* variables.
+TEST(ManagerOptions, PheapPageSizeEnvironmentSetsTheDefaultPageSizeAndRejectsBadValues) {
+  ::unsetenv("PHEAP_PAGE_SIZE");
+  EXPECT_EQ(pheap::options().page_size, 64u * 1024);
+  ::setenv("PHEAP_PAGE_SIZE", "4K", 1);
+  EXPECT_EQ(pheap::options().page_size, 4096u);
+  ::setenv("PHEAP_PAGE_SIZE", "2MiB", 1);
+  EXPECT_EQ(pheap::options().page_size, 2u << 20);
+  for (const char* bad : {"5K", "1K", "abc", "128M"}) {
+    ::setenv("PHEAP_PAGE_SIZE", bad, 1);
+    try {
+      (void)pheap::options();
+      ADD_FAILURE() << "PHEAP_PAGE_SIZE=" << bad << " accepted";
+    } catch (const pheap::error& e) {
+      EXPECT_EQ(e.code(), pheap::errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("PHEAP_PAGE_SIZE"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("PHEAP_PAGE_SIZE");
+}
