@@ -18,25 +18,14 @@
 using namespace pheap::graph;
 using pheap::graph::test::reference_from_edges;
 using pheap::graph::test::reference_of;
+using pheap::graph::test::rmat_edges;
 
 namespace {
-std::vector<edge> rmat_edges(unsigned scale, std::uint64_t ef, weight_kind w, std::uint64_t seed = 7) {
-  rmat_params p;
-  p.scale = scale;
-  p.edge_factor = ef;
-  p.weights = w;
-  p.seed = seed;
-  p.scramble = true;
-  rmat_generator g(p);
-  std::vector<edge> es(g.num_edges());
-  g.generate(0, es.size(), es.data(), 2);
-  return es;
-}
 
 template <class W>
 void check_against_reference(bool directed, std::size_t banks) {
   using G = adjacency_list<W, std::allocator<std::byte>>;
-  const auto es = rmat_edges(10, 8, G::kind);
+  const auto es = rmat_edges(10, 8, G::kind, 7);
   G g(directed, banks, {});
   for (const edge& e : es) g.insert(e);
   const auto ref = reference_from_edges(es, directed, G::kind != weight_kind::none);
@@ -75,7 +64,7 @@ TEST(GraphAdjacency, UndirectedSelfLoopStoredOnceAndDirectedDestinationIsAVertex
 
 TEST(GraphAdjacency, ConcurrentInsertsWithBankLocksLoseNothing) {
   using G = adjacency_list<std::uint64_t, std::allocator<std::byte>>;
-  const auto es = rmat_edges(12, 16, weight_kind::u64);
+  const auto es = rmat_edges(12, 16, weight_kind::u64, 7);
   G g(false, 1024, {});
   bank_locks locks(g.num_banks());
   std::vector<std::thread> ts;
@@ -95,7 +84,7 @@ TEST(GraphAdjacency, BoostInterprocessMappedFileGraphSurvivesCloseAndReopen) {
   using G = adjacency_list<float, alloc>;
   pheap::test::temp_dir d;
   const std::string path = d / "g.bip";
-  const auto es = rmat_edges(11, 8, weight_kind::f32);
+  const auto es = rmat_edges(11, 8, weight_kind::f32, 7);
   const auto ref = reference_from_edges(es, true, true);
   {
     bip::managed_mapped_file mf(bip::create_only, path.c_str(), 64u << 20);

@@ -2,6 +2,7 @@
 // independent of the library's data structures (std::map, sorted vectors, plain queues).
 #pragma once
 
+#include <pheap/graph/rmat.hpp>
 #include <pheap/graph/types.hpp>
 
 #include <algorithm>
@@ -13,6 +14,21 @@
 #include <vector>
 
 namespace pheap::graph::test {
+
+// The scrambled R-MAT edges the tests ingest and compare (deterministic for the seed).
+inline std::vector<edge> rmat_edges(unsigned scale, std::uint64_t edge_factor, weight_kind w,
+                                    std::uint64_t seed) {
+  rmat_params p;
+  p.scale = scale;
+  p.edge_factor = edge_factor;
+  p.weights = w;
+  p.seed = seed;
+  p.scramble = true;
+  rmat_generator g(p);
+  std::vector<edge> es(g.num_edges());
+  g.generate(0, es.size(), es.data(), 2);
+  return es;
+}
 
 // vertex -> sorted list of (neighbour, weight bits). Same vertex/arc semantics as
 // adjacency_list: every endpoint is a vertex; undirected edges stored both ways, loops once.

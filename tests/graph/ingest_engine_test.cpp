@@ -20,6 +20,7 @@
 using namespace pheap::graph;
 using pheap::graph::test::reference_from_edges;
 using pheap::graph::test::reference_of;
+using pheap::graph::test::rmat_edges;
 
 namespace {
 using A = std::allocator<std::byte>;
@@ -40,18 +41,6 @@ struct crashing_graph {
   }
 };
 
-std::vector<edge> make_edges(unsigned scale, std::uint64_t ef, weight_kind w, std::uint64_t seed) {
-  rmat_params p;
-  p.scale = scale;
-  p.edge_factor = ef;
-  p.weights = w;
-  p.seed = seed;
-  p.scramble = true;
-  rmat_generator g(p);
-  std::vector<edge> es(g.num_edges());
-  g.generate(0, es.size(), es.data());
-  return es;
-}
 
 std::string write_edges(const std::string& path, const std::vector<edge>& es, input_format f,
                         weight_kind w) {
@@ -74,8 +63,8 @@ void crash_and_resume_until_done(input_format fmt, bool directed, unsigned threa
   using G = adjacency_list<W, A>;
   pheap::test::temp_dir d;
   // Three inputs; the middle one has comments and (with skip) bad lines to count.
-  const auto e1 = make_edges(10, 4, G::kind, 1), e2 = make_edges(9, 4, G::kind, 2),
-             e3 = make_edges(9, 4, G::kind, 3);
+  const auto e1 = rmat_edges(10, 4, G::kind, 1), e2 = rmat_edges(9, 4, G::kind, 2),
+             e3 = rmat_edges(9, 4, G::kind, 3);
   std::vector<std::string> inputs{write_edges(d / "1", e1, fmt, G::kind), d / "2",
                                   write_edges(d / "3", e3, fmt, G::kind)};
   std::uint64_t expected_bad = 0;
@@ -149,7 +138,7 @@ TEST(GraphIngestEngine, CrashesAtRandomInsertsThenResumeGiveExactlyTheReferenceF
 TEST(GraphIngestEngine, FinishedJobRerunIsANoOpUnlessReingestIsGiven) {
   using G = adjacency_list<void, A>;
   pheap::test::temp_dir d;
-  const auto es = make_edges(8, 4, weight_kind::none, 5);
+  const auto es = rmat_edges(8, 4, weight_kind::none, 5);
   const auto in = write_edges(d / "in.txt", es, input_format::text, weight_kind::none);
   G g(true, 32, {});
   S s{A{}};
@@ -174,7 +163,7 @@ TEST(GraphIngestEngine, FinishedJobRerunIsANoOpUnlessReingestIsGiven) {
 TEST(GraphIngestEngine, FlushEveryEdgesFlushesAtBatchBoundaries) {
   using G = adjacency_list<void, A>;
   pheap::test::temp_dir d;
-  const auto es = make_edges(8, 4, weight_kind::none, 5);  // 1024 edges
+  const auto es = rmat_edges(8, 4, weight_kind::none, 5);  // 1024 edges
   const auto in = write_edges(d / "in.bin", es, input_format::binary, weight_kind::none);
   G g(false, 32, {});
   S s{A{}};
@@ -193,8 +182,8 @@ TEST(GraphIngestEngine, FlushEveryEdgesFlushesAtBatchBoundaries) {
 TEST(GraphIngestEngine, OtherInputsWhileAJobIsUnfinishedAreRefusedUnlessAbandoned) {
   using G = adjacency_list<void, A>;
   pheap::test::temp_dir d;
-  const auto a = write_edges(d / "a", make_edges(8, 4, weight_kind::none, 1), input_format::text, weight_kind::none);
-  const auto b = write_edges(d / "b", make_edges(8, 4, weight_kind::none, 2), input_format::text, weight_kind::none);
+  const auto a = write_edges(d / "a", rmat_edges(8, 4, weight_kind::none, 1), input_format::text, weight_kind::none);
+  const auto b = write_edges(d / "b", rmat_edges(8, 4, weight_kind::none, 2), input_format::text, weight_kind::none);
   G g(true, 32, {});
   S s{A{}};
   crashing_graph<G> cg{&g, {500}};
@@ -274,7 +263,7 @@ TEST(GraphIngestEngine, BadLineCommitsThePrefixAndSkipRerunResumesAtThatLine) {
 TEST(GraphIngestEngine, IngestingTwoHalvesEqualsIngestingAllAtOnce) {
   using G = adjacency_list<void, A>;
   pheap::test::temp_dir d;
-  const auto es = make_edges(10, 4, weight_kind::none, 8);
+  const auto es = rmat_edges(10, 4, weight_kind::none, 8);
   const std::vector<edge> h1(es.begin(), es.begin() + es.size() / 2), h2(es.begin() + es.size() / 2, es.end());
   const auto f1 = write_edges(d / "h1", h1, input_format::text, weight_kind::none);
   const auto f2 = write_edges(d / "h2", h2, input_format::text, weight_kind::none);

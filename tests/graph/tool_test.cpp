@@ -31,6 +31,7 @@ using pheap::graph::test::reference_bfs;
 using pheap::graph::test::reference_cc;
 using pheap::graph::test::reference_from_edges;
 using pheap::graph::test::reference_of;
+using pheap::graph::test::rmat_edges;
 
 namespace {
 
@@ -83,18 +84,6 @@ run_result run(const std::vector<std::string>& args, const std::string& in = "")
   return {code, ss.str()};
 }
 
-std::vector<edge> rmat(unsigned scale, std::uint64_t ef, weight_kind w, std::uint64_t seed) {
-  rmat_params p;
-  p.scale = scale;
-  p.edge_factor = ef;
-  p.weights = w;
-  p.seed = seed;
-  p.scramble = true;
-  rmat_generator g(p);
-  std::vector<edge> es(g.num_edges());
-  g.generate(0, es.size(), es.data(), 2);
-  return es;
-}
 
 void write(const std::string& path, const std::vector<edge>& es, input_format f, weight_kind w) {
   edge_writer wr(path, f, w);
@@ -148,7 +137,7 @@ TEST(GraphTool, GenerateSubcommandWritesExactlyTheLibraryGeneratorOutput) {
   std::vector<edge> got;
   while (rd.read(got, 1 << 20) > 0) {
   }
-  EXPECT_EQ(got, rmat(10, 4, weight_kind::u64, 77));
+  EXPECT_EQ(got, rmat_edges(10, 4, weight_kind::u64, 77));
 }
 
 TEST(GraphTool, IngestedGraphReopenedInAnotherProcessEqualsReferenceForEveryFormatAndKind) {
@@ -161,7 +150,7 @@ TEST(GraphTool, IngestedGraphReopenedInAnotherProcessEqualsReferenceForEveryForm
   };
   for (const auto& v : vs) {
     pheap::test::temp_dir d;
-    const auto es = rmat(12, 8, v.weights, 5);
+    const auto es = rmat_edges(12, 8, v.weights, 5);
     write(d / "in", es, v.format, v.weights);
     std::vector<std::string> extra{"--threads", "2", "--batch-size", "4096", "--format", to_string(v.format)};
     if (!v.directed) extra.push_back("--undirected");
@@ -184,7 +173,7 @@ TEST(GraphTool, IngestedGraphReopenedInAnotherProcessEqualsReferenceForEveryForm
 
 TEST(GraphTool, IngestHalfThenOtherHalfInNewProcessEqualsAllAtOnce) {
   pheap::test::temp_dir d;
-  const auto es = rmat(12, 8, weight_kind::none, 9);
+  const auto es = rmat_edges(12, 8, weight_kind::none, 9);
   const std::vector<edge> h1(es.begin(), es.begin() + es.size() / 2), h2(es.begin() + es.size() / 2, es.end());
   write(d / "h1", h1, input_format::text, weight_kind::none);
   write(d / "h2", h2, input_format::text, weight_kind::none);
@@ -204,7 +193,7 @@ TEST(GraphTool, IngestHalfThenOtherHalfInNewProcessEqualsAllAtOnce) {
 
 TEST(GraphTool, KillDashNineDuringFlushEveryIngestionThenRerunGivesExactlyTheReference) {
   pheap::test::temp_dir d;
-  const auto es = rmat(14, 8, weight_kind::none, 21);  // 131072 edges
+  const auto es = rmat_edges(14, 8, weight_kind::none, 21);  // 131072 edges
   write(d / "a.txt", std::vector<edge>(es.begin(), es.begin() + 70000), input_format::text, weight_kind::none);
   write(d / "b.bin", std::vector<edge>(es.begin() + 70000, es.end()), input_format::binary, weight_kind::none);
   // Two jobs (text then binary) so that kills land in both formats and across a job switch.
@@ -305,7 +294,7 @@ TEST(GraphTool, MalformedInputsGiveTheDocumentedOutcomes) {
 
 TEST(GraphTool, StdinIngestionAndOptionMismatchesOnAnExistingGraph) {
   pheap::test::temp_dir d;
-  const auto es = rmat(10, 4, weight_kind::none, 3);
+  const auto es = rmat_edges(10, 4, weight_kind::none, 3);
   write(d / "in.txt", es, input_format::text, weight_kind::none);
   auto r = run(ingest_args(d / "ds", {"--undirected"}, {"-"}), d / "in.txt");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -321,7 +310,7 @@ TEST(GraphTool, StdinIngestionAndOptionMismatchesOnAnExistingGraph) {
 
 TEST(GraphTool, BfsAndCcOnReadOnlyOpenEqualReference) {
   pheap::test::temp_dir d;
-  auto es = rmat(11, 2, weight_kind::none, 17);  // sparse: several components
+  auto es = rmat_edges(11, 2, weight_kind::none, 17);  // sparse: several components
   write(d / "in.txt", es, input_format::text, weight_kind::none);
   ASSERT_EQ(run(ingest_args(d / "ds", {}, {d / "in.txt"})).code, 0);
   const auto ref = reference_from_edges(es, true, false);
