@@ -147,6 +147,7 @@ TEST_P(StoreConcurrency, SnapshotWhileWritersRunHoldsExactlyTheLastCommit) {
     auto s = sparse_store::create(path, opts(kPages * kPs, kPs, 16 * kPs));
     src_id = s->id();
     std::atomic<bool> stop{false};
+    std::atomic<int> writes{0};
     std::vector<std::uint64_t> v(kPages, 0);
     std::thread writer([&] {
       std::mt19937_64 rng(1);
@@ -156,6 +157,7 @@ TEST_P(StoreConcurrency, SnapshotWhileWritersRunHoldsExactlyTheLastCommit) {
           auto buf = versioned(seed, p, ++v[p]);
           page_write w{p, buf.data()};
           s->write_pages(std::span<const page_write>(&w, 1));
+          ++writes;
           if (rng() % 50 == 0) s->discard(rng() % (kPages - 3), 3);
           std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
@@ -163,6 +165,9 @@ TEST_P(StoreConcurrency, SnapshotWhileWritersRunHoldsExactlyTheLastCommit) {
         ADD_FAILURE() << "writer: " << e.what();
       }
     });
+    // The commits must catch some writes however slowly the writer thread gets scheduled
+    // (sanitizer builds, a loaded machine): wait for its first few.
+    while (writes.load() < 16) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     for (int i = 0; i < 5; ++i) s->commit(bytes_of("e" + std::to_string(i + 1)));
     s->snapshot(snap);  // the writer keeps going meanwhile
     snap_epoch = s->epoch();
