@@ -10,6 +10,11 @@
 #   rel_parser_regression_test     fuzzer findings
 #   rel_full_disk_test             real ENOSPC on a loop-mounted ext4 image (root)
 #   rel_graph_kill_test            kill -9 of pheap-graph ingest --flush-every
+#   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased
+#   rel_resource_limits_test       low RLIMIT_NOFILE, io_uring refused (incl. the real
+#                                  kernel.io_uring_disabled=2: this script runs the campaigns
+#                                  one at a time, so it sets PHEAP_GLOBAL_SYSCTL_TESTS=1),
+#                                  uid 65534 with vm.unprivileged_userfaultfd=0
 #   scripts/fuzz.sh                libFuzzer on the superblock and journal parsers (--fuzz N;
 #                                  default 0 = skipped, 600 with --long when clang is present)
 # Default: CI size (about 3 minutes on 2 cores). --long: PHEAP_LONG=1 (≥ 2000 graph kills,
@@ -38,16 +43,18 @@ if [ -z "$fuzz_seconds" ]; then
   [ $long -eq 1 ] && command -v clang++ >/dev/null && fuzz_seconds=600
 fi
 [ $long -eq 1 ] && export PHEAP_LONG=1
+export PHEAP_GLOBAL_SYSCTL_TESTS=1  # campaigns run one at a time here (resource_limits_test)
 
 tests=(store/store_create_crash_test reliability/rel_crash_point_test reliability/rel_bad_input_test
        reliability/rel_parser_regression_test reliability/rel_full_disk_test
-       reliability/rel_graph_kill_test)
+       reliability/rel_graph_kill_test reliability/rel_heap_kill_test
+       reliability/rel_resource_limits_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
 
 echo "== build ($build): ${targets[*]}"
 cmake -S . -B "$build" -G Ninja >/dev/null || exit 1
-cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child || exit 1
+cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child rel_heap_child || exit 1
 
 log="$build/reliability"
 mkdir -p "$log"

@@ -1,0 +1,221 @@
+// rel_heap_child — the victim process of the heap kill and resource-limit campaigns.
+//
+//   rel_heap_child [--nofile N] [--as-nobody] MODE ARGS...
+//     --nofile N     setrlimit(RLIMIT_NOFILE, N) first (soft and hard)
+//     --as-nobody    setgroups(0)/setgid/setuid(65534) first (needs root)
+//     --no-io-uring  a seccomp filter makes io_uring_setup(2) fail with EPERM, as
+//                    kernel.io_uring_disabled=2 does, for this process only
+//
+//   mix DIR SEED MAX_STEPS BUFFER
+//       Opens the datastore DIR read-write (recovering whatever a killed victim left), or
+//       creates it when DIR does not exist, with a BUFFER-byte pager buffer. Rebuilds the DRAM
+//       reference of tests/reliability/heap_mix_workload.hpp up to the step the heap holds,
+//       then runs steps s+1 .. s+MAX_STEPS, each followed by flush(). Prints, flushed:
+//           opened S                      (the heap holds step S; "opened -1": empty heap)
+//           flushing S                    (about to flush step S)
+//           ack S DIGEST EPOCH            (flush of step S returned: durable)
+//           closed                        (after the destructor's flush, exit 0)
+//
+//   roundtrip DIR MIB
+//       Creates DIR with 64 KiB segments, writes MIB MiB of pattern in a named vector (so the
+//       datastore has about 16 * MIB segment files), flushes, closes, reopens read-write and
+//       read-only and verifies every byte. Prints "engine NAME" (the io engine that did it)
+//       and "ok".
+//
+//   uffd-source
+//       Prints "uffd SOURCE": how the pager obtains its userfaultfd in this process.
+//
+//   verify DIR MIB
+//       Opens an existing roundtrip datastore read-write then read-only and verifies it.
+//       Prints "ok".
+//
+// The io engine is io::default_engine() (PHEAP_IO_ENGINE honoured). Exit status: 0 done,
+// 1 a pheap::error (on stdout: "error CODE ERRNO MESSAGE", CODE the integer pheap::errc), 2 usage, 3 setup (rlimit, setuid),
+// 4 wrong content.
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "pheap/container.hpp"
+#include "pheap/pheap.hpp"
+#include "pager/uffd.hpp"
+#include "reliability/heap_mix_workload.hpp"
+
+namespace {
+
+using namespace pheap;
+namespace mix = pheap::test::mix;
+
+void say(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer) {
+  const options opt = mix::heap_options(buffer);
+  std::unique_ptr<manager> m;
+  if (std::filesystem::exists(dir)) {
+    m = std::make_unique<manager>(open_only, dir, opt);
+  } else {
+    m = std::make_unique<manager>(create_only, dir, opt);
+  }
+  mix::heap_objects h = mix::find_objects(*m);
+  mix::model ref;
+  if (h.step == nullptr) {
+    say("opened -1");
+    h = mix::init_objects(*m);
+    say("flushing 0");
+    const auto e = m->flush();
+    say("ack 0 " + std::to_string(ref.digest()) + " " + std::to_string(e));
+  } else {
+    say("opened " + std::to_string(*h.step));
+    while (ref.step < *h.step) ref.next_step(seed);
+  }
+  for (std::uint64_t i = 0; i < max_steps; ++i) {
+    const auto ops = ref.next_step(seed);
+    for (const auto& o : ops) mix::apply(*m, h, o);
+    *h.step = ref.step;
+    say("flushing " + std::to_string(ref.step));
+    const auto e = m->flush();
+    say("ack " + std::to_string(ref.step) + " " + std::to_string(ref.digest()) + " " + std::to_string(e));
+  }
+  m.reset();
+  say("closed");
+  return 0;
+}
+
+bool refuse_io_uring() {
+#if defined(__x86_64__)
+  constexpr std::uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr std::uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+  return false;
+#endif
+  sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+using u64vec = container::vector<std::uint64_t>;
+
+options roundtrip_options() {
+  options o;
+  o.capacity = 64ull << 20;
+  o.page_size = 4096;
+  o.segment_size = 64ull << 10;
+  o.chunk_size = 64ull << 10;
+  o.pager.buffer_size = 1ull << 20;
+  return o;
+}
+
+int verify(const manager& m, std::uint64_t n) {
+  auto [v, len] = m.find<u64vec>("data");
+  if (v == nullptr || len != 1 || v->size() != n) {
+    say("wrong content: data vector missing or of the wrong size");
+    return 4;
+  }
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if ((*v)[i] != mix::mix64(i)) {
+      say("wrong content at element " + std::to_string(i));
+      return 4;
+    }
+  }
+  if (const auto p = m.check(); !p.empty()) {
+    say("check: " + p.front());
+    return 4;
+  }
+  return 0;
+}
+
+int run_verify(const std::string& dir, std::uint64_t mib) {
+  const std::uint64_t n = (mib << 20) / 8;
+  {
+    manager m(open_only, dir, roundtrip_options());
+    if (int rc = verify(m, n); rc != 0) return rc;
+  }
+  {
+    manager m(open_read_only, dir, roundtrip_options());
+    if (int rc = verify(m, n); rc != 0) return rc;
+  }
+  say("ok");
+  return 0;
+}
+
+int run_roundtrip(const std::string& dir, std::uint64_t mib) {
+  const std::uint64_t n = (mib << 20) / 8;
+  {
+    manager m(create_only, dir, roundtrip_options());
+    auto* v = m.construct<u64vec>("data")(m.get_allocator<>());
+    v->reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i) v->push_back(mix::mix64(i));
+    m.flush();
+  }
+  say("engine " + io::default_engine()->name());
+  return run_verify(dir, mib);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  try {
+    while (!a.empty() && a[0].rfind("--", 0) == 0) {
+      if (a[0] == "--nofile" && a.size() >= 2) {
+        const rlimit rl{std::stoull(a[1]), std::stoull(a[1])};
+        if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) return 3;
+        a.erase(a.begin(), a.begin() + 2);
+      } else if (a[0] == "--as-nobody") {
+        if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) return 3;
+        ::prctl(PR_SET_DUMPABLE, 1);  // setuid made us non-dumpable; /proc/self must be ours
+        a.erase(a.begin());
+      } else if (a[0] == "--no-io-uring") {
+        if (!refuse_io_uring()) return 3;
+        a.erase(a.begin());
+      } else {
+        return 2;
+      }
+    }
+    if (a.size() == 5 && a[0] == "mix") {
+      return run_mix(a[1], std::stoull(a[2]), std::stoull(a[3]), std::stoull(a[4]));
+    }
+    if (a.size() == 3 && a[0] == "roundtrip") return run_roundtrip(a[1], std::stoull(a[2]));
+    if (a.size() == 1 && a[0] == "uffd-source") {
+      const auto r = pager_detail::open_userfaultfd("probe");
+      ::close(r.fd);
+      say(std::string("uffd ") + pager_detail::to_string(r.source));
+      return 0;
+    }
+    if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] mix|roundtrip|verify|uffd-source ...\n");
+    return 2;
+  } catch (const error& e) {
+    say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +
+        e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    say(std::string("exception ") + e.what());
+    return 5;
+  }
+}
