@@ -622,8 +622,13 @@ class store_impl final : public sparse_store {
       throw;
     }
     {
+      // Only the per-commit fields change: the geometry and uuid (read without mu_ by the
+      // I/O paths and the accessors) are written once, at open, and never again.
       std::unique_lock lk(mu_);
-      sb_ = next;
+      sb_.epoch = next.epoch;
+      sb_.journal_length = next.journal_length;
+      sb_.root = std::move(next.root);
+      sb_.segments = std::move(next.segments);
     }
     // Journal E is checkpointed and no durable superblock names it any more. A failure to
     // unlink it is harmless: the next read-write open removes stale journals.
