@@ -100,7 +100,7 @@ TEST_F(MmapBackend, RoundTripAcrossProcessesAndBackends) {
             0);
   EXPECT_TRUE(manager::consistent(path_));
   EXPECT_EQ(manager::get_description(path_), "written by the mmap backend");
-  if (!have_uffd(dir_ / "probe")) GTEST_SKIP() << "no userfaultfd: cross-backend half skipped";
+  if (!have_uffd(dir_ / "probe")) { PHEAP_REQUIRE_FEATURE("userfaultfd, for the cross-backend half"); }
   // The uffd backend reads what the mmap backend wrote, and vice versa after a uffd write.
   {
     manager m(open_only, path_, uffd_options());

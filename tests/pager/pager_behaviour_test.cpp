@@ -170,7 +170,7 @@ TEST(pager_uffd, unprivileged_user_gets_a_working_region) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
 #endif
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to nobody";
+  if (::geteuid() != 0) { PHEAP_REQUIRE_FEATURE("root, to switch to uid 65534"); }
   int sysctl = -1;
   std::ifstream("/proc/sys/vm/unprivileged_userfaultfd") >> sysctl;
   const int st = in_child([sysctl] {
