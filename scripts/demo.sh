@@ -14,8 +14,13 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target pheap-graph pheap_tool
 
 scale=${SCALE:-18}
-work=${PHEAP_DEMO_DIR:-$(mktemp -d /tmp/pheap-demo-XXXXXX)}
-mkdir -p "$work"
+if [ -n "${PHEAP_DEMO_DIR:-}" ]; then
+  work=$PHEAP_DEMO_DIR
+  mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/pheap-demo-XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 G=build/bin/pheap-graph
 P=build/bin/pheap
 edges=$work/rmat-$scale.bin
@@ -63,5 +68,5 @@ else
   exit 1
 fi
 echo "== BFS from vertex 0 on a read-only open"
-$G bfs --datastore "$store" --source 0 | head -5 | sed 's/^/   /'
-[ -n "${PHEAP_DEMO_DIR:-}" ] || rm -rf "$work"
+$G bfs --datastore "$store" --source 0 >"$work/bfs.txt"
+head -5 "$work/bfs.txt" | sed 's/^/   /'
