@@ -91,6 +91,7 @@ namespace pheap {
 
 enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
 const char* to_string(dirty_tracking t) noexcept;
+std::ostream& operator<<(std::ostream& os, dirty_tracking t);
 
 struct pager_options {
   // Bytes of DRAM the region may hold (rounded down to whole pages, at least 2 pages, at most

@@ -32,6 +32,8 @@ const char* to_string(dirty_tracking t) noexcept {
   return "?";
 }
 
+std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_string(t); }
+
 // ---- options ----------------------------------------------------------------------------------
 namespace {
 

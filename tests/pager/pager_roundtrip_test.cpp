@@ -71,6 +71,9 @@ struct rt_param {
   dirty_tracking mode;
   std::size_t page_size;
 };
+void PrintTo(const rt_param& p, std::ostream* os) {
+  *os << p.store << '/' << p.mode << '/' << p.page_size / 1024 << "K";
+}
 
 std::string rt_name(const ::testing::TestParamInfo<rt_param>& i) {
   return i.param.store + "_" + to_string(i.param.mode) + "_" +
@@ -152,6 +155,7 @@ struct fw_param {
   std::string store;
   dirty_tracking mode;
 };
+void PrintTo(const fw_param& p, std::ostream* os) { *os << p.store << '/' << p.mode; }
 class pager_flush_concurrent : public ::testing::TestWithParam<fw_param> {};
 
 // Writers bump whole-page versions (every byte of page p at version v is a function of p and
