@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cassert>
 #include <cerrno>
 #include <cmath>
@@ -353,6 +355,18 @@ pager_impl::~pager_impl() {
 }
 
 std::string pager_impl::check_invariants() const {
+  // A fill's UFFDIO_COPY wakes the faulting thread before its worker records the page
+  // resident, so the application can return from its last access while a worker still holds
+  // `filling` for a moment. Quiescence includes those fills finishing: wait for them (bounded;
+  // a fill still pending after that is reported below as the bug it then is).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (std::size_t p = 0; p < npages_;) {
+    if (ps::kind(table_.load(p)) != ps::filling || std::chrono::steady_clock::now() > deadline) {
+      ++p;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::int64_t occupied = 0, pinned = 0;
   std::vector<std::uint8_t> present(npages_, 0);
   bool have_present = false;
