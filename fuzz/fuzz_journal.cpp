@@ -29,13 +29,19 @@ void require(bool ok) {
   if (!ok) std::abort();
 }
 
-// Walks records as the writer lays them out and rewrites their CRCs (a fuzzing aid only).
+// The datastore uuid the seeds' records carry (fuzz/make_seeds.cpp uses the same).
+const uuid kFuzzId = {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x41, 0x11,
+                      0x91, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
+
+// Walks records as the writer lays them out and rewrites their uuid and CRCs (a fuzzing aid
+// only, so mutations get past those checks).
 void fix_crcs(std::vector<std::uint8_t>& j, std::uint32_t ps) {
   std::uint64_t off = 0;
   while (j.size() - off >= record_fixed_size + record_trailer_size) {
     std::uint8_t* r = j.data() + off;
     const auto type = get<std::uint32_t>(r, 4);
     const auto count = get<std::uint64_t>(r, 16);
+    std::memcpy(r + record_uuid_offset, kFuzzId.data(), kFuzzId.size());
     if (type == static_cast<std::uint32_t>(record_type::discard)) {
       put<std::uint32_t>(r, record_fixed_size, detail::crc32c(r, record_fixed_size));
       off += discard_header_size;
@@ -84,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     last_end = rec_off + discard_header_size;
   };
   try {
-    scan_journal(eng, f, path, epoch, length, ps, page_count, v);
+    scan_journal(eng, f, path, kFuzzId, epoch, length, ps, page_count, v);
     require(last_end == length);  // accepted: the records tile [0, L) exactly
   } catch (const error& e) {
     require(e.code() == errc::corrupt);

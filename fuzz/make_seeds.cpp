@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "common/crc32c.hpp"
+#include "heap/heap_header.hpp"
+#include "heap/root_record.hpp"
 #include "sparse_store/journal.hpp"
+#include "sparse_store/segment_set.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/superblock.hpp"
 
@@ -33,6 +36,10 @@ std::vector<std::uint8_t> super_file(const superblock* s0, const superblock* s1)
   return f;
 }
 
+// Must match kFuzzId in fuzz/fuzz_journal.cpp.
+const uuid kFuzzId = {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x41, 0x11,
+                      0x91, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
+
 void append_pages(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint32_t ps,
                   const std::vector<std::uint64_t>& pages) {
   std::vector<std::uint8_t> images(pages.size() * ps);
@@ -42,14 +49,14 @@ void append_pages(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint32
     crcs.push_back(detail::crc32c(images.data() + i * ps, ps));
   }
   std::vector<std::uint8_t> h(pages_header_size(pages.size()));
-  encode_pages_header(reinterpret_cast<std::byte*>(h.data()), epoch, pages.size(), pages.data(), crcs.data());
+  encode_pages_header(reinterpret_cast<std::byte*>(h.data()), kFuzzId, epoch, pages.size(), pages.data(), crcs.data());
   j.insert(j.end(), h.begin(), h.end());
   j.insert(j.end(), images.begin(), images.end());
 }
 
 void append_discard(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint64_t first, std::uint64_t count) {
   std::vector<std::uint8_t> h(discard_header_size);
-  encode_discard_header(reinterpret_cast<std::byte*>(h.data()), epoch, first, count);
+  encode_discard_header(reinterpret_cast<std::byte*>(h.data()), kFuzzId, epoch, first, count);
   j.insert(j.end(), h.begin(), h.end());
 }
 
@@ -63,6 +70,8 @@ int main(int argc, char** argv) {
   const fs::path out = argv[1];
   fs::create_directories(out / "superblock");
   fs::create_directories(out / "journal");
+  fs::create_directories(out / "segment_header");
+  fs::create_directories(out / "root_record");
 
   superblock a;
   a.page_size = 4096;
@@ -72,7 +81,7 @@ int main(int argc, char** argv) {
   a.segments.assign(a.segment_count(), false);
   superblock b = a;
   b.epoch = 1;
-  b.journal_length = 4096 + 56;
+  b.journal_length = 4096 + 72;  // one pages record of one page
   b.root = {std::byte{'r'}, std::byte{'o'}, std::byte{'o'}, std::byte{'t'}};
   b.segments[0] = b.segments[3] = true;
   superblock c = b;
@@ -129,6 +138,36 @@ int main(int argc, char** argv) {
   std::vector<std::uint8_t> j4;
   append_pages(j4, 2, 8192, {5, 6});
   seed_journal(1, 2, j4);
+  for (std::uint64_t epoch : {0ull, 7ull, 1ull << 40}) {
+    segment_header h;
+    h.page_size = 4096;
+    h.id = a.id;
+    h.index = epoch % 5;
+    h.segment_size = 64 << 10;
+    h.touch_epoch = epoch;
+    std::vector<std::uint8_t> s(1 + segment_header_size, 0);
+    encode_segment_header(reinterpret_cast<std::byte*>(s.data() + 1), h);
+    for (std::uint8_t flags : {0, 1}) {
+      s[0] = flags;
+      write_file(out / "segment_header" / ("seed-" + std::to_string(n++)), s);
+    }
+  }
+  for (const char* desc : {"", "graph of 2^20 vertices", "x"}) {
+    heap::root_record r;
+    r.heap_format = heap::heap_format_version;
+    r.writer_version = 1;
+    r.capacity = 1ull << 30;
+    r.chunk_size = 2u << 20;
+    r.created_ns = 1234567;
+    r.description = desc;
+    r.mmap_open = desc[0] == 'x';
+    const auto blob = r.encode();
+    for (std::uint8_t flags : {0, 1}) {
+      std::vector<std::uint8_t> s{flags};
+      for (std::byte b : blob) s.push_back(std::to_integer<std::uint8_t>(b));
+      write_file(out / "root_record" / ("seed-" + std::to_string(n++)), s);
+    }
+  }
   std::printf("%d seeds in %s\n", n, out.c_str());
   return 0;
 }

@@ -11,13 +11,14 @@ namespace pheap::store {
 
 namespace {
 
-void put_fixed(std::byte* out, record_type type, std::uint64_t epoch, std::uint64_t count,
-               std::uint64_t first) {
+void put_fixed(std::byte* out, record_type type, const uuid& id, std::uint64_t epoch,
+               std::uint64_t count, std::uint64_t first) {
   put<std::uint32_t>(out, 0, record_magic);
   put<std::uint32_t>(out, 4, static_cast<std::uint32_t>(type));
   put<std::uint64_t>(out, 8, epoch);
   put<std::uint64_t>(out, 16, count);
   put<std::uint64_t>(out, 24, first);
+  std::memcpy(out + record_uuid_offset, id.data(), id.size());
 }
 
 void put_trailer(std::byte* out, std::size_t header_size) {
@@ -31,9 +32,10 @@ constexpr std::size_t scan_chunk = 8u << 20;
 
 }  // namespace
 
-void encode_pages_header(std::byte* out, std::uint64_t epoch, std::size_t count,
-                         const std::uint64_t* pages, const std::uint32_t* crcs) {
-  put_fixed(out, record_type::pages, epoch, count, 0);
+void encode_pages_header(std::byte* out, const uuid& id, std::uint64_t epoch,
+                         std::size_t count, const std::uint64_t* pages,
+                         const std::uint32_t* crcs) {
+  put_fixed(out, record_type::pages, id, epoch, count, 0);
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t e = record_fixed_size + i * record_entry_size;
     put<std::uint64_t>(out, e, pages[i]);
@@ -43,9 +45,9 @@ void encode_pages_header(std::byte* out, std::uint64_t epoch, std::size_t count,
   put_trailer(out, pages_header_size(count));
 }
 
-void encode_discard_header(std::byte* out, std::uint64_t epoch, std::uint64_t first,
-                           std::uint64_t count) {
-  put_fixed(out, record_type::discard, epoch, count, first);
+void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
+                           std::uint64_t first, std::uint64_t count) {
+  put_fixed(out, record_type::discard, id, epoch, count, first);
   put_trailer(out, discard_header_size);
 }
 
@@ -55,8 +57,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> journal_index::sorted() con
   return v;
 }
 
-void scan_journal(io::engine& eng, io::file& f, const std::string& path, std::uint64_t epoch,
-                  std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
+void scan_journal(io::engine& eng, io::file& f, const std::string& path, const uuid& id,
+                  std::uint64_t epoch, std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
                   const journal_visitor& visit) {
   const std::string op = "recover";
   const std::uint64_t file_size = eng.size(f);
@@ -109,6 +111,12 @@ void scan_journal(io::engine& eng, io::file& f, const std::string& path, std::ui
     }
     if (rec_epoch != epoch) {
       throw bad(off, "record belongs to epoch " + std::to_string(rec_epoch));
+    }
+    if (std::memcmp(header.data() + record_uuid_offset, id.data(), id.size()) != 0) {
+      uuid other;
+      std::memcpy(other.data(), header.data() + record_uuid_offset, other.size());
+      throw bad(off, "record written by datastore " + to_string(other) + ", not " +
+                         to_string(id) + " (a journal from another datastore)");
     }
 
     if (!is_pages) {

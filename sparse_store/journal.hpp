@@ -26,7 +26,8 @@
 //     8      8  epoch (must equal the journal's epoch)
 //    16      8  count: page images that follow (pages) / pages discarded (discard)
 //    24      8  first page (discard) / 0 (pages)
-//    32  16*n   pages only, n = count entries: u64 page, u32 crc32c(image), u32 zero
+//    32     16  uuid of the datastore that wrote the record (superblock journal_uuid)
+//    48  16*n   pages only, n = count entries: u64 page, u32 crc32c(image), u32 zero
 //     …      4  crc32c of all header bytes before it
 //     …      4  zero (keeps the header a multiple of 8 bytes)
 //     …  n*ps   pages only: the page images, in entry order
@@ -40,13 +41,15 @@
 #include <vector>
 
 #include "pheap/io.hpp"
+#include "pheap/sparse_store.hpp"
 
 namespace pheap::store {
 
 inline constexpr std::uint32_t record_magic = 0x4E524A50;  // bytes "PJRN"
 enum class record_type : std::uint32_t { pages = 1, discard = 2 };
 
-inline constexpr std::size_t record_fixed_size = 32;
+inline constexpr std::size_t record_fixed_size = 48;
+inline constexpr std::size_t record_uuid_offset = 32;
 inline constexpr std::size_t record_entry_size = 16;
 inline constexpr std::size_t record_trailer_size = 8;
 
@@ -57,10 +60,11 @@ inline constexpr std::size_t discard_header_size = record_fixed_size + record_tr
 
 // Fills the header of a pages record into `out` (pages_header_size(count) bytes). `pages[i]`
 // and `crcs[i]` describe the i-th image.
-void encode_pages_header(std::byte* out, std::uint64_t epoch, std::size_t count,
-                         const std::uint64_t* pages, const std::uint32_t* crcs);
-void encode_discard_header(std::byte* out, std::uint64_t epoch, std::uint64_t first,
-                           std::uint64_t count);
+void encode_pages_header(std::byte* out, const uuid& id, std::uint64_t epoch,
+                         std::size_t count, const std::uint64_t* pages,
+                         const std::uint32_t* crcs);
+void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
+                           std::uint64_t first, std::uint64_t count);
 
 // page → newest location of that page within ONE journal. An entry is either the byte offset
 // of the page image in the journal, or a "zero" marker (the page was discarded) carrying the
@@ -106,12 +110,12 @@ struct journal_visitor {
 };
 
 // Reads and verifies every record of `f` (journal of `epoch`, at `path`) in [0, length):
-// magic, type, epoch, header CRC, page numbers < `page_count`, every image's CRC, and that the
+// magic, type, epoch, header CRC, the writer's uuid (must be `id`), page numbers < `page_count`, every image's CRC, and that the
 // last record ends exactly at `length`. Calls `visit` for each record in order. Throws
 // errc::corrupt naming the journal, the offset and the problem; the file size is checked
 // first ("truncated: N bytes, epoch E needs L").
-void scan_journal(io::engine& eng, io::file& f, const std::string& path, std::uint64_t epoch,
-                  std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
+void scan_journal(io::engine& eng, io::file& f, const std::string& path, const uuid& id,
+                  std::uint64_t epoch, std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
                   const journal_visitor& visit);
 
 }  // namespace pheap::store

@@ -264,7 +264,8 @@ class store_impl final : public sparse_store {
         sb_(std::move(sb)),
         page_count_(sb_.capacity / sb_.page_size),
         bits_(page_count_),
-        segs_(*eng_, dir_, sb_.page_size, sb_.segment_size, sb_.segment_count(), read_only),
+        segs_(*eng_, dir_, sb_.id, sb_.page_size, sb_.segment_size, sb_.segment_count(),
+              read_only),
         cur_(new_journal(sb_.epoch + 1)) {}
 
   ~store_impl() override {
@@ -299,13 +300,13 @@ class store_impl final : public sparse_store {
       v.on_discard = [&](std::uint64_t rec_off, std::uint64_t first, std::uint64_t count) {
         discard_in_index(*j, rec_off, first, count);
       };
-      scan_journal(*eng_, *j->file, j->path, e, sb_.journal_length, sb_.page_size, page_count_,
-                   v);
+      scan_journal(*eng_, *j->file, j->path, sb_.journal_id, e, sb_.journal_length,
+                   sb_.page_size, page_count_, v);
       if (read_only_) {
         sealed_ = j;  // served from memory; nothing on disk changes
       } else {
         // Replay is idempotent: the segments may already hold some or all of it.
-        stat_ckpt_pages_ += segs_.checkpoint(*j->file, j->index.sorted());
+        stat_ckpt_pages_ += segs_.checkpoint(*j->file, j->index.sorted(), e);
         j->index = journal_index{};
         prev_ = j;
       }
@@ -327,7 +328,11 @@ class store_impl final : public sparse_store {
   // index entry still points at fully written bytes (or, after a failed in-place rewrite, at
   // a slot verified below) and reads keep returning the newest good content. The pager
   // depends on this: it keeps serving page faults after an eviction hit ENOSPC.
-  void read_pages(std::span<const page_read> batch) override {
+  void read_pages(std::span<const page_read> batch) override { read_impl(batch, true); }
+
+  // Pages read from a segment are verified against its CRC table; `retry` allows one more
+  // lookup of a page that fails (see below).
+  void read_impl(std::span<const page_read> batch, bool retry) {
     for (const auto& r : batch) check_page(r.page, r.buf, "read_pages");
     const std::uint32_t ps = sb_.page_size;
     std::vector<io::read_request> reqs;
@@ -338,10 +343,16 @@ class store_impl final : public sparse_store {
       std::uint32_t old_crc, new_crc;
     };
     std::vector<verify> verifies;  // images of failed in-place rewrites
+    struct segment_read {
+      std::size_t req;
+      std::size_t in_batch;
+    };
+    std::vector<segment_read> from_segment;  // verified against the segment's CRC table
     std::uint64_t zeros = 0;
     {
       std::shared_lock lk(mu_);
-      for (const auto& r : batch) {
+      for (std::size_t b = 0; b < batch.size(); ++b) {
+        const page_read& r = batch[b];
         // Newest first: this epoch's journal, the journal being checkpointed, the segments.
         const bool has_data = bits_.test(r.page);
         const std::uint64_t* entry = nullptr;
@@ -366,6 +377,7 @@ class store_impl final : public sparse_store {
           reqs.push_back({j->file.get(), journal_index::offset(*entry), r.buf, ps});
           hold.push_back(j->file);
         } else if (auto f = segs_.get(r.page / segs_.pages_per_segment())) {
+          from_segment.push_back({reqs.size(), b});
           reqs.push_back({f.get(), (r.page % segs_.pages_per_segment()) * ps, r.buf, ps});
           hold.push_back(std::move(f));
         } else {
@@ -384,6 +396,15 @@ class store_impl final : public sparse_store {
                     "page " + std::to_string(v.page) +
                         " was lost by a failed in-place rewrite (" + poison_cause() + ")");
       }
+    }
+    for (const auto& s : from_segment) {
+      const page_read& r = batch[s.in_batch];
+      if (segs_.verify(r.page, r.buf)) continue;
+      // A write of the page committed and checkpointed while this read was in flight can
+      // mix two versions (a race the pager never creates): look the page up once more.
+      // Damage on disk fails again.
+      if (!retry) throw segs_.verify_error(r.page, r.buf, "read_pages");
+      read_impl(std::span<const page_read>(&r, 1), false);
     }
     stat_pages_read_ += reqs.size();
     stat_zero_pages_ += zeros;
@@ -463,7 +484,7 @@ class store_impl final : public sparse_store {
         fcrcs[i] = crcs[fresh[i]];
       }
       rec->header.resize(hsize);
-      encode_pages_header(rec->header.data(), j->epoch, fresh.size(), pages.data(),
+      encode_pages_header(rec->header.data(), sb_.id, j->epoch, fresh.size(), pages.data(),
                           fcrcs.data());
       reqs.push_back({j->file.get(), off, rec->header.data(), hsize});
       for (std::size_t i = 0; i < fresh.size(); ++i) {
@@ -554,7 +575,7 @@ class store_impl final : public sparse_store {
       ++j->inflight;
       discard_in_index(*j, off, first_page, count, &undo);  // visible to reads from now on
     }
-    encode_discard_header(header, j->epoch, first_page, count);
+    encode_discard_header(header, sb_.id, j->epoch, first_page, count);
     try {
       eng_->write_at(*j->file, off, header, sizeof header);
     } catch (const error& e) {
@@ -608,8 +629,10 @@ class store_impl final : public sparse_store {
     superblock next = sb_;  // sb_ changes only here, under commit_mu_
     next.epoch = j->epoch;
     next.journal_length = j->file ? j->length : 0;
+    next.journal_id = sb_.id;  // every record of journal-(E+1) was written by us
     next.root.assign(root.begin(), root.end());
     next.segments = segs_.present();
+    next.segment_digest = segs_.digest();  // segments == epoch E (checkpoint waited for)
     try {
       if (j->file) {
         eng_->sync(*j->file);                    // the epoch's data, before the record naming it
@@ -627,8 +650,10 @@ class store_impl final : public sparse_store {
       std::unique_lock lk(mu_);
       sb_.epoch = next.epoch;
       sb_.journal_length = next.journal_length;
+      sb_.journal_id = next.journal_id;
       sb_.root = std::move(next.root);
       sb_.segments = std::move(next.segments);
+      sb_.segment_digest = next.segment_digest;
     }
     // Journal E is checkpointed and no durable superblock names it any more. A failure to
     // unlink it is harmless: the next read-write open removes stale journals.
@@ -682,9 +707,12 @@ class store_impl final : public sparse_store {
       superblock out = src;
       out.id = new_uuid();
       out.segments = segs_.present();
+      out.segment_digest = segs_.digest();  // the touch epochs the copies' headers get
       for (std::uint64_t i = 0; i < out.segments.size(); ++i) {
         if (out.segments[i]) {
-          eng_->clone_file(segs_.path_of(i), join(tmp.path, segment_name(i)));
+          const std::string copy = join(tmp.path, segment_name(i));
+          eng_->clone_file(segs_.path_of(i), copy);
+          segs_.rewrite_identity(copy, i, out.id);  // its header names the snapshot
         }
       }
       if (read_only_ && src.journal_length > 0) {
@@ -692,6 +720,7 @@ class store_impl final : public sparse_store {
                          join(tmp.path, journal_name(src.epoch)));
       } else {
         out.journal_length = 0;  // segments already hold the whole epoch
+        out.journal_id = out.id;
       }
       auto f = eng_->open(join(tmp.path, super_name), io::open_mode::create_new);
       std::vector<std::byte> both(super_file_size);
@@ -722,6 +751,19 @@ class store_impl final : public sparse_store {
       // Its name may not be durable: take it back out rather than report a snapshot a crash
       // could still undo.
       undo_creation(*eng_, dst, parent, name, false);
+      throw;
+    }
+  }
+
+  void rebuild_checksums() override {
+    std::lock_guard cl(commit_mu_);
+    check_usable("rebuild_checksums");
+    check_writable("rebuild_checksums");
+    wait_checkpoint("rebuild_checksums");
+    try {
+      segs_.rebuild_tables();
+    } catch (const error& e) {
+      poison("rebuilding the segment checksums failed: " + std::string(e.what()));
       throw;
     }
   }
@@ -860,7 +902,7 @@ class store_impl final : public sparse_store {
   // later superblock may claim them (the durable epoch stays recoverable from its journal).
   void run_checkpoint(std::shared_ptr<journal_state> j) noexcept {
     try {
-      stat_ckpt_pages_ += segs_.checkpoint(*j->file, j->index.sorted());
+      stat_ckpt_pages_ += segs_.checkpoint(*j->file, j->index.sorted(), j->epoch);
       std::unique_lock lk(mu_);
       if (sealed_ == j) sealed_.reset();
     } catch (const std::exception& e) {
@@ -975,6 +1017,7 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
   superblock sb;
   sb.page_size = opt.page_size;
   sb.id = new_uuid();
+  sb.journal_id = sb.id;
   sb.epoch = 0;
   sb.segment_size = opt.segment_size;
   sb.capacity = opt.capacity;

@@ -91,6 +91,8 @@ std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
   put<std::uint64_t>(b, 56, sb.journal_length);
   put<std::uint32_t>(b, 64, static_cast<std::uint32_t>(sb.root.size()));
   put<std::uint32_t>(b, 68, static_cast<std::uint32_t>(sb.segment_count()));
+  std::memcpy(b + off_journal_uuid, sb.journal_id.data(), sb.journal_id.size());
+  put<std::uint32_t>(b, off_segment_digest, sb.segment_digest);
   if (!sb.root.empty()) std::memcpy(b + off_root, sb.root.data(), sb.root.size());
   for (std::size_t i = 0; i < sb.segments.size(); ++i) {
     if (sb.segments[i]) b[off_bitmap + i / 8] |= std::byte(1u << (i % 8));
@@ -115,6 +117,13 @@ decoded_slot decode_slot(const std::byte* b) {
               std::to_string(sparse_store::format_version) + ")";
     return d;
   }
+  if (version < oldest_readable_version) {
+    d.status = slot_status::older_version;
+    d.cause = "format version " + std::to_string(version) + " (this build reads " +
+              std::to_string(oldest_readable_version) + " to " +
+              std::to_string(sparse_store::format_version) + ")";
+    return d;
+  }
   const auto stored_crc = get<std::uint32_t>(b, off_crc);
   const auto actual_crc = detail::crc32c(b, off_crc);
   if (stored_crc != actual_crc) {
@@ -133,9 +142,11 @@ decoded_slot decode_slot(const std::byte* b) {
   sb.segment_size = get<std::uint64_t>(b, 40);
   sb.capacity = get<std::uint64_t>(b, 48);
   sb.journal_length = get<std::uint64_t>(b, 56);
+  std::memcpy(sb.journal_id.data(), b + off_journal_uuid, sb.journal_id.size());
+  sb.segment_digest = get<std::uint32_t>(b, off_segment_digest);
   const auto root_len = get<std::uint32_t>(b, 64);
   const auto seg_count = get<std::uint32_t>(b, 68);
-  std::string problem = version == 0 ? "format version 0" : geometry_problem(sb.page_size, sb.segment_size, sb.capacity);
+  std::string problem = geometry_problem(sb.page_size, sb.segment_size, sb.capacity);
   if (problem.empty() && root_len > sparse_store::max_root_size) {
     problem = "root length " + std::to_string(root_len) + " > 2048";
   }
@@ -193,6 +204,13 @@ superblock read_superblock(io::engine& eng, io::file& f, const std::string& supe
   if (best != nullptr) return best->sb;
 
   std::string why = "superblock slot 0 " + slots[0].cause + ", slot 1 " + slots[1].cause;
+  for (const auto& s : slots) {
+    if (s.status == slot_status::older_version) {
+      throw error(errc::older_format, super_path, "open",
+                  "written by an older pheap: " + s.cause +
+                      "; open it with the pheap release that wrote it and copy the data out");
+    }
+  }
   if (file_size < super_file_size) {
     why += " (file truncated to " + std::to_string(file_size) + " of " +
            std::to_string(super_file_size) + " bytes)";

@@ -18,8 +18,13 @@
 //    56      8  journal_length   bytes of journal-<epoch> this commit covers (0: none)
 //    64      4  root_length      ≤ 2048
 //    68      4  segment_count    ceil(capacity / segment_size) = bits in the bitmap
-//    72   2048  root blob (bytes past root_length are zero)
-//  2120    ...  segment bitmap, ceil(segment_count / 8) bytes, bit i = byte i/8, bit i%8
+//    72     16  journal_uuid     the uuid every record of journal-<epoch> carries (= uuid,
+//                                except in a snapshot of a read-only store: the source's)
+//    88      4  segment_digest   CRC32C over (u64 index, u64 touch epoch) of every segment
+//                                (segment_set.hpp "Touch epochs"); 0 without segments
+//    92      4  zero
+//    96   2048  root blob (bytes past root_length are zero)
+//  2144    ...  segment bitmap, ceil(segment_count / 8) bytes, bit i = byte i/8, bit i%8
 //  8188      4  crc32c of bytes [0, 8188)
 #pragma once
 
@@ -39,11 +44,16 @@ inline constexpr std::size_t slot_count = 2;
 inline constexpr std::size_t super_file_size = slot_size * slot_count;
 inline constexpr char super_magic[8] = {'P', 'H', 'E', 'A', 'P', 'S', 'B', '\0'};
 
-inline constexpr std::size_t off_root = 72;
-inline constexpr std::size_t off_bitmap = off_root + sparse_store::max_root_size;  // 2120
+inline constexpr std::size_t off_journal_uuid = 72;
+inline constexpr std::size_t off_segment_digest = 88;
+inline constexpr std::size_t off_root = 96;
+inline constexpr std::size_t off_bitmap = off_root + sparse_store::max_root_size;  // 2144
 inline constexpr std::size_t off_crc = slot_size - 4;                               // 8188
 // The largest segment count whose bitmap fits in a slot.
-inline constexpr std::uint64_t max_segments = (off_crc - off_bitmap) * 8;           // 48544
+inline constexpr std::uint64_t max_segments = (off_crc - off_bitmap) * 8;           // 48352
+// Format versions before this one are refused with errc::older_format (format 1 had no
+// segment checksums and no identity in segments and journal records).
+inline constexpr std::uint32_t oldest_readable_version = 2;
 
 // Bounds on the region, checked at create (invalid_argument) and open (corrupt, "impossible
 // capacity"): open allocates one bit of DRAM per page (max_pages → 512 MiB of bitmap).
@@ -58,6 +68,8 @@ struct superblock {
   std::uint64_t segment_size = 0;
   std::uint64_t capacity = 0;
   std::uint64_t journal_length = 0;
+  uuid journal_id{};                 // records of journal-<epoch> must carry this uuid
+  std::uint32_t segment_digest = 0;  // touch epochs of the segments (segment_set::digest)
   std::vector<std::byte> root;       // ≤ max_root_size
   std::vector<bool> segments;        // one entry per segment: file exists as of this commit
 
@@ -65,7 +77,7 @@ struct superblock {
 };
 
 // Why a slot was rejected (or `ok`).
-enum class slot_status { ok, bad_magic, newer_version, bad_crc, bad_values };
+enum class slot_status { ok, bad_magic, newer_version, older_version, bad_crc, bad_values };
 
 struct decoded_slot {
   slot_status status = slot_status::bad_magic;
@@ -92,6 +104,7 @@ void validate_geometry(const std::string& dir, std::uint32_t page_size,
 // Reads both slots of the open superblock file and returns the newest valid one (a slot
 // that decodes but fails capacity_problem is invalid).
 // Throws (naming `super_path`): newer_format if a slot was written by a newer format;
+// older_format if no slot is valid and one was written by a format this build no longer reads;
 // not_a_datastore if neither slot carries the magic and the file is not short;
 // corrupt if no slot is valid otherwise, naming the cause for each slot.
 superblock read_superblock(io::engine& eng, io::file& f, const std::string& super_path);

@@ -18,6 +18,7 @@ enum class errc {
   already_exists,    // create on a path that already holds something
   not_a_datastore,   // directory exists but is not a pheap datastore (foreign)
   newer_format,      // written by a newer pheap format version
+  older_format,      // written by an older format version this build no longer reads
   corrupt,           // checksum mismatch, torn or truncated metadata, impossible values
   locked,            // another process holds the datastore (flock)
   read_only,         // mutation attempted through a read-only handle

@@ -4,8 +4,9 @@
 // bytes, in a datastore directory:
 //
 //   DIR/pheap.super          two superblock slots (LMDB-style), the commit record
-//   DIR/segment-NNNNNN       data, `segment_size` bytes each, created on first write only,
-//                            kept sparse (never-written pages are holes)
+//   DIR/segment-NNNNNN       data, `segment_size` bytes of pages each plus a trailer (two
+//                            header slots naming the datastore, a CRC32C per page); created
+//                            on first checkpoint only, kept sparse (unwritten pages are holes)
 //   DIR/journal-EEEEEEEEEEEE pages written during epoch E, appended with checksums
 //
 // Durability model (details and byte layout: sparse_store/FORMAT.md):
@@ -33,10 +34,14 @@
 //
 // Failure modes (all throw pheap::error naming the path and the cause):
 //   missing directory → not_found; directory without pheap.super → not_a_datastore;
-//   newer format version → newer_format; both superblock slots invalid → corrupt (one invalid
-//   slot falls back to the other); journal shorter than the commit record says or a bad
-//   journal record checksum → corrupt; segment file required by the commit missing → corrupt;
-//   ENOSPC → no_space; any other OS failure → io.
+//   newer format version → newer_format; format 1 (before segment checksums) → older_format;
+//   both superblock slots invalid → corrupt (one invalid slot falls back to the other);
+//   journal shorter than the commit record says, a bad journal record checksum or a record
+//   written by another datastore → corrupt; segment file required by the commit missing,
+//   truncated, of another datastore or index, or an older/newer copy of itself (touch epochs)
+//   → corrupt; ENOSPC → no_space; any other OS failure → io.
+//   read_pages() verifies every page it serves from a segment against the segment's CRC
+//   table: a damaged page is errc::corrupt naming the segment file and the page, never data.
 #pragma once
 
 #include <array>
@@ -112,6 +117,13 @@ class sparse_store {
   // the last commit (reflink where supported, sparse copy otherwise). Writers may continue.
   virtual void snapshot(const std::string& dst) = 0;
 
+  // For writers that change segment files directly instead of through write_pages() (the
+  // kernel-mmap heap backend maps them MAP_SHARED): recomputes every segment's page checksums
+  // from the files' current contents and syncs them, so that later reads verify. Reads every
+  // data page once. Call with no such writer active, before the commit that publishes the
+  // files' contents. errc::read_only on a read-only store; a failure poisons.
+  virtual void rebuild_checksums() = 0;
+
   virtual std::uint64_t epoch() const = 0;  // last committed epoch
   virtual std::vector<std::byte> root() const = 0;  // root blob of the last commit
   virtual const std::string& path() const = 0;
@@ -126,7 +138,7 @@ class sparse_store {
   virtual std::uint64_t disk_bytes() const = 0;
 
   static constexpr std::size_t max_root_size = 2048;
-  static constexpr std::uint32_t format_version = 1;
+  static constexpr std::uint32_t format_version = 2;
 };
 
 }  // namespace pheap

@@ -13,6 +13,7 @@ const char* to_string(errc code) noexcept {
     case errc::already_exists: return "already exists";
     case errc::not_a_datastore: return "not a pheap datastore";
     case errc::newer_format: return "newer format";
+    case errc::older_format: return "older format";
     case errc::corrupt: return "corrupt";
     case errc::locked: return "locked";
     case errc::read_only: return "read-only";

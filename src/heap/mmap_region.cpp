@@ -166,6 +166,9 @@ class mmap_region final : public region {
     // datastore about to be marked clean.
     ::mprotect(base_, size_, PROT_READ);
     closed_ = true;
+    // The kernel wrote the segment pages behind the store's back: their checksums must match
+    // before the clean root publishes them (the uffd backend verifies every page it reads).
+    store_->rebuild_checksums();
     return store_->commit(root);
   }
 
@@ -187,6 +190,7 @@ class mmap_region final : public region {
     store_options o;
     o.read_only = false;
     auto s = sparse_store::open(dst, o);
+    s->rebuild_checksums();  // the copy's pages were written through the mapping
     s->commit(root);
   }
 

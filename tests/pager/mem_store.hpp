@@ -100,6 +100,9 @@ class mem_store : public sparse_store {
   void snapshot(const std::string&) override {
     throw error(errc::unavailable, path_, "snapshot", "not supported by mem_store");
   }
+  void rebuild_checksums() override {
+    throw error(errc::unavailable, path_, "rebuild_checksums", "mem_store keeps no page checksums");
+  }
   std::uint64_t epoch() const override {
     std::lock_guard lk(st_->mu);
     return st_->epoch;

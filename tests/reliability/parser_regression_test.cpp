@@ -22,7 +22,7 @@ namespace {
 TEST(ParserRegression, SlotWhoseSegmentCountWrapsAroundIsRejectedAsImpossibleValues) {
   std::array<std::byte, slot_size> b{};
   std::memcpy(b.data(), super_magic, sizeof super_magic);
-  put<std::uint32_t>(b.data(), 8, 1);
+  put<std::uint32_t>(b.data(), 8, sparse_store::format_version);
   put<std::uint32_t>(b.data(), 12, 4096);
   put<std::uint64_t>(b.data(), 40, 1ull << 63);
   put<std::uint64_t>(b.data(), 48, ~0ull - 4095);  // 2^64 - 4096

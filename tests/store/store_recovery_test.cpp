@@ -18,18 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Flips one bit of `path` at `offset`.
-void flip_bit(const std::string& path, std::uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f) << path;
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.get(c);
-  c = static_cast<char>(c ^ 0x10);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(c);
-}
-
 std::vector<std::byte> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::vector<char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -99,7 +87,22 @@ TEST_P(StoreRecovery, NewerFormatVersionIsRejected) {
   const auto slot = store::encode_slot(sb);
   std::memcpy(data.data() + 8192, slot.data(), slot.size());
   write_file(file("pheap.super"), data);
-  expect_open_error(errc::newer_format, {"pheap.super", "format version 2"});
+  expect_open_error(errc::newer_format,
+                    {"pheap.super",
+                     "format version " + std::to_string(sparse_store::format_version + 1)});
+}
+
+TEST_P(StoreRecovery, FormatOneDatastoreIsRejectedAsOlderFormat) {
+  make_two_epochs();
+  auto data = read_file(file("pheap.super"));
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    std::byte* b = data.data() + slot * 8192;
+    store::put<std::uint32_t>(b, 8, 1u);  // version field, CRC fixed below
+    store::put<std::uint32_t>(b, store::off_crc, detail::crc32c(b, store::off_crc));
+  }
+  write_file(file("pheap.super"), data);
+  expect_open_error(errc::older_format, {"pheap.super", "format version 1", "older pheap"});
+  expect_open_error(errc::older_format, {"pheap.super"}, true);
 }
 
 TEST_P(StoreRecovery, TornNewestSlotFallsBackToTheOlderEpoch) {

@@ -17,6 +17,8 @@
 
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
+#include <fstream>
+
 #include "pheap/io.hpp"
 #include "pheap/sparse_store.hpp"
 
@@ -85,6 +87,18 @@ inline std::vector<std::uint8_t> read_one(sparse_store& s, std::uint64_t page) {
 
 inline bool is_zero(const std::vector<std::uint8_t>& v) {
   return std::all_of(v.begin(), v.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+// Flips the bits of `mask` in the byte of `path` at `offset` (the file must exist).
+inline void flip_bit(const std::string& path, std::uint64_t offset, char mask = 0x10) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f) << path;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  c = static_cast<char>(c ^ mask);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(c);
 }
 
 inline std::vector<std::byte> bytes_of(const std::string& s) {
