@@ -135,6 +135,13 @@ std::shared_ptr<engine> default_engine();
 // Fault injection. Operation counting covers every call of the engine interface that touches
 // the disk (each request of a batch counts as one operation; open/sync/sync_dir/rename/
 // remove/truncate/punch_hole/create_dir count as one each).
+//
+// Environment variables, read when a fault engine is constructed (kind = any|read|write|sync|
+// metadata, n >= 1; a malformed value throws errc::invalid_argument naming the variable):
+//   PHEAP_FAULT_CRASH_AT=<kind>:<n>         _exit(86) just before the n-th operation of kind.
+//   PHEAP_FAULT_EIO_AT=<kind>:<n>[:sticky]  the n-th operation of kind fails with EIO (errc::io,
+//                                           "injected" in the message) once; ":sticky": it and
+//                                           every later operation of kind fail.
 enum class op_kind { any, read, write, sync, metadata };
 
 enum class fault_action {

@@ -42,9 +42,15 @@
 // engine-wide lock around pre-image capture and the write) — a test engine, not a fast one.
 // After the cut every operation throws errc::io "power lost".
 //
-// Environment: PHEAP_FAULT_CRASH_AT=<kind>:<n> (kind = any|read|write|sync|metadata), read
-// when the engine is constructed, installs {kind, n, crash} — for crash campaigns that run an
-// unmodified program and kill it at its n-th operation of a kind.
+// Environment, read when the engine is constructed (kind = any|read|write|sync|metadata, n ≥ 1;
+// a malformed value throws errc::invalid_argument naming the variable):
+//   PHEAP_FAULT_CRASH_AT=<kind>:<n>          installs {kind, n, crash} — for crash campaigns
+//       that run an unmodified program and kill it at its n-th operation of a kind.
+//   PHEAP_FAULT_EIO_AT=<kind>:<n>[:sticky]   installs {kind, n, fail_eio, sticky}: the n-th
+//       operation of the kind fails with EIO once (a transient error: a retry succeeds), or
+//       with ":sticky" it and every later one of the kind fail (a persistently bad disk) — for
+//       the read-error campaigns (e.g. "read:120:sticky" = every read from the 120th on).
+//   Both may be set; the crash rule is installed first (it wins when both match).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,30 +157,38 @@ struct rename_entry {
   bool source_created;   // the renamed file itself was created since its directory's last sync
 };
 
-std::optional<fault_rule> crash_rule_from_env() {
-  const char* env = std::getenv("PHEAP_FAULT_CRASH_AT");
+// Parses "<kind>:<n>[:sticky]" of the variable `var` (sticky only when `allow_sticky`).
+std::optional<fault_rule> rule_from_env(const char* var, fault_action action, bool allow_sticky) {
+  const char* env = std::getenv(var);
   if (env == nullptr || *env == '\0') return std::nullopt;
   const std::string s = env;
-  const auto colon = s.find(':');
   auto bad = [&]() -> error {
-    return error(errc::invalid_argument, "", "PHEAP_FAULT_CRASH_AT",
-                 "expected <any|read|write|sync|metadata>:<n>, got '" + s + "'");
+    return error(errc::invalid_argument, "", var,
+                 std::string("expected <any|read|write|sync|metadata>:<n>") +
+                     (allow_sticky ? "[:sticky]" : "") + " with n >= 1, got '" + s + "'");
   };
+  const auto colon = s.find(':');
   if (colon == std::string::npos) throw bad();
   const std::string kind = s.substr(0, colon);
   fault_rule r;
-  r.action = fault_action::crash;
+  r.action = action;
   if (kind == "any") r.kind = op_kind::any;
   else if (kind == "read") r.kind = op_kind::read;
   else if (kind == "write") r.kind = op_kind::write;
   else if (kind == "sync") r.kind = op_kind::sync;
   else if (kind == "metadata") r.kind = op_kind::metadata;
   else throw bad();
-  const std::string num = s.substr(colon + 1);
+  std::string num = s.substr(colon + 1);
+  if (const auto c2 = num.find(':'); c2 != std::string::npos) {
+    if (!allow_sticky || num.substr(c2 + 1) != "sticky") throw bad();
+    r.sticky = true;
+    num.resize(c2);
+  }
+  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) throw bad();
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(num.c_str(), &end, 10);
-  if (num.empty() || *end != '\0' || errno != 0 || n == 0) throw bad();
+  if (*end != '\0' || errno != 0 || n == 0) throw bad();
   r.nth = n;
   return r;
 }
@@ -183,7 +197,8 @@ class fault_engine_impl final : public fault_engine {
  public:
   explicit fault_engine_impl(std::shared_ptr<engine> inner) : inner_(std::move(inner)) {
     if (!inner_) throw error(errc::invalid_argument, "", "make_fault_engine", "inner engine is null");
-    if (auto r = crash_rule_from_env()) rules_.push_back(*r);
+    if (auto r = rule_from_env("PHEAP_FAULT_CRASH_AT", fault_action::crash, false)) rules_.push_back(*r);
+    if (auto r = rule_from_env("PHEAP_FAULT_EIO_AT", fault_action::fail_eio, true)) rules_.push_back(*r);
   }
 
   std::string name() const override { return "fault(" + inner_->name() + ")"; }

@@ -137,13 +137,17 @@ void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
     if (claimed) break;
     release_slots(1);  // someone else got it; re-examine
   }
+  // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
+  // Recorded before the fill wakes the faulting thread: its next fault, possibly handled by
+  // another worker, must find this one (recorded after the wake, the two workers raced and
+  // a sequential scan often went undetected).
+  const std::size_t prev =
+      read_ahead_ == 0 ? 0 : last_fault_end_.exchange(page, std::memory_order_acq_rel);
   const std::uint64_t t0 = now_ns();
   (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
   fill_pages(&page, 1, write, true, tid, bounce);
   c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   if (read_ahead_ == 0) return;
-  // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
-  const std::size_t prev = last_fault_end_.exchange(page, std::memory_order_acq_rel);
   if (page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
 }
 
@@ -255,6 +259,10 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
         while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
         }
         release_slots(1);
+        // A fault on this page while we were filling it saw `filling` and waits for our
+        // install; there is none, so wake it: its retry faults on the absent page and reads
+        // (and, if the read fails again, gets the documented SIGBUS instead of a hang).
+        wake_page(p);
       }
       continue;
     }

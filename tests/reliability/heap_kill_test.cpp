@@ -9,14 +9,31 @@
 //   * 4 in 10: 0..2 ms after a "flushing S" line (inside flush S),
 //   * 4 in 10: 0..20 ms after the k-th acknowledgement (anywhere in the steps).
 // After each kill the datastore is opened read-only: it must hold exactly step W or W+1
-// (W = last acknowledged step), with the digest of the reference rebuilt from the seed for
-// that step, and manager::check() must find it sound (every 4th kill also `pheap check`).
-// The same datastore is reused across kills (each victim recovers the previous crash); every
-// 25 kills a new datastore with a new seed starts, so creation is killed too.
+// (W = last step known durable: acknowledged, or found by an earlier verification — a
+// commit that completed just before the kill is durable although unacknowledged, and no
+// later state may fall behind it), with the digest of the reference rebuilt from the seed
+// for that step, and manager::check() must find it sound (every 4th kill also `pheap check`).
+// A victim's "opened S" must say W or W+1 as well. The same datastore is reused across kills
+// (each victim recovers the previous crash); every 25 kills a new datastore with a new seed
+// starts, so creation is killed too.
 //
-// CI size: 200 kills (about 15 s); PHEAP_LONG=1: 2000 kills.
-#include <poll.h>
-
+// Chained kills (scenario heap_mix_kill9_during_recovery): every 4th kill of an existing
+// datastore is followed by a rerun of the victim that is itself killed during its open: at a
+// random moment between a little before its usual "starting" (printed just before the open)
+// and a little after its usual "opened S" (both measured on the campaign's own victims), so
+// the kill lands in the store's recovery of the first crash, the journal replay or the heap
+// attach (at least 2 in 5 must land between the two lines). Then the datastore is verified,
+// a third run recovers it (opens, closes cleanly) and it is verified again: step W or W+1,
+// exact digest, manager::check() clean, `pheap check` clean.
+//
+// Kill during close (scenario heap_mix_kill9_during_close, second test): the victim runs
+// `mix-close`: 1..3 flushed steps, then one more step left dirty, "closing S", and the
+// manager's destructor (final flush + close). SIGKILL 0..2 ms after "closing" (2 in 3), or an
+// exact crash (_exit) just before the K-th I/O operation of the close (1 in 3; fault engine,
+// K drawn from the operation count of a complete close, measured every 15 runs). Afterwards:
+// step S-1 or S exactly; a "closed S" line acknowledges S, and after it the heap holds S.
+//
+// CI size: 200 kills + 50 chained + 60 closes (about 17 s); PHEAP_LONG=1: 2000 + 500 + 600.
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -25,6 +42,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
+#include "reliability/fault_mix_campaign.hpp"
 #include "reliability/heap_mix_workload.hpp"
 #include "reliability/reliability_util.hpp"
 
@@ -32,52 +50,26 @@ namespace pheap::test {
 namespace {
 
 namespace fs = std::filesystem;
+using mixc::line_reader;
+using mixc::problem;
+using mixc::tally;
 
 constexpr std::size_t kVictimBuffer = 512u << 10;
 
-// Reads complete lines from a child's stdout with a timeout (a hung child is a failure, not a
-// hung test).
-class line_reader {
- public:
-  explicit line_reader(int fd) : fd_(fd) {}
-  // nullopt on EOF; throws on timeout.
-  std::optional<std::string> next(int timeout_ms = 120000) {
-    for (;;) {
-      const auto nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        return line;
-      }
-      pollfd p{fd_, POLLIN, 0};
-      const int r = ::poll(&p, 1, timeout_ms);
-      if (r == 0) throw std::runtime_error("victim printed nothing for " + std::to_string(timeout_ms) + " ms");
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        throw std::runtime_error("poll failed");
-      }
-      char tmp[4096];
-      const ssize_t n = ::read(fd_, tmp, sizeof tmp);
-      if (n <= 0) return std::nullopt;
-      buf_.append(tmp, static_cast<std::size_t>(n));
-    }
-  }
+#ifdef PHEAP_TOOL_BIN
+const std::string kTool = PHEAP_TOOL_BIN;
+#else
+const std::string kTool;
+#endif
 
- private:
-  int fd_;
-  std::string buf_;
-};
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
 
 TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndASoundHeap) {
-  {
-    temp_dir probe_dir;
-    try {
-      manager probe(create_only, probe_dir / "probe", mix::heap_options(kVictimBuffer));
-    } catch (const error& e) {
-      if (e.code() == errc::unavailable) PHEAP_REQUIRE_FEATURE(std::string("userfaultfd pager: ") + e.what());
-      throw;
-    }
-  }
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
   scenario_timer timer;
   scratch_dir work;
   const std::string ds = work / "h";
@@ -85,100 +77,97 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
   const std::uint64_t target_kills = long_mode() ? 2000 : 200;
   std::mt19937_64 rng(std::random_device{}());
 
-  std::uint64_t kills = 0, failures = 0, lost = 0, clean_exits = 0, flush_kills = 0,
-                early_kills = 0, jobs = 0, max_step = 0, tool_checks = 0;
-  std::uint64_t seed = 0;
-  mix::model ref;
-  std::vector<std::uint64_t> digests;
-  std::int64_t W = -1;  // last acknowledged step of the current job; -1: none yet
+  tally main, rec;  // heap_mix_kill9, heap_mix_kill9_during_recovery
+  double rec_seconds = 0;
+  std::uint64_t clean_exits = 0, flush_kills = 0, early_kills = 0, jobs = 0, tool_checks = 0,
+                rec_in_open = 0, rec_clean = 0;
+  mixc::mix_tracker t;
+  // Times from spawn to "starting" (exec, loading) and to "opened S" (then also store open,
+  // recovery, heap attach) of the recent victims: the window the chained kills aim at.
+  // Exponential moving averages, ms.
+  double start_ms = 0, open_ms = 0;
   auto new_job = [&] {
     std::error_code ec;
     fs::remove_all(ds, ec);
-    seed = rng();
-    ref = mix::model{};
-    digests = {ref.digest()};
-    W = -1;
+    t.reset(rng());
     ++jobs;
   };
-  auto digest_at = [&](std::uint64_t s) {
-    while (digests.size() <= s) {
-      ref.next_step(seed);
-      digests.push_back(ref.digest());
+  auto report = [&](tally& ta, const std::string& ctx, const std::vector<problem>& ps) {
+    for (const auto& p : ps) {
+      ++ta.failures;
+      if (p.data_lost) ++ta.lost;
+      ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
     }
-    return digests[s];
   };
-  auto fail = [&](const std::string& ctx, const std::string& what, bool data_lost) {
-    ++failures;
-    if (data_lost) ++lost;
-    ADD_FAILURE() << ctx << " (seed " << seed << ", W " << W << "): " << what;
+  auto note_open = [&](const std::string& kind, clock_type::time_point t0) {
+    double* avg = kind == "starting" ? &start_ms : kind == "opened" ? &open_ms : nullptr;
+    if (avg == nullptr) return;
+    const double ms = ms_since(t0);
+    *avg = *avg == 0 ? ms : 0.8 * *avg + 0.2 * ms;
   };
-  // Handles one line of the victim; returns the kind ("flushing", "ack", ...).
-  auto on_line = [&](const std::string& line, const std::string& ctx) {
-    unsigned long long s = 0, d = 0, e = 0;
-    if (std::sscanf(line.c_str(), "ack %llu %llu %llu", &s, &d, &e) == 3) {
-      if (d != digest_at(s)) fail(ctx, "victim's reference digest of step " + std::to_string(s) + " differs", false);
-      if (static_cast<std::int64_t>(s) < W) fail(ctx, "acknowledged step went back to " + std::to_string(s), true);
-      W = static_cast<std::int64_t>(s);
-      max_step = std::max<std::uint64_t>(max_step, s);
-      return std::string("ack");
-    }
-    return line.substr(0, line.find(' '));
+  auto verify = [&](tally& ta, const std::string& ctx, bool tool) {
+    std::vector<problem> ps;
+    t.verify(ds, ps, tool ? kTool : std::string());
+    if (tool && !kTool.empty()) ++tool_checks;
+    report(ta, ctx, ps);
   };
 
-  // Opens the datastore read-only and checks it against the reference; "" when sound.
-  auto verify = [&](const std::string& ctx) {
-    if (!fs::exists(ds)) {
-      if (W >= 0) fail(ctx, "datastore vanished", true);
-      return;
-    }
-    try {
-      manager m(open_read_only, ds, mix::heap_options(16u << 20));
-      const auto objs = mix::find_objects(m);
-      if (objs.step == nullptr) {
-        // Created, workload not initialised: only before the first acknowledgement.
-        if (W >= 0) fail(ctx, "heap holds no workload after step " + std::to_string(W) + " was acknowledged", true);
-      } else {
-        const std::uint64_t s = *objs.step;
-        if (static_cast<std::int64_t>(s) < W || static_cast<std::int64_t>(s) > W + 1) {
-          fail(ctx, "heap holds step " + std::to_string(s), static_cast<std::int64_t>(s) < W);
-        } else {
-          std::string problem;
-          const std::uint64_t d = mix::heap_digest(m, problem);
-          if (!problem.empty()) {
-            fail(ctx, "step " + std::to_string(s) + ": " + problem, false);
-          } else if (d != digest_at(s)) {
-            fail(ctx, "step " + std::to_string(s) + ": content differs from the reference", false);
-          }
+  // Chained: a rerun killed during its open/recovery, verified, then recovered by a third run.
+  auto chained = [&](const std::string& ctx0) {
+    scenario_timer rt;
+    const std::string ctx = ctx0 + " + rerun killed during recovery";
+    std::vector<problem> ps;
+    // From a little before "starting" to a little after the usual "opened".
+    const double from_ms = start_ms * 0.9, to_ms = std::max(from_ms + 2.0, open_ms * 1.05);
+    const auto delay = std::chrono::microseconds(
+        static_cast<std::uint64_t>(from_ms * 1000) + rng() % static_cast<std::uint64_t>((to_ms - from_ms) * 1000));
+    bool started = false, opened = false;
+    {
+      child_process c({bin, "mix", ds, std::to_string(t.seed), "1000000", std::to_string(kVictimBuffer)});
+      std::this_thread::sleep_for(delay);
+      c.kill9();
+      line_reader lines(c.stdout_fd());
+      try {
+        for (std::optional<std::string> l; (l = lines.next());) {
+          const std::string kind = t.on_line(*l, ps);
+          if (kind == "starting") started = true;
+          if (kind == "opened") opened = true;
         }
+      } catch (const std::exception& e) {
+        ps.push_back({e.what(), false});
       }
-      const auto problems = m.check();
-      if (!problems.empty()) fail(ctx, "manager::check(): " + problems.front(), false);
-    } catch (const error& e) {
-      if (W < 0 && (e.code() == errc::not_a_datastore || e.code() == errc::not_found)) {
-        // Killed while creating: nothing was acknowledged. Start the datastore again.
-        std::error_code ec;
-        fs::remove_all(ds, ec);
-        return;
-      }
-      fail(ctx, std::string("open read-only: ") + to_string(e.code()) + ": " + e.what(), W >= 0);
-      return;
+      const auto r = c.wait();
+      if (!r.killed()) ps.push_back({"rerun was not killed: " + r.describe(), false});
     }
-#ifdef PHEAP_TOOL_BIN
-    if (kills % 4 == 0) {
-      ++tool_checks;
-      const auto c = run_child({PHEAP_TOOL_BIN, "check", ds});
-      if (!c.exited(0)) fail(ctx, "pheap check: " + c.describe() + " " + c.out, false);
+    report(rec, ctx, ps);
+    ps.clear();
+    ++rec.iterations;
+    if (started && !opened) ++rec_in_open;
+    verify(rec, ctx, false);
+    // The third run recovers and closes.
+    const auto r = run_child({bin, "mix", ds, std::to_string(t.seed), "0", std::to_string(kVictimBuffer)});
+    for (const auto& l : lines_with(r.out, "")) t.on_line(l, ps);
+    if (!r.exited(0) || lines_with(r.out, "closed").empty()) {
+      ps.push_back({"third run did not recover and close: " + r.describe() + " " + r.out.substr(0, 500), false});
+    } else if (r.err.find("final flush failed") != std::string::npos) {
+      ps.push_back({"third run's close failed: " + r.err.substr(0, 500), false});
+    } else {
+      ++rec_clean;
     }
-#endif
+    report(rec, ctx + " + third run", ps);
+    verify(rec, ctx + " + third run", true);
+    rec_seconds += rt.seconds();
   };
 
   new_job();
-  while (kills < target_kills && failures < 3) {
-    if (kills > 0 && kills % 25 == 0 && W >= 0) new_job();
+  while (main.iterations < target_kills && main.failures + rec.failures < 3) {
+    if (main.iterations > 0 && main.iterations % 25 == 0 && t.W >= 0) new_job();
     const unsigned mode = static_cast<unsigned>(rng() % 10);
-    const std::string ctx = "kill " + std::to_string(kills + 1) +
+    const std::string ctx = "kill " + std::to_string(main.iterations + 1) +
                             (mode < 2 ? " (early)" : mode < 6 ? " (in flush)" : " (anywhere)");
-    child_process c({bin, "mix", ds, std::to_string(seed), "1000000", std::to_string(kVictimBuffer)});
+    std::vector<problem> ps;
+    const auto t0 = clock_type::now();
+    child_process c({bin, "mix", ds, std::to_string(t.seed), "1000000", std::to_string(kVictimBuffer)});
     line_reader lines(c.stdout_fd());
     bool eof = false;
     try {
@@ -193,40 +182,172 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
             eof = true;
             break;
           }
-          if (on_line(*l, ctx) == want) --k;
+          const std::string kind = t.on_line(*l, ps);
+          note_open(kind, t0);
+          if (kind == want) --k;
         }
         if (!eof) {
           std::this_thread::sleep_for(std::chrono::microseconds(rng() % (mode < 6 ? 2000 : 20000)));
         }
       }
     } catch (const std::exception& e) {
-      fail(ctx, e.what(), false);
+      ps.push_back({e.what(), false});
     }
     c.kill9();
     // The rest of its output (acknowledgements printed before the kill landed).
-    for (std::optional<std::string> l; (l = lines.next());) on_line(*l, ctx);
+    try {
+      for (std::optional<std::string> l; (l = lines.next());) t.on_line(*l, ps);
+    } catch (const std::exception& e) {
+      ps.push_back({e.what(), false});
+    }
     const auto r = c.wait();
+    bool killed = false;
     if (r.exited(0)) {
       ++clean_exits;
     } else if (!r.killed()) {
-      fail(ctx, "victim failed by itself: " + r.describe(), false);
+      ps.push_back({"victim failed by itself: " + r.describe(), false});
     } else {
-      ++kills;
+      killed = true;
+      ++main.iterations;
       if (mode < 2) ++early_kills;
       if (mode >= 2 && mode < 6) ++flush_kills;
     }
-    verify(ctx);
+    report(main, ctx, ps);
+    verify(main, ctx, main.iterations % 4 == 0);
+    if (killed && main.iterations % 4 == 0 && fs::exists(ds)) chained(ctx);
   }
-  if (HasFailure() && failures == 0) ++failures;
   std::printf("%llu kills (%llu early, %llu in flush), %llu jobs, highest step %llu, %llu clean exits, "
-              "%llu pheap check runs\n",
-              static_cast<unsigned long long>(kills), static_cast<unsigned long long>(early_kills),
+              "%llu pheap check runs; chained: %llu reruns killed (%llu between \"starting\" and "
+              "\"opened\", usually %.1f .. %.1f ms after spawn), %llu third runs recovered\n",
+              static_cast<unsigned long long>(main.iterations), static_cast<unsigned long long>(early_kills),
               static_cast<unsigned long long>(flush_kills), static_cast<unsigned long long>(jobs),
-              static_cast<unsigned long long>(max_step), static_cast<unsigned long long>(clean_exits),
-              static_cast<unsigned long long>(tool_checks));
-  EXPECT_GE(kills, target_kills);
-  EXPECT_EQ(lost, 0u);
-  print_result("heap_mix_kill9", kills, failures, lost, timer.seconds());
+              static_cast<unsigned long long>(t.max_step), static_cast<unsigned long long>(clean_exits),
+              static_cast<unsigned long long>(tool_checks), static_cast<unsigned long long>(rec.iterations),
+              static_cast<unsigned long long>(rec_in_open), start_ms, open_ms,
+              static_cast<unsigned long long>(rec_clean));
+  EXPECT_GE(main.iterations, target_kills);
+  EXPECT_EQ(main.lost + rec.lost, 0u);
+  // The chained kills must mostly land before the rerun finished opening, or they test nothing.
+  EXPECT_GE(rec.iterations, target_kills / 5);
+  EXPECT_GE(rec_in_open * 5, rec.iterations * 2) << "chained kills mostly missed the open";
+  EXPECT_EQ(rec_clean, rec.iterations);
+  print_result("heap_mix_kill9", main.iterations, main.failures, main.lost, timer.seconds() - rec_seconds);
+  print_result("heap_mix_kill9_during_recovery", rec.iterations, rec.failures, rec.lost, rec_seconds);
+}
+
+TEST(HeapMixKill, Kill9DuringCloseLeavesTheLastAcknowledgedStepOrTheClosingOneAndASoundHeap) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  scenario_timer timer;
+  scratch_dir work;
+  const std::string ds = work / "c";
+  const std::string bin = sibling_binary("rel_heap_child");
+  const std::uint64_t target = long_mode() ? 600 : 60;
+  std::mt19937_64 rng(std::random_device{}());
+
+  tally ta;
+  std::uint64_t jobs = 0, clean_closes = 0, sigkills = 0, exact_crashes = 0, calib_runs = 0;
+  std::uint64_t close_ops = 0;  // I/O operations of the last complete close (fault engine)
+  double close_ms_sum = 0;
+  std::uint64_t close_ms_n = 0;
+  mixc::mix_tracker t;
+  auto report = [&](const std::string& ctx, const std::vector<problem>& ps) {
+    for (const auto& p : ps) {
+      ++ta.failures;
+      if (p.data_lost) ++ta.lost;
+      ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
+    }
+  };
+  std::uint64_t runs = 0;
+  while (ta.iterations < target && ta.failures < 3) {
+    if (runs % 10 == 0) {
+      std::error_code ec;
+      fs::remove_all(ds, ec);
+      t.reset(rng());
+      ++jobs;
+    }
+    ++runs;
+    // Needs the operation count of a complete close first (and now and then again).
+    const bool calibrate = close_ops == 0 || runs % 15 == 0;
+    const bool exact = !calibrate && rng() % 3 == 0;
+    std::vector<std::string> argv{bin};
+    if (calibrate || exact) argv.push_back("--fault-engine");
+    std::uint64_t k = 0;
+    if (exact) {
+      k = 1 + rng() % close_ops;
+      argv.insert(argv.end(), {"--crash-in-close", std::to_string(k)});
+    }
+    const std::uint64_t steps = 1 + rng() % 3;
+    argv.insert(argv.end(), {"mix-close", ds, std::to_string(t.seed), std::to_string(steps), std::to_string(kVictimBuffer)});
+    const std::string ctx = "close run " + std::to_string(runs) +
+                            (calibrate ? " (complete)" : exact ? " (crash at close op " + std::to_string(k) + ")"
+                                                                : " (kill after closing)");
+    std::vector<problem> ps;
+    child_process c(argv);
+    line_reader lines(c.stdout_fd());
+    bool closing = false, closed = false;
+    clock_type::time_point t_closing{};
+    try {
+      for (std::optional<std::string> l; (l = lines.next());) {
+        const std::string kind = t.on_line(*l, ps);
+        if (kind == "closing") {
+          closing = true;
+          t_closing = clock_type::now();
+          if (!calibrate && !exact) {
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2001));
+            c.kill9();
+          }
+        } else if (kind == "closed" && closing) {
+          closed = true;
+          close_ms_sum += ms_since(t_closing);
+          ++close_ms_n;
+          unsigned long long s = 0, ops = 0;
+          if (std::sscanf(l->c_str(), "closed %llu %llu", &s, &ops) == 2 && (calibrate || exact) && ops > 0) {
+            if (calibrate) close_ops = ops;
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      ps.push_back({e.what(), false});
+      c.kill9();
+    }
+    const auto r = c.wait();
+    if (!closing) ps.push_back({"victim never reached close: " + r.describe() + " " + r.out.substr(0, 300), false});
+    if (r.err.find("final flush failed") != std::string::npos) {
+      ps.push_back({"close's final flush failed by itself: " + r.err.substr(0, 500), false});
+    }
+    if (calibrate) {
+      ++calib_runs;
+      if (!r.exited(0)) ps.push_back({"complete close run failed: " + r.describe(), false});
+      if (close_ops == 0) ps.push_back({"complete close run reported no close operations", false});
+    } else if (closed && (r.exited(0) || r.killed())) {
+      ++clean_closes;  // the kill came after the close had finished (or K beyond its ops)
+    } else if (r.killed() || (exact && r.exited(86))) {
+      ++ta.iterations;
+      (exact ? exact_crashes : sigkills) += 1;
+    } else {
+      ps.push_back({"victim failed by itself: " + r.describe(), false});
+    }
+    report(ctx, ps);
+    ps.clear();
+    // After a complete close the heap holds exactly the closing step.
+    const std::int64_t w_before = t.W;
+    t.verify(ds, ps, runs % 4 == 0 ? kTool : std::string());
+    if (closed && t.W != w_before) ps.push_back({"heap moved past the closed step", false});
+    report(ctx + " verify", ps);
+  }
+  std::printf("%llu close kills (%llu SIGKILL 0..2 ms after \"closing\", %llu crashes at close op K of ~%llu), "
+              "%llu closes finished before the kill, %llu complete-close runs, %llu jobs, "
+              "mean close %.2f ms, highest step %llu\n",
+              static_cast<unsigned long long>(ta.iterations), static_cast<unsigned long long>(sigkills),
+              static_cast<unsigned long long>(exact_crashes), static_cast<unsigned long long>(close_ops),
+              static_cast<unsigned long long>(clean_closes), static_cast<unsigned long long>(calib_runs),
+              static_cast<unsigned long long>(jobs), close_ms_n ? close_ms_sum / static_cast<double>(close_ms_n) : 0.0,
+              static_cast<unsigned long long>(t.max_step));
+  EXPECT_GE(ta.iterations, target);
+  EXPECT_GT(exact_crashes, 0u);
+  EXPECT_GT(sigkills, 0u);
+  EXPECT_EQ(ta.lost, 0u);
+  print_result("heap_mix_kill9_during_close", ta.iterations, ta.failures, ta.lost, timer.seconds());
 }
 
 }  // namespace

@@ -1,20 +1,38 @@
 // rel_heap_child — the victim process of the heap kill and resource-limit campaigns.
 //
-//   rel_heap_child [--nofile N] [--as-nobody] MODE ARGS...
+//   rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine]
+//                  [--crash-in-close K] MODE ARGS...
 //     --nofile N     setrlimit(RLIMIT_NOFILE, N) first (soft and hard)
 //     --as-nobody    setgroups(0)/setgid/setuid(65534) first (needs root)
 //     --no-io-uring  a seccomp filter makes io_uring_setup(2) fail with EPERM, as
 //                    kernel.io_uring_disabled=2 does, for this process only
+//     --fault-engine the datastore's io engine is io::make_fault_engine(io::default_engine()),
+//                    so PHEAP_FAULT_CRASH_AT / PHEAP_FAULT_EIO_AT (pheap/io.hpp) in the
+//                    environment inject crashes / EIO; mix modes then also print
+//                    "io open-reads N" after "opened" and "io reads N" at the end (read
+//                    operations counted by the engine so far)
+//     --crash-in-close K  (with --fault-engine, mix-close) _exit(86) just before the K-th
+//                    I/O operation (any kind) after "closing": a crash exactly mid-close
+//   The core size limit is set to 0 (victims are killed on purpose; no core files), and SIGBUS
+//   gets its default action (also under sanitizers: a read error during a fault kills).
 //
 //   mix DIR SEED MAX_STEPS BUFFER
 //       Opens the datastore DIR read-write (recovering whatever a killed victim left), or
 //       creates it when DIR does not exist, with a BUFFER-byte pager buffer. Rebuilds the DRAM
 //       reference of tests/reliability/heap_mix_workload.hpp up to the step the heap holds,
 //       then runs steps s+1 .. s+MAX_STEPS, each followed by flush(). Prints, flushed:
+//           starting                      (about to open or create DIR)
 //           opened S                      (the heap holds step S; "opened -1": empty heap)
 //           flushing S                    (about to flush step S)
 //           ack S DIGEST EPOCH            (flush of step S returned: durable)
 //           closed                        (after the destructor's flush, exit 0)
+//
+//   mix-close DIR SEED MAX_STEPS BUFFER
+//       As mix, then applies step s+1 WITHOUT flush() and closes (the destructor's final
+//       flush makes it durable). Prints after the acks:
+//           closing S                     (about to destroy the manager holding step S)
+//           closed S OPS                  (closed: step S is durable; OPS = I/O operations
+//                                          of the close with --fault-engine, else 0)
 //
 //   roundtrip DIR MIB
 //       Creates DIR with 64 KiB segments, writes MIB MiB of pattern in a named vector (so the
@@ -31,8 +49,9 @@
 //
 // The io engine is io::default_engine() (PHEAP_IO_ENGINE honoured). Exit status: 0 done,
 // 1 a pheap::error (on stdout: "error CODE ERRNO MESSAGE", CODE the integer pheap::errc), 2 usage, 3 setup (rlimit, setuid),
-// 4 wrong content.
+// 4 wrong content, 86 crash injected by the fault engine.
 #include <grp.h>
+#include <signal.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -63,8 +82,18 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer) {
-  const options opt = mix::heap_options(buffer);
+std::shared_ptr<io::fault_engine> g_fault;  // --fault-engine
+std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
+
+void say_reads(const char* what) {
+  if (g_fault) say(std::string("io ") + what + " " + std::to_string(g_fault->operations(io::op_kind::read)));
+}
+
+int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer,
+            bool dirty_close) {
+  options opt = mix::heap_options(buffer);
+  if (g_fault) opt.engine = g_fault;
+  say("starting");
   std::unique_ptr<manager> m;
   if (std::filesystem::exists(dir)) {
     m = std::make_unique<manager>(open_only, dir, opt);
@@ -81,6 +110,7 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
     say("ack 0 " + std::to_string(ref.digest()) + " " + std::to_string(e));
   } else {
     say("opened " + std::to_string(*h.step));
+    say_reads("open-reads");
     while (ref.step < *h.step) ref.next_step(seed);
   }
   for (std::uint64_t i = 0; i < max_steps; ++i) {
@@ -91,8 +121,24 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
     const auto e = m->flush();
     say("ack " + std::to_string(ref.step) + " " + std::to_string(ref.digest()) + " " + std::to_string(e));
   }
+  if (!dirty_close) {
+    m.reset();
+    say("closed");
+    say_reads("reads");
+    return 0;
+  }
+  // The next step stays dirty in the buffer; the close's final flush commits it.
+  for (const auto& o : ref.next_step(seed)) mix::apply(*m, h, o);
+  *h.step = ref.step;
+  const std::uint64_t ops0 = g_fault ? g_fault->operations(io::op_kind::any) : 0;
+  if (g_fault && g_crash_in_close > 0) {
+    g_fault->add_rule({io::op_kind::any, ops0 + g_crash_in_close, io::fault_action::crash, false});
+  }
+  say("closing " + std::to_string(ref.step));
   m.reset();
-  say("closed");
+  const std::uint64_t ops = g_fault ? g_fault->operations(io::op_kind::any) - ops0 : 0;
+  say("closed " + std::to_string(ref.step) + " " + std::to_string(ops));
+  say_reads("reads");
   return 0;
 }
 
@@ -180,6 +226,13 @@ int run_roundtrip(const std::string& dir, std::uint64_t mib) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
+  {
+    const rlimit no_core{0, 0};
+    (void)::setrlimit(RLIMIT_CORE, &no_core);
+    // A read error during a page fault must end the victim by SIGBUS itself, also under
+    // sanitizers (which install their own SIGBUS handler and exit with a report instead).
+    ::signal(SIGBUS, SIG_DFL);
+  }
   try {
     while (!a.empty() && a[0].rfind("--", 0) == 0) {
       if (a[0] == "--nofile" && a.size() >= 2) {
@@ -193,12 +246,18 @@ int main(int argc, char** argv) {
       } else if (a[0] == "--no-io-uring") {
         if (!refuse_io_uring()) return 3;
         a.erase(a.begin());
+      } else if (a[0] == "--fault-engine") {
+        g_fault = io::make_fault_engine(io::default_engine());
+        a.erase(a.begin());
+      } else if (a[0] == "--crash-in-close" && a.size() >= 2) {
+        g_crash_in_close = std::stoull(a[1]);
+        a.erase(a.begin(), a.begin() + 2);
       } else {
         return 2;
       }
     }
-    if (a.size() == 5 && a[0] == "mix") {
-      return run_mix(a[1], std::stoull(a[2]), std::stoull(a[3]), std::stoull(a[4]));
+    if (a.size() == 5 && (a[0] == "mix" || a[0] == "mix-close")) {
+      return run_mix(a[1], std::stoull(a[2]), std::stoull(a[3]), std::stoull(a[4]), a[0] == "mix-close");
     }
     if (a.size() == 3 && a[0] == "roundtrip") return run_roundtrip(a[1], std::stoull(a[2]));
     if (a.size() == 1 && a[0] == "uffd-source") {
@@ -208,7 +267,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
-    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] mix|roundtrip|verify|uffd-source ...\n");
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
     return 2;
   } catch (const error& e) {
     say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +

@@ -1,0 +1,647 @@
+// Read-error campaigns: what a failing disk read does to a process running the mixed heap
+// workload (heap_mix_workload.hpp) and to its datastore. The victim is rel_heap_child with
+// --fault-engine: its datastore's engine is the fault-injecting engine, and
+// PHEAP_FAULT_EIO_AT=read:N[:sticky] (pheap/io.hpp) fails its N-th read request with EIO once
+// (a transient error) or from then on (a persistently bad disk).
+//
+// fault_read_error_during_faults
+//   A datastore at step K (created cleanly) is copied, and the victim runs M more steps on a
+//   512 KiB buffer (the working set is several MiB: eviction and re-faults all the time), each
+//   flushed and acknowledged, with the N-th read failing; N sweeps the reads of a clean run
+//   of the same work (calibrated first), 3 in 4 sticky. The documented outcomes, and nothing
+//   else, are accepted:
+//     * death by SIGBUS after the pager printed "pheap: pager <datastore>: page P (offset O)
+//       could not be read: <cause naming the file> ..." (UFFDIO_POISON; the fault cannot be
+//       answered with data, and never with zeros);
+//     * exit with a specific pheap::error from open or flush(): errc::io with EIO, or
+//       errc::poisoned (a failed background checkpoint read ends the epoch), the message
+//       naming the datastore and carrying the injected cause;
+//     * completion of every step, for a transient error (the pager retries a failed fault read
+//       page by page) — but a sticky error that was hit is never swallowed silently: then
+//       stderr must report it.
+//   It must never hang (every line is awaited with a timeout). Afterwards the datastore opens
+//   read-only at step W or W+1 (W = last acknowledged step) with the exact digest of the
+//   reference, manager::check() clean (`pheap check` every 3rd iteration), and a clean rerun
+//   opens it, runs a step and acknowledges it.
+//
+// fault_read_error_during_open
+//   Crash states are made by killing the victim inside a flush (so the open must recover:
+//   journal replay, checkpoint). For each, the reads of a clean recovery open are counted and
+//   N sweeps them (once and sticky): the victim opens with the N-th read failing and closes.
+//   Accepted: success at step W or W+1, a specific error (io/EIO or poisoned, injected cause,
+//   naming the datastore) — never errc::corrupt for a read error — or SIGBUS with the pager's
+//   message (the heap's attach reads its header through page faults). Afterwards the datastore
+//   verifies at W or W+1 exactly and the next clean open works.
+//
+// The victims' inner engine alternates between the default (io_uring where it works) and
+// PHEAP_IO_ENGINE=posix; every third run reads ahead 8 pages on sequential faults.
+//
+// Regression tests (FaultReadErrorRegression.*): a fault on a page whose read-ahead or
+// prefetch read fails is woken and ends by SIGBUS, instead of sleeping forever.
+//
+// CI size: 40 + 56 iterations (about 15 s on 2 cores); PHEAP_LONG=1: 400 + 480.
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "pheap/io.hpp"
+#include "pheap/pager.hpp"
+#include "pheap/sparse_store.hpp"
+#include "reliability/fault_mix_campaign.hpp"
+#include "reliability/heap_mix_workload.hpp"
+#include "reliability/reliability_util.hpp"
+
+namespace pheap::test {
+namespace {
+
+namespace fs = std::filesystem;
+using mixc::line_reader;
+using mixc::problem;
+using mixc::tally;
+
+constexpr std::size_t kVictimBuffer = 512u << 10;
+constexpr int kLineTimeoutMs = 60000;  // the watchdog: a victim silent this long is hung
+
+#ifdef PHEAP_TOOL_BIN
+const std::string kTool = PHEAP_TOOL_BIN;
+#else
+const std::string kTool;
+#endif
+
+// One victim run, every line fed to the tracker; a victim silent for kLineTimeoutMs is killed
+// and reported as hung.
+struct run_outcome {
+  child_result r;
+  bool hung = false;
+  std::uint64_t reads = 0;       // "io reads N" (0 when it did not get that far)
+  std::uint64_t open_reads = 0;  // "io open-reads N"
+  bool opened = false, closed = false;
+};
+
+run_outcome run_victim(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       mixc::mix_tracker& t, std::vector<problem>& ps) {
+  run_outcome o;
+  child_process c(argv, env);
+  line_reader lines(c.stdout_fd());
+  std::string out;
+  try {
+    for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) {
+      out += *l + "\n";
+      const std::string kind = t.on_line(*l, ps);
+      unsigned long long n = 0;
+      if (std::sscanf(l->c_str(), "io reads %llu", &n) == 1) o.reads = n;
+      if (std::sscanf(l->c_str(), "io open-reads %llu", &n) == 1) o.open_reads = n;
+      if (kind == "opened") o.opened = true;
+      if (kind == "closed") o.closed = true;
+    }
+  } catch (const std::exception& e) {
+    o.hung = true;
+    ps.push_back({std::string("hung: ") + e.what(), false});
+    c.kill9();
+  }
+  o.r = c.wait();
+  o.r.out = out + o.r.out;  // the lines read above, then any incomplete rest
+  return o;
+}
+
+struct outcome_counts {
+  std::uint64_t sigbus = 0, error_io = 0, error_poisoned = 0, completed = 0;
+};
+
+// Checks that a faulty run ended in one of the documented ways (see the header comment).
+// `expect_steps`: the last step a completed run acknowledges (-1: do not check).
+void classify(const run_outcome& o, const std::string& ds, bool sticky, std::uint64_t nth,
+              std::int64_t expect_steps, const mixc::mix_tracker& t, outcome_counts& n,
+              std::vector<problem>& ps) {
+  if (o.hung) return;
+  const child_result& r = o.r;
+  const std::string injected = "injected by fault engine";
+  if (WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGBUS) {
+    ++n.sigbus;
+    const std::string want = "pheap: pager " + ds + ": page ";
+    const auto at = r.err.find(want);
+    if (at == std::string::npos || r.err.find("could not be read", at) == std::string::npos ||
+        r.err.find(injected, at) == std::string::npos || r.err.find(ds + "/", at) == std::string::npos) {
+      ps.push_back({"SIGBUS without the pager's message naming the datastore, the page and the cause: " +
+                        r.describe(),
+                    false});
+    }
+    return;
+  }
+  if (r.exited(1)) {
+    const auto lines = lines_with(r.out, "error ");
+    int code = -1, err = -1;
+    if (lines.size() != 1 || std::sscanf(lines[0].c_str(), "%d %d", &code, &err) != 2) {
+      ps.push_back({"exit 1 without one error line: " + r.out.substr(0, 500), false});
+      return;
+    }
+    const std::string& msg = lines[0];
+    const bool names_ds = msg.find(ds) != std::string::npos;
+    const bool has_cause = msg.find(injected) != std::string::npos;
+    if (code == static_cast<int>(errc::io) && err == EIO && names_ds && has_cause) {
+      ++n.error_io;
+    } else if (code == static_cast<int>(errc::poisoned) && names_ds && has_cause) {
+      ++n.error_poisoned;
+    } else {
+      ps.push_back({"not the specific error of a read failure (io/EIO or poisoned, naming the datastore "
+                    "and the injected cause): " + msg,
+                    false});
+    }
+    return;
+  }
+  if (r.exited(0)) {
+    ++n.completed;
+    if (!o.closed) ps.push_back({"exit 0 without \"closed\"", false});
+    if (expect_steps >= 0 && t.W != expect_steps) {
+      ps.push_back({"completed, but the last acknowledged step is " + std::to_string(t.W) + ", not " +
+                        std::to_string(expect_steps),
+                    false});
+    }
+    // A persistent error that was hit is never swallowed silently.
+    if (sticky && o.reads >= nth && r.err.find(injected) == std::string::npos) {
+      ps.push_back({"read " + std::to_string(nth) + " of " + std::to_string(o.reads) +
+                        " failed persistently, yet the run completed without reporting it",
+                    false});
+    }
+    return;
+  }
+  ps.push_back({"unexpected end: " + r.describe() + "; stdout " + r.out.substr(0, 300), false});
+}
+
+// A clean open after the faulty run: opens (at W or W+1), runs one step, acknowledges it.
+void clean_rerun(const std::string& bin, const std::string& ds, mixc::mix_tracker& t,
+                 std::vector<problem>& ps) {
+  const std::int64_t before = t.W;
+  const auto o = run_victim({bin, "mix", ds, std::to_string(t.seed), "1", std::to_string(kVictimBuffer)}, {}, t, ps);
+  if (o.hung) return;
+  if (!o.r.exited(0) || !o.opened || !o.closed) {
+    ps.push_back({"the next clean open failed: " + o.r.describe() + "; stdout " + o.r.out.substr(0, 300), false});
+  } else if (t.W <= before) {
+    ps.push_back({"the next clean open acknowledged no new step", false});
+  }
+}
+
+void report(tally& ta, const std::string& ctx, const mixc::mix_tracker& t, const std::vector<problem>& ps) {
+  for (const auto& p : ps) {
+    ++ta.failures;
+    if (p.data_lost) ++ta.lost;
+    ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
+  }
+}
+
+std::string eio_env(std::uint64_t nth, bool sticky) {
+  return "PHEAP_FAULT_EIO_AT=read:" + std::to_string(nth) + (sticky ? ":sticky" : "");
+}
+
+// The victim's environment: the read rule; for odd `i` pread/pwrite as the inner engine (else
+// the default: io_uring where it works); for every third `i` 8 pages of read-ahead on
+// sequential faults (batched fault reads whose failure is forgotten, see the regression
+// tests at the end).
+std::vector<std::string> victim_env(std::uint64_t nth, bool sticky, std::uint64_t i) {
+  std::vector<std::string> env{eio_env(nth, sticky)};
+  if (i % 2 == 1) env.push_back("PHEAP_IO_ENGINE=posix");
+  if (i % 3 == 2) env.push_back("PHEAP_READ_AHEAD=8");
+  return env;
+}
+
+void fresh_copy(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::remove_all(to, ec);
+  copy_dir(from, to);
+}
+
+// ---- the env hook itself -------------------------------------------------------------------
+
+struct env_guard {
+  explicit env_guard(const char* v) { ::setenv("PHEAP_FAULT_EIO_AT", v, 1); }
+  ~env_guard() { ::unsetenv("PHEAP_FAULT_EIO_AT"); }
+};
+
+TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
+  temp_dir d;
+  const std::string path = d / "f";
+  {
+    auto e = io::make_posix_engine();
+    auto f = e->open(path, io::open_mode::create);
+    char buf[64] = {1};
+    e->write_at(*f, 0, buf, sizeof buf);
+  }
+  auto reads_failing = [&](const char* spec) {
+    env_guard g(spec);
+    auto e = io::make_fault_engine(io::make_posix_engine());
+    auto f = e->open(path, io::open_mode::read_only);
+    std::string failed;
+    for (int i = 1; i <= 5; ++i) {
+      char buf[64];
+      try {
+        e->read_at(*f, 0, buf, sizeof buf);
+        failed += '.';
+      } catch (const error& err) {
+        EXPECT_EQ(err.code(), errc::io);
+        EXPECT_EQ(err.sys_errno(), EIO);
+        EXPECT_NE(std::string(err.what()).find(path), std::string::npos) << err.what();
+        EXPECT_NE(std::string(err.what()).find("injected"), std::string::npos) << err.what();
+        failed += 'x';
+      }
+    }
+    // Writes and syncs are not affected by a read rule.
+    char buf[8] = {};
+    auto w = e->open(path, io::open_mode::read_write);
+    e->write_at(*w, 0, buf, sizeof buf);
+    e->sync(*w);
+    return failed;
+  };
+  EXPECT_EQ(reads_failing("read:3"), "..x..");
+  EXPECT_EQ(reads_failing("read:2:sticky"), ".xxxx");
+  EXPECT_EQ(reads_failing("any:4"), "..x..");  // open counts as an operation of kind any
+  for (const char* bad : {"read", "read:0", "read:x", "reads:3", "read:3:stick", "read:3:sticky:1", "read:-1"}) {
+    env_guard g(bad);
+    try {
+      io::make_fault_engine(io::make_posix_engine());
+      ADD_FAILURE() << "accepted PHEAP_FAULT_EIO_AT=" << bad;
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument) << bad;
+      EXPECT_NE(std::string(e.what()).find("PHEAP_FAULT_EIO_AT"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// ---- read errors during page faults -----------------------------------------------------
+
+TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecificErrorAndKeepTheWatermark) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  scenario_timer timer;
+  scratch_dir work;
+  const std::string bin = sibling_binary("rel_heap_child");
+  const std::uint64_t iterations = long_mode() ? 400 : 40;
+  constexpr std::uint64_t kBaseSteps = 10, kSteps = 20;
+  std::mt19937_64 rng(std::random_device{}());
+  tally ta;
+  outcome_counts n;
+  std::uint64_t tool_runs = 0;
+
+  // The base: a datastore at step kBaseSteps, written cleanly.
+  const std::string base = work / "base";
+  mixc::mix_tracker t0;
+  t0.reset(rng());
+  {
+    std::vector<problem> ps;
+    const auto o = run_victim({bin, "mix", base, std::to_string(t0.seed), std::to_string(kBaseSteps),
+                               std::to_string(kVictimBuffer)}, {}, t0, ps);
+    ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
+    ASSERT_EQ(t0.W, static_cast<std::int64_t>(kBaseSteps));
+  }
+  // Calibration: the reads of the same work without faults.
+  const std::string ds = work / "d";
+  std::uint64_t open_reads = 0, total_reads = 0;
+  {
+    fresh_copy(base, ds);
+    mixc::mix_tracker t = t0;
+    std::vector<problem> ps;
+    const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), std::to_string(kSteps),
+                               std::to_string(kVictimBuffer)}, {}, t, ps);
+    ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration run: " << o.r.describe();
+    open_reads = o.open_reads;
+    total_reads = o.reads;
+    ASSERT_GT(open_reads, 0u);
+    ASSERT_GT(total_reads, open_reads + 100) << "the workload hardly faults: nothing to test";
+  }
+  for (std::uint64_t i = 0; i < iterations && ta.failures < 5; ++i) {
+    // Spread over the reads after the open, jittered within each stride.
+    const std::uint64_t span = total_reads - open_reads;
+    const std::uint64_t nth = open_reads + 1 + (i * span + rng() % span) / iterations;
+    const bool sticky = i % 4 != 3;
+    const std::string ctx = "iteration " + std::to_string(i + 1) + " (" + eio_env(nth, sticky) + " of " +
+                            std::to_string(total_reads) + ")";
+    fresh_copy(base, ds);
+    mixc::mix_tracker t = t0;
+    std::vector<problem> ps;
+    const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), std::to_string(kSteps),
+                               std::to_string(kVictimBuffer)},
+                              victim_env(nth, sticky, i), t, ps);
+    classify(o, ds, sticky, nth, static_cast<std::int64_t>(kBaseSteps + kSteps), t, n, ps);
+    ++ta.iterations;
+    report(ta, ctx, t, ps);
+    ps.clear();
+    const bool tool = i % 3 == 0 && !kTool.empty();
+    tool_runs += tool ? 1 : 0;
+    t.verify(ds, ps, tool ? kTool : std::string());
+    report(ta, ctx + " verify", t, ps);
+    ps.clear();
+    clean_rerun(bin, ds, t, ps);
+    t.verify(ds, ps);
+    report(ta, ctx + " clean rerun", t, ps);
+  }
+  std::printf("%llu runs over %llu reads (%llu at open): %llu SIGBUS with the pager's message, %llu io errors, "
+              "%llu poisoned errors, %llu completed; %llu pheap check runs\n",
+              static_cast<unsigned long long>(ta.iterations), static_cast<unsigned long long>(total_reads),
+              static_cast<unsigned long long>(open_reads), static_cast<unsigned long long>(n.sigbus),
+              static_cast<unsigned long long>(n.error_io), static_cast<unsigned long long>(n.error_poisoned),
+              static_cast<unsigned long long>(n.completed), static_cast<unsigned long long>(tool_runs));
+  // Most reads after the open are page faults: the SIGBUS path must have been exercised.
+  EXPECT_GE(n.sigbus, iterations / 6);
+  EXPECT_EQ(ta.lost, 0u);
+  print_result("fault_read_error_during_faults", ta.iterations, ta.failures, ta.lost, timer.seconds());
+}
+
+// ---- read errors during open / recovery -------------------------------------------------
+
+TEST(FaultReadError, ReadErrorsDuringOpenAndRecoveryGiveASpecificErrorOrSuccessAndTheNextOpenWorks) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  scenario_timer timer;
+  scratch_dir work;
+  const std::string bin = sibling_binary("rel_heap_child");
+  const std::uint64_t states = long_mode() ? 12 : 4;
+  const std::uint64_t per_state = long_mode() ? 40 : 14;  // iterations per crash state
+  std::mt19937_64 rng(std::random_device{}());
+  tally ta;
+  outcome_counts n;
+  std::uint64_t recovered_states = 0, tool_runs = 0, max_open_reads = 0;
+
+  const std::string crash = work / "crash";
+  const std::string ds = work / "d";
+  for (std::uint64_t st = 0; st < states && ta.failures < 5; ++st) {
+    // A crash state: some clean steps, then a victim killed inside a flush.
+    std::error_code ec;
+    fs::remove_all(crash, ec);
+    mixc::mix_tracker t0;
+    t0.reset(rng());
+    {
+      std::vector<problem> ps;
+      const auto o = run_victim({bin, "mix", crash, std::to_string(t0.seed), std::to_string(3 + rng() % 8),
+                                 std::to_string(kVictimBuffer)}, {}, t0, ps);
+      ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
+    }
+    {
+      std::vector<problem> ps;
+      child_process c({bin, "mix", crash, std::to_string(t0.seed), "1000000", std::to_string(kVictimBuffer)});
+      line_reader lines(c.stdout_fd());
+      std::uint64_t k = 2 + rng() % 4;
+      while (k > 0) {
+        const auto l = lines.next(kLineTimeoutMs);
+        ASSERT_TRUE(l.has_value()) << "crash-state victim ended early";
+        if (t0.on_line(*l, ps) == "flushing") --k;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));
+      c.kill9();
+      for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) t0.on_line(*l, ps);
+      ASSERT_TRUE(c.wait().killed());
+      t0.verify(crash, ps);  // also moves W to what the crash state holds
+      report(ta, "crash state " + std::to_string(st), t0, ps);
+    }
+    // Calibration: the reads of a clean recovery open of this state.
+    std::uint64_t open_reads = 0;
+    {
+      fresh_copy(crash, ds);
+      mixc::mix_tracker t = t0;
+      std::vector<problem> ps;
+      const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), "0",
+                                 std::to_string(kVictimBuffer)}, {}, t, ps);
+      ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration open: " << o.r.describe();
+      open_reads = o.open_reads;
+      ASSERT_GT(open_reads, 0u);
+      max_open_reads = std::max(max_open_reads, open_reads);
+      ++recovered_states;
+    }
+    // Every read of the open when they fit the budget (both modes), else spread over them.
+    const std::uint64_t points = std::min(per_state, 2 * (open_reads + 1));
+    for (std::uint64_t i = 0; i < points && ta.failures < 5; ++i) {
+      const bool sticky = i % 2 == 0;
+      const std::uint64_t slots = (points + 1) / 2;
+      const std::uint64_t j = i / 2;
+      const std::uint64_t nth = points >= 2 * (open_reads + 1)
+                                    ? 1 + j
+                                    : 1 + (j * (open_reads + 1) + rng() % (open_reads + 1)) / slots;
+      const std::string ctx = "state " + std::to_string(st) + " (" + eio_env(nth, sticky) + " of " +
+                              std::to_string(open_reads) + " open reads)";
+      fresh_copy(crash, ds);
+      mixc::mix_tracker t = t0;
+      std::vector<problem> ps;
+      const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), "0",
+                                 std::to_string(kVictimBuffer)},
+                                victim_env(nth, sticky, i / 2), t, ps);
+      classify(o, ds, sticky, nth, -1, t, n, ps);
+      if (o.r.exited(0) && !o.opened) ps.push_back({"completed without opening", false});
+      ++ta.iterations;
+      report(ta, ctx, t, ps);
+      ps.clear();
+      const bool tool = i % 3 == 0 && !kTool.empty();
+      tool_runs += tool ? 1 : 0;
+      t.verify(ds, ps, tool ? kTool : std::string());
+      report(ta, ctx + " verify", t, ps);
+      ps.clear();
+      clean_rerun(bin, ds, t, ps);
+      t.verify(ds, ps);
+      report(ta, ctx + " clean rerun", t, ps);
+    }
+  }
+  std::printf("%llu faulty opens of %llu crash states (up to %llu reads per open): %llu io errors, "
+              "%llu poisoned errors, %llu SIGBUS with the pager's message, %llu opened; %llu pheap check runs\n",
+              static_cast<unsigned long long>(ta.iterations), static_cast<unsigned long long>(recovered_states),
+              static_cast<unsigned long long>(max_open_reads), static_cast<unsigned long long>(n.error_io),
+              static_cast<unsigned long long>(n.error_poisoned), static_cast<unsigned long long>(n.sigbus),
+              static_cast<unsigned long long>(n.completed), static_cast<unsigned long long>(tool_runs));
+  // The store's own reads at open (superblock, journal) fail with a specific error.
+  EXPECT_GT(n.error_io, 0u);
+  EXPECT_EQ(ta.lost, 0u);
+  print_result("fault_read_error_during_open", ta.iterations, ta.failures, ta.lost, timer.seconds());
+}
+
+// ---- regression: a failed read-ahead / prefetch read must wake the faults waiting on it --
+//
+// Finding: fill_pages() (src/pager/fault_workers.cpp) returned read-ahead and prefetch pages
+// whose store read failed to `absent` without waking the threads that had faulted on them
+// meanwhile. Such a fault finds the page `filling` and is left to the filler's install; with
+// no install and no wake, the faulting thread slept in the kernel forever (a hang, not the
+// documented SIGBUS). The store below makes the window wide: once it sees a multi-page read
+// (read-ahead or prefetch; a fault reads one page) every read sleeps 30 ms and fails. The
+// application thread touches a page of that batch while it is in flight; it must end by
+// SIGBUS with the pager's message naming that page (its own fault read fails too), within
+// seconds.
+
+class slow_failing_store final : public sparse_store {
+ public:
+  explicit slow_failing_store(std::unique_ptr<sparse_store> inner) : in_(std::move(inner)) {}
+  std::atomic<bool> armed{false};
+
+  void read_pages(std::span<const page_read> batch) override {
+    if (batch.size() > 1) armed.store(true);
+    if (armed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      throw error(errc::io, in_->path(), "read_pages", "Input/output error (injected slow failure)", EIO);
+    }
+    in_->read_pages(batch);
+  }
+  void write_pages(std::span<const page_write> batch) override { in_->write_pages(batch); }
+  void discard(std::uint64_t first, std::uint64_t count) override { in_->discard(first, count); }
+  bool may_have_data(std::uint64_t page) const override { return in_->may_have_data(page); }
+  std::uint64_t commit(std::span<const std::byte> root) override { return in_->commit(root); }
+  void snapshot(const std::string& dst) override { in_->snapshot(dst); }
+  void rebuild_checksums() override { in_->rebuild_checksums(); }
+  std::uint64_t epoch() const override { return in_->epoch(); }
+  std::vector<std::byte> root() const override { return in_->root(); }
+  const std::string& path() const override { return in_->path(); }
+  const uuid& id() const override { return in_->id(); }
+  std::uint32_t page_size() const override { return in_->page_size(); }
+  std::uint64_t capacity() const override { return in_->capacity(); }
+  std::uint64_t segment_size() const override { return in_->segment_size(); }
+  bool read_only() const override { return in_->read_only(); }
+  io::engine& engine() const override { return in_->engine(); }
+  store_stats stats() const override { return in_->stats(); }
+  std::uint64_t disk_bytes() const override { return in_->disk_bytes(); }
+
+ private:
+  std::unique_ptr<sparse_store> in_;
+};
+
+// Runs `fn` in a forked child (SIGBUS gets its default action), stderr captured; kills it
+// after `timeout_ms`. Returns the wait status; `hung` tells whether it had to be killed.
+template <class Fn>
+int in_child_with_timeout(Fn fn, int timeout_ms, std::string& err, bool& hung) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::dup2(pipefd[1], 2);
+    ::signal(SIGBUS, SIG_DFL);
+    const rlimit no_core{0, 0};
+    (void)::setrlimit(RLIMIT_CORE, &no_core);
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "exception: %s\n", e.what());
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  hung = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      hung = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{pipefd[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipefd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// Child body: a 32-page datastore with data in every page, mapped by a pager over the slow
+// failing store with read-ahead 3; `start` triggers a multi-page read covering `victim`,
+// which is touched while that read is in flight.
+template <class Start>
+void touch_during_failing_batch(const std::string& dir, std::size_t victim, Start start) {
+  constexpr std::uint32_t ps = 4096;
+  store_options so;
+  so.capacity = 32 * ps;
+  so.page_size = ps;
+  so.segment_size = 1u << 20;
+  so.engine = io::make_posix_engine();
+  {
+    auto s = sparse_store::create(dir, so);
+    std::vector<std::byte> page(ps, std::byte{0x5a});
+    for (std::uint64_t p = 0; p < 32; ++p) {
+      const page_write w{p, page.data()};
+      s->write_pages(std::span<const page_write>(&w, 1));
+    }
+    s->commit({});
+  }
+  auto wrapped = std::make_unique<slow_failing_store>(sparse_store::open(dir, so));
+  slow_failing_store& st = *wrapped;
+  pager_options po;
+  po.buffer_size = 32 * ps;
+  po.read_ahead = 3;
+  po.fault_threads = 2;
+  pager pg(std::move(wrapped), po);
+  volatile const unsigned char* base = reinterpret_cast<const unsigned char*>(pg.base());
+  start(pg, base);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!st.armed.load()) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "setup: no multi-page read happened\n");
+      ::_exit(4);
+    }
+    std::this_thread::yield();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the batch is in its slow read
+  if (base[victim * ps] != 0x5a) ::_exit(5);                 // wrong bytes: silent garbage
+  std::fprintf(stderr, "victim page read without error\n");
+  ::_exit(6);  // the read must fail: every read fails from now on
+}
+
+void expect_sigbus_naming_page(const std::string& what, int status, bool hung, const std::string& err,
+                               std::size_t page) {
+  EXPECT_FALSE(hung) << what << ": the faulting thread was never woken (hang); stderr: " << err;
+  if (hung) return;
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS)
+      << what << ": status " << status << " (exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1)
+      << "), stderr: " << err;
+  EXPECT_NE(err.find("page " + std::to_string(page) + " (offset"), std::string::npos) << what << ": " << err;
+  EXPECT_NE(err.find("could not be read"), std::string::npos) << what << ": " << err;
+}
+
+TEST(FaultReadErrorRegression, AFaultOnAPageWhoseReadAheadReadFailsGetsSigbusInsteadOfHangingForever) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support threads after a multi-threaded fork";
+#endif
+  temp_dir d;
+  std::string err;
+  bool hung = false;
+  const int st = in_child_with_timeout(
+      [&] {
+        touch_during_failing_batch(d / "ds", 7, [](pager&, volatile const unsigned char* b) {
+          // Two sequential faults (pages 4, 5): the second reads ahead pages 6..8 in one batch.
+          (void)b[4 * 4096];
+          (void)b[5 * 4096];
+        });
+      },
+      10000, err, hung);
+  expect_sigbus_naming_page("read-ahead", st, hung, err, 7);
+}
+
+TEST(FaultReadErrorRegression, AFaultOnAPageWhosePrefetchReadFailsGetsSigbusInsteadOfHangingForever) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support threads after a multi-threaded fork";
+#endif
+  temp_dir d;
+  std::string err;
+  bool hung = false;
+  const int st = in_child_with_timeout(
+      [&] {
+        touch_during_failing_batch(d / "ds", 18, [](pager& pg, volatile const unsigned char*) {
+          // Prefetch claims up to 1 + read_ahead pages per batch: 16..19.
+          const std::pair<std::size_t, std::size_t> r{16 * 4096, 4 * 4096};
+          pg.prefetch(std::span<const std::pair<std::size_t, std::size_t>>(&r, 1));
+        });
+      },
+      10000, err, hung);
+  expect_sigbus_naming_page("prefetch", st, hung, err, 18);
+}
+
+}  // namespace
+}  // namespace pheap::test
