@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # The whole test suite: the command README and CI run.
 #
-#   scripts/test.sh            normal build + ASan/UBSan build + TSan build (concurrency suites)
+#   scripts/test.sh            normal build + unprivileged run + ASan/UBSan build + TSan build
+#                              + a short fuzzing run
 #   scripts/test.sh --quick    normal build only
 #
-# Each stage builds its own tree (build/, build-asan/, build-tsan/) and runs ctest there.
+# Stages:
+#   release       build/, every test, as the invoking user (root in CI: tests labelled `root`
+#                 — loop mounts, sysctl writes, switching to uid 65534 — run here, and only here)
+#   unprivileged  the same build/ tests again as uid/gid 65534 (nobody/nogroup, no supplementary
+#                 groups, no capabilities) with vm.unprivileged_userfaultfd=0, so the pager must
+#                 get userfaultfd with UFFD_USER_MODE_ONLY (PHEAP_EXPECT_UNPRIVILEGED=1 makes
+#                 pager_uffd.source_is_the_path_this_process_is_allowed assert it); `ctest -LE root`.
+#                 HOME and TMPDIR point at a fresh 0700 directory owned by 65534; the sysctl's old
+#                 value is restored on exit, INT, TERM and HUP (trap). Needs root (else skipped, or a
+#                 failure under CI=true).
+#   asan+ubsan    build-asan/, every test
+#   tsan          build-tsan/, tests labelled `concurrency`
+#   fuzz          build-fuzz/ (clang), each parser fuzzer of fuzz/ for PHEAP_FUZZ_SECONDS (30)
 # Exit status is non-zero if any build or any test fails. Under CI=true, tests that need a
 # kernel feature (userfaultfd, io_uring) fail instead of skipping when it is missing.
 set -uo pipefail
@@ -18,23 +31,31 @@ scripts/deps.sh || exit 1
 jobs=$(nproc)
 total_pass=0 total_fail=0 total_skip=0 status=0
 
-# run_stage NAME BUILD_DIR "ctest args" [cmake args...]
-run_stage() {
-  local name=$1 dir=$2 ctest_args=$3; shift 3
+# build_stage NAME BUILD_DIR [cmake args...]: returns non-zero (and counts a failure) if the
+# build fails.
+build_stage() {
+  local name=$1 dir=$2; shift 2
   echo "=== $name: build ($dir) ==="
   if ! scripts/build.sh "$dir" "$@"; then
     echo "=== $name: BUILD FAILED ===" >&2
     status=1
     total_fail=$((total_fail + 1))
-    return
+    return 1
   fi
+}
+
+# test_stage NAME BUILD_DIR "ctest args" [command prefix...]: runs ctest (behind the prefix,
+# e.g. setpriv) and adds its counts to the totals.
+test_stage() {
+  local name=$1 dir=$2 ctest_args=$3; shift 3
   echo "=== $name: test ==="
-  local log
+  local log start
   log=$(mktemp)
+  start=$SECONDS
   # shellcheck disable=SC2086
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs" $ctest_args 2>&1 | tee "$log"
+  "$@" ctest --test-dir "$dir" --output-on-failure -j"$jobs" $ctest_args 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  local line pass fail skip
+  local line pass fail skip all
   line=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$log" | tail -1)
   if [ -z "$line" ]; then
     echo "=== $name: ctest ran no test ===" >&2
@@ -46,17 +67,137 @@ run_stage() {
     skip=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Skipped' "$log" || true)  # DISABLED_ tests are not in ctest's count
     pass=$((all - fail - skip))
     total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail)); total_skip=$((total_skip + skip))
+    echo "=== $name: $pass passed, $fail failed, $skip skipped in $((SECONDS - start)) s ==="
   fi
   [ "$rc" -eq 0 ] || status=1
   rm -f "$log"
 }
 
-run_stage "release" build "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# run_stage NAME BUILD_DIR "ctest args" [cmake args...]
+run_stage() {
+  local name=$1 dir=$2 ctest_args=$3; shift 3
+  build_stage "$name" "$dir" "$@" || return 1
+  test_stage "$name" "$dir" "$ctest_args"
+}
+
+# The unprivileged stage's state, undone by unpriv_cleanup on every exit path (trap below).
+unpriv_knob=/proc/sys/vm/unprivileged_userfaultfd
+unpriv_saved="" unpriv_tmp="" unpriv_testing="" unpriv_testing_owner=""
+unpriv_cleanup() {
+  if [ -n "$unpriv_saved" ]; then
+    if echo "$unpriv_saved" >"$unpriv_knob" 2>/dev/null; then
+      echo "=== unprivileged: vm.unprivileged_userfaultfd restored to $unpriv_saved ==="
+    else
+      echo "=== unprivileged: could not restore vm.unprivileged_userfaultfd to $unpriv_saved ===" >&2
+    fi
+    unpriv_saved=""
+  fi
+  if [ -n "$unpriv_tmp" ]; then rm -rf "$unpriv_tmp"; unpriv_tmp=""; fi
+  if [ -n "$unpriv_testing" ]; then
+    chown -R "$unpriv_testing_owner" "$unpriv_testing" 2>/dev/null
+    unpriv_testing=""
+  fi
+}
+trap unpriv_cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# unprivileged_stage BUILD_DIR: BUILD_DIR's tests as uid/gid 65534, vm.unprivileged_userfaultfd=0.
+unprivileged_stage() {
+  local dir=$1 id=65534  # nobody:nogroup
+  local why=""
+  if [ "$(id -u)" -ne 0 ]; then
+    why="not root (needs to set vm.unprivileged_userfaultfd and switch to uid $id)"
+  elif ! command -v setpriv >/dev/null; then
+    why="setpriv (util-linux) missing"
+  elif [ ! -w "$unpriv_knob" ]; then
+    why="$unpriv_knob missing or read-only"
+  fi
+  if [ -n "$why" ]; then
+    if [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
+      echo "=== unprivileged: CANNOT RUN under CI: $why ===" >&2
+      status=1
+      total_fail=$((total_fail + 1))
+    else
+      echo "=== unprivileged: not run: $why (a failure under CI=true) ==="
+    fi
+    return
+  fi
+  local as=(setpriv --reuid=$id --regid=$id --clear-groups)
+  # The tests must be readable and runnable by that user; ctest writes its logs to Testing/.
+  chmod -R a+rX "$dir"
+  if ! "${as[@]}" test -r "$dir/CTestTestfile.cmake" -a -x "$dir/tests"; then
+    echo "=== unprivileged: $dir is not reachable by uid $id (a parent directory's mode?) ===" >&2
+    status=1
+    total_fail=$((total_fail + 1))
+    return
+  fi
+  mkdir -p "$dir/Testing/Temporary"
+  unpriv_testing_owner=$(stat -c %u:%g "$dir/Testing")
+  unpriv_testing="$dir/Testing"
+  chown -R $id:$id "$dir/Testing"
+  unpriv_tmp=$(mktemp -d "${TMPDIR:-/tmp}/pheap-unprivileged.XXXXXX")
+  chown $id:$id "$unpriv_tmp"
+  chmod 0700 "$unpriv_tmp"
+  if ! "${as[@]}" test -w "$unpriv_tmp" -a -x "$unpriv_tmp"; then
+    echo "=== unprivileged: $unpriv_tmp is not reachable by uid $id (set TMPDIR) ===" >&2
+    status=1
+    total_fail=$((total_fail + 1))
+    unpriv_cleanup
+    return
+  fi
+  unpriv_saved=$(cat "$unpriv_knob")
+  if ! echo 0 >"$unpriv_knob" || [ "$(cat "$unpriv_knob")" != 0 ]; then
+    echo "=== unprivileged: could not set vm.unprivileged_userfaultfd=0 ===" >&2
+    status=1
+    total_fail=$((total_fail + 1))
+    unpriv_cleanup
+    return
+  fi
+  echo "=== unprivileged: uid/gid $id, vm.unprivileged_userfaultfd=0 (was $unpriv_saved), TMPDIR=$unpriv_tmp ==="
+  test_stage "unprivileged" "$dir" "-LE ^root$" \
+    "${as[@]}" env HOME="$unpriv_tmp" TMPDIR="$unpriv_tmp" USER=nobody LOGNAME=nobody \
+    PHEAP_EXPECT_UNPRIVILEGED=1
+  unpriv_cleanup
+}
+
+# fuzz: the libFuzzer targets of fuzz/ (superblock, journal, segment header, root record
+# parsers; clang, ASan+UBSan) for PHEAP_FUZZ_SECONDS each (default 30) from their seed corpora.
+# Each target counts as one test.
+fuzz_stage() {
+  local secs=${PHEAP_FUZZ_SECONDS:-30} log
+  echo "=== fuzz: ${secs}s per target (build-fuzz/) ==="
+  if ! scripts/deps.sh clang libclang-rt-14-dev; then
+    echo "=== fuzz: clang/libFuzzer could not be installed ===" >&2
+    status=1; total_fail=$((total_fail + 1)); return
+  fi
+  log=$(mktemp)
+  scripts/fuzz.sh "$secs" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]} pass fail
+  pass=$(grep -c '^PHEAP_RESULT scenario=fuzz_.* failures=0 ' "$log" || true)
+  fail=$(grep '^PHEAP_RESULT scenario=fuzz_' "$log" | grep -vc ' failures=0 ' || true)
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi  # a build failure prints no result
+  echo "=== fuzz: $pass passed, $fail failed ==="
+  total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+  [ "$rc" -eq 0 ] || status=1
+  rm -f "$log"
+}
+
+release_built=0
+build_stage "release" build -DCMAKE_BUILD_TYPE=RelWithDebInfo && release_built=1
+if [ "$release_built" -eq 1 ]; then
+  test_stage "release" build ""  # as root in CI: includes the tests labelled `root`
+fi
 if [ "$quick" -eq 0 ]; then
+  if [ "$release_built" -eq 1 ]; then
+    unprivileged_stage build
+  fi
   run_stage "asan+ubsan" build-asan "" -DCMAKE_BUILD_TYPE=Debug \
     -DPHEAP_SANITIZE=address,undefined -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF
   run_stage "tsan" build-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPHEAP_SANITIZE=thread -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF
+  fuzz_stage
 fi
 
 echo "all stages: $total_pass passed, $total_fail failed, $total_skip skipped"

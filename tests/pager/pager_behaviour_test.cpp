@@ -205,6 +205,62 @@ TEST(pager_uffd, unprivileged_user_gets_a_working_region) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
+// Effective capability set of this process (CapEff in /proc/self/status).
+std::uint64_t effective_caps() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("CapEff:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  return 0;
+}
+
+// The pager's descriptor comes from the path the kernel allows this process: the plain
+// syscall with CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1, else UFFD_USER_MODE_ONLY.
+// scripts/test.sh's unprivileged stage sets PHEAP_EXPECT_UNPRIVILEGED=1 (uid 65534,
+// vm.unprivileged_userfaultfd=0): then the run must really be unprivileged and the pager —
+// and so every other test of that stage — must be on the user-mode-only path.
+TEST(pager_uffd, source_is_the_path_this_process_is_allowed) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr int kCapSysPtrace = 19;
+  const bool ptrace_cap = (effective_caps() >> kCapSysPtrace) & 1;
+  int sysctl = -1;
+  std::ifstream("/proc/sys/vm/unprivileged_userfaultfd") >> sysctl;
+  const char* expect = std::getenv("PHEAP_EXPECT_UNPRIVILEGED");
+  const bool unprivileged_stage = expect != nullptr && std::string(expect) == "1";
+  if (unprivileged_stage) {
+    ASSERT_NE(::geteuid(), 0u) << "PHEAP_EXPECT_UNPRIVILEGED=1 but running as root";
+    ASSERT_NE(::getegid(), 0u) << "PHEAP_EXPECT_UNPRIVILEGED=1 but running with gid 0";
+    ASSERT_FALSE(ptrace_cap) << "PHEAP_EXPECT_UNPRIVILEGED=1 but CAP_SYS_PTRACE is effective";
+    ASSERT_EQ(sysctl, 0) << "PHEAP_EXPECT_UNPRIVILEGED=1 but vm.unprivileged_userfaultfd is not 0";
+  }
+  // Where the sysctl is missing (kernel < 5.2) the plain syscall is allowed to everyone.
+  const auto expected = ptrace_cap || sysctl != 0 ? pager_detail::uffd_source::syscall
+                                                  : pager_detail::uffd_source::syscall_user_mode_only;
+  const auto r = pager_detail::open_userfaultfd("probe");
+  ::close(r.fd);
+  EXPECT_EQ(r.source, expected) << "got " << pager_detail::to_string(r.source) << ", expected "
+                                << pager_detail::to_string(expected) << " (euid " << ::geteuid()
+                                << ", CAP_SYS_PTRACE " << ptrace_cap << ", sysctl " << sysctl << ")";
+  // A pager on that descriptor works: a round trip through eviction and a flush.
+  auto s = mem_store::create(64 * kPs, kPs);
+  auto sh = s->state();
+  pager_options o;
+  o.buffer_size = 8 * kPs;
+  {
+    pager pg(std::move(s), o);
+    EXPECT_EQ(pg.impl().source(), expected) << pager_detail::to_string(pg.impl().source());
+    for (std::size_t p = 0; p < 64; ++p) pg.base()[p * kPs + 3] = std::byte(p + 1);
+    pg.flush({});
+    for (std::size_t p = 0; p < 64; ++p) ASSERT_EQ(pg.base()[p * kPs + 3], std::byte(p + 1)) << p;
+  }
+  auto re = mem_store::reopen(sh);
+  for (std::size_t p = 0; p < 64; ++p) ASSERT_EQ(re->committed_page(p)[3], std::byte(p + 1)) << p;
+  std::printf("userfaultfd via %s (euid %u, CAP_SYS_PTRACE %d, vm.unprivileged_userfaultfd %d)\n",
+              pager_detail::to_string(r.source), static_cast<unsigned>(::geteuid()), ptrace_cap ? 1 : 0,
+              sysctl);
+}
+
 std::size_t count_fds() {
   std::size_t n = 0;
   DIR* d = ::opendir("/proc/self/fd");

@@ -1,0 +1,21 @@
+# Tests that need root, labelled `root` (included at the end of tests/CMakeLists.txt).
+#
+# scripts/test.sh runs every test as root in its release stage, then runs the same build's
+# tests again as uid/gid 65534 with vm.unprivileged_userfaultfd=0 (`ctest -LE root`): a test
+# belongs here only if it cannot work without root — loop mounts, sysctl writes, switching to
+# uid 65534 — never because it fails as an ordinary user. Without root these tests skip outside
+# CI and fail under CI=true (PHEAP_REQUIRE_FEATURE), so leaving one out shows up as a failure of
+# the unprivileged stage. TESTS are regexes on ctest names (see pheap_add_test_labels).
+
+# Switches a child to uid 65534 (setuid) after reading vm.unprivileged_userfaultfd.
+pheap_add_test_labels(pager_behaviour_test LABELS root
+  TESTS "^pager_uffd\\.unprivileged_user_gets_a_working_region$")
+
+# mkfs + mount -o loop of a small ext4 image (CAP_SYS_ADMIN).
+if(TARGET rel_full_disk_test)
+  pheap_add_test_labels(rel_full_disk_test LABELS root TESTS "^FullDisk\\.")
+endif()
+
+# Sets vm.unprivileged_userfaultfd=0 (sysctl write) and runs children as uid 65534 (setuid).
+pheap_add_test_labels(rel_resource_limits_test LABELS root
+  TESTS "^ResourceLimits\\.UnprivilegedUserWithoutUnprivilegedUserfaultfdRoundTripsAHeap$")
