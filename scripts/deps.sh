@@ -14,6 +14,10 @@ have_header liburing.h || need+=(liburing-dev)
 have_header isa-l/crc.h || need+=(libisal-dev)
 have_header gtest/gtest.h || need+=(libgtest-dev)
 have_header gmock/gmock.h || need+=(libgmock-dev)
+# File systems of the snapshot campaigns (tests/reliability/snapshot_fs_test.cpp: reflink on
+# XFS and Btrfs loop images, sparse copy on ext4).
+command -v mkfs.xfs >/dev/null || [ -x /sbin/mkfs.xfs ] || need+=(xfsprogs)
+command -v mkfs.btrfs >/dev/null || [ -x /sbin/mkfs.btrfs ] || need+=(btrfs-progs)
 for extra in "$@"; do
   dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")
 done

@@ -5,17 +5,24 @@
 #   store_create_crash_test        atomic creation: SIGKILL, crash at every op, power cut
 #   rel_crash_point_test           PHEAP_FAULT_CRASH_AT=any:N / sync:N sweeps, crash during
 #                                  recovery, crash during snapshot
+#   store_integrity_test           format 2: segment CRCs, segment/journal identity, touch epochs
 #   rel_bad_input_test             truncation, bit flips, zeroed blocks, swapped/missing files,
 #                                  permissions (uid 65534) on every file of a datastore
 #   rel_parser_regression_test     fuzzer findings
 #   rel_full_disk_test             real ENOSPC on a loop-mounted ext4 image (root)
 #   rel_graph_kill_test            kill -9 of pheap-graph ingest --flush-every
-#   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased
+#   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
+#                                  chained kills during recovery, kills during close
+#   rel_fault_read_error_test      EIO on the Nth read during page faults and during open/recovery
+#   rel_snapshot_concurrency_test  snapshots and flushes racing many writer threads
+#   rel_snapshot_fs_test           reflink snapshots on XFS/Btrfs loop images, sparse on ext4,
+#                                  SIGKILL during snapshots (root)
 #   rel_resource_limits_test       low RLIMIT_NOFILE, io_uring refused (incl. the real
 #                                  kernel.io_uring_disabled=2: this script runs the campaigns
 #                                  one at a time, so it sets PHEAP_GLOBAL_SYSCTL_TESTS=1),
 #                                  uid 65534 with vm.unprivileged_userfaultfd=0
-#   scripts/fuzz.sh                libFuzzer on the superblock and journal parsers (--fuzz N;
+#   scripts/fuzz.sh                libFuzzer on the superblock, journal, segment header and root
+#                                  record parsers (--fuzz N;
 #                                  default 0 = skipped, 600 with --long when clang is present)
 # Default: CI size (about 3 minutes on 2 cores). --long: PHEAP_LONG=1 (≥ 2000 graph kills,
 # every recovery state, the io_uring sweep too) and 10 minutes of fuzzing per target.
@@ -45,9 +52,11 @@ fi
 [ $long -eq 1 ] && export PHEAP_LONG=1
 export PHEAP_GLOBAL_SYSCTL_TESTS=1  # campaigns run one at a time here (resource_limits_test)
 
-tests=(store/store_create_crash_test reliability/rel_crash_point_test reliability/rel_bad_input_test
-       reliability/rel_parser_regression_test reliability/rel_full_disk_test
-       reliability/rel_graph_kill_test reliability/rel_heap_kill_test
+tests=(store/store_create_crash_test store/store_integrity_test reliability/rel_crash_point_test
+       reliability/rel_bad_input_test reliability/rel_parser_regression_test
+       reliability/rel_full_disk_test reliability/rel_graph_kill_test
+       reliability/rel_heap_kill_test reliability/rel_fault_read_error_test
+       reliability/rel_snapshot_concurrency_test reliability/rel_snapshot_fs_test
        reliability/rel_resource_limits_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
