@@ -142,6 +142,8 @@ std::shared_ptr<engine> default_engine();
 //   PHEAP_FAULT_EIO_AT=<kind>:<n>[:sticky]  the n-th operation of kind fails with EIO (errc::io,
 //                                           "injected" in the message) once; ":sticky": it and
 //                                           every later operation of kind fail.
+//   PHEAP_FAULT_ENOSPC_AT=<kind>:<n>[:sticky]  the same with ENOSPC (errc::no_space). Rules are
+//                                           installed crash, EIO, ENOSPC; the first match wins.
 enum class op_kind { any, read, write, sync, metadata };
 
 enum class fault_action {

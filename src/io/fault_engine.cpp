@@ -50,7 +50,10 @@
 //       operation of the kind fails with EIO once (a transient error: a retry succeeds), or
 //       with ":sticky" it and every later one of the kind fail (a persistently bad disk) — for
 //       the read-error campaigns (e.g. "read:120:sticky" = every read from the 120th on).
-//   Both may be set; the crash rule is installed first (it wins when both match).
+//   PHEAP_FAULT_ENOSPC_AT=<kind>:<n>[:sticky] the same with fail_enospc (errc::no_space,
+//       ENOSPC) — for the write-error campaigns (a full disk: "write:40:sticky").
+//   Any of them may be set; they are installed in this order (crash, EIO, ENOSPC) and the
+//   first matching rule wins.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -199,6 +202,7 @@ class fault_engine_impl final : public fault_engine {
     if (!inner_) throw error(errc::invalid_argument, "", "make_fault_engine", "inner engine is null");
     if (auto r = rule_from_env("PHEAP_FAULT_CRASH_AT", fault_action::crash, false)) rules_.push_back(*r);
     if (auto r = rule_from_env("PHEAP_FAULT_EIO_AT", fault_action::fail_eio, true)) rules_.push_back(*r);
+    if (auto r = rule_from_env("PHEAP_FAULT_ENOSPC_AT", fault_action::fail_enospc, true)) rules_.push_back(*r);
   }
 
   std::string name() const override { return "fault(" + inner_->name() + ")"; }

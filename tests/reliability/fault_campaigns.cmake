@@ -8,3 +8,12 @@ if(TARGET pheap_tool)
   target_compile_definitions(rel_fault_read_error_test PRIVATE PHEAP_TOOL_BIN="$<TARGET_FILE:pheap_tool>")
   add_dependencies(rel_fault_read_error_test pheap_tool)
 endif()
+
+# Write and sync errors (EIO / ENOSPC through PHEAP_FAULT_EIO_AT / PHEAP_FAULT_ENOSPC_AT)
+# during eviction, flush, snapshot and recovery of the heap mix workload.
+pheap_add_test(rel_fault_write_error_test fault_write_error_test.cpp LABELS reliability)
+add_dependencies(rel_fault_write_error_test rel_heap_child)
+if(TARGET pheap_tool)
+  target_compile_definitions(rel_fault_write_error_test PRIVATE PHEAP_TOOL_BIN="$<TARGET_FILE:pheap_tool>")
+  add_dependencies(rel_fault_write_error_test pheap_tool)
+endif()

@@ -1,7 +1,8 @@
 // Shared pieces of the campaigns that run the mixed heap workload (heap_mix_workload.hpp) in a
 // victim process (rel_heap_child) and check the datastore it leaves behind:
 // heap_kill_test.cpp (kill -9 anywhere, chained kills during recovery, kills during close) and
-// fault_read_error_test.cpp (read errors during page faults and during open/recovery).
+// fault_read_error_test.cpp (read errors during page faults and during open/recovery) and
+// fault_write_error_test.cpp (write/sync errors during eviction, flush, snapshot, recovery).
 //
 //   line_reader    complete stdout lines of a child with a timeout (a hung victim is a
 //                  failure, not a hung test)

@@ -1,7 +1,7 @@
 // rel_heap_child — the victim process of the heap kill and resource-limit campaigns.
 //
 //   rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine]
-//                  [--crash-in-close K] MODE ARGS...
+//                  [--crash-in-close K] [--snapshot-every K] MODE ARGS...
 //     --nofile N     setrlimit(RLIMIT_NOFILE, N) first (soft and hard)
 //     --as-nobody    setgroups(0)/setgid/setuid(65534) first (needs root)
 //     --no-io-uring  a seccomp filter makes io_uring_setup(2) fail with EPERM, as
@@ -10,9 +10,15 @@
 //                    so PHEAP_FAULT_CRASH_AT / PHEAP_FAULT_EIO_AT (pheap/io.hpp) in the
 //                    environment inject crashes / EIO; mix modes then also print
 //                    "io open-reads N" after "opened" and "io reads N" at the end (read
-//                    operations counted by the engine so far)
+//                    operations counted by the engine so far), and likewise
+//                    "io open-writes N" / "io open-syncs N" / "io open-metadata N" and
+//                    "io writes N" / "io syncs N" / "io metadata N" (write, sync and
+//                    metadata operations)
 //     --crash-in-close K  (with --fault-engine, mix-close) _exit(86) just before the K-th
 //                    I/O operation (any kind) after "closing": a crash exactly mid-close
+//     --snapshot-every K  (mix) after the ack of every step S with S % K == 0, snapshot the
+//                    heap to DIR.snap-S: prints "snapshotting S", then "snapshot S EPOCH"
+//                    when manager::snapshot() returned (the copy holds step S)
 //   The core size limit is set to 0 (victims are killed on purpose; no core files), and SIGBUS
 //   gets its default action (also under sanitizers: a read error during a fault kills).
 //
@@ -84,9 +90,17 @@ void say(const std::string& line) {
 
 std::shared_ptr<io::fault_engine> g_fault;  // --fault-engine
 std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
+std::uint64_t g_snapshot_every = 0;          // --snapshot-every K
 
+// "io reads N" / "io writes N" / "io syncs N" ("io open-reads N", ... after the open).
 void say_reads(const char* what) {
-  if (g_fault) say(std::string("io ") + what + " " + std::to_string(g_fault->operations(io::op_kind::read)));
+  if (!g_fault) return;
+  const std::string w = what;
+  const std::string prefix = w == "open-reads" ? "open-" : "";
+  say("io " + w + " " + std::to_string(g_fault->operations(io::op_kind::read)));
+  say("io " + prefix + "writes " + std::to_string(g_fault->operations(io::op_kind::write)));
+  say("io " + prefix + "syncs " + std::to_string(g_fault->operations(io::op_kind::sync)));
+  say("io " + prefix + "metadata " + std::to_string(g_fault->operations(io::op_kind::metadata)));
 }
 
 int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer,
@@ -120,6 +134,11 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
     say("flushing " + std::to_string(ref.step));
     const auto e = m->flush();
     say("ack " + std::to_string(ref.step) + " " + std::to_string(ref.digest()) + " " + std::to_string(e));
+    if (g_snapshot_every > 0 && ref.step % g_snapshot_every == 0) {
+      say("snapshotting " + std::to_string(ref.step));
+      const auto se = m->snapshot(dir + ".snap-" + std::to_string(ref.step));
+      say("snapshot " + std::to_string(ref.step) + " " + std::to_string(se));
+    }
   }
   if (!dirty_close) {
     m.reset();
@@ -252,6 +271,9 @@ int main(int argc, char** argv) {
       } else if (a[0] == "--crash-in-close" && a.size() >= 2) {
         g_crash_in_close = std::stoull(a[1]);
         a.erase(a.begin(), a.begin() + 2);
+      } else if (a[0] == "--snapshot-every" && a.size() >= 2) {
+        g_snapshot_every = std::stoull(a[1]);
+        a.erase(a.begin(), a.begin() + 2);
       } else {
         return 2;
       }
@@ -267,7 +289,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
-    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
     return 2;
   } catch (const error& e) {
     say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +
