@@ -14,6 +14,9 @@
 #   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
 #                                  chained kills during recovery, kills during close
 #   rel_fault_read_error_test      EIO on the Nth read during page faults and during open/recovery
+#   rel_fault_write_error_test     EIO/ENOSPC on the Nth write, sync or metadata operation of a heap
+#                                  workload with snapshots, and of recovery opens
+#   rel_check_scrub_test           `pheap check` reports a damaged data page
 #   rel_snapshot_concurrency_test  snapshots and flushes racing many writer threads
 #   rel_snapshot_fs_test           reflink snapshots on XFS/Btrfs loop images, sparse on ext4,
 #                                  SIGKILL during snapshots (root)
@@ -56,6 +59,7 @@ tests=(store/store_create_crash_test store/store_integrity_test reliability/rel_
        reliability/rel_bad_input_test reliability/rel_parser_regression_test
        reliability/rel_full_disk_test reliability/rel_graph_kill_test
        reliability/rel_heap_kill_test reliability/rel_fault_read_error_test
+       reliability/rel_fault_write_error_test reliability/rel_check_scrub_test
        reliability/rel_snapshot_concurrency_test reliability/rel_snapshot_fs_test
        reliability/rel_resource_limits_test)
 targets=()
@@ -63,7 +67,7 @@ for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
 
 echo "== build ($build): ${targets[*]}"
 cmake -S . -B "$build" -G Ninja >/dev/null || exit 1
-cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child rel_heap_child || exit 1
+cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child rel_heap_child pheap_tool || exit 1
 
 log="$build/reliability"
 mkdir -p "$log"

@@ -676,7 +676,18 @@ class store_impl final : public sparse_store {
 
   // --- snapshot ----------------------------------------------------------------------------
 
+  // Every failure names the destination the caller passed (an I/O error inside the copy
+  // would otherwise name the temporary directory or dst's parent), and keeps its cause.
   void snapshot(const std::string& dst) override {
+    try {
+      snapshot_impl(dst);
+    } catch (const error& e) {
+      if (e.path() == dst) throw;
+      throw error(e.code(), dst, "snapshot", e.what(), e.sys_errno());
+    }
+  }
+
+  void snapshot_impl(const std::string& dst) {
     std::lock_guard cl(commit_mu_);  // no commit, hence no checkpoint, until we are done
     check_usable("snapshot");
     wait_checkpoint("snapshot");
