@@ -65,58 +65,20 @@
 namespace pheap::test {
 namespace {
 
-namespace fs = std::filesystem;
-using mixc::line_reader;
+using mixc::kTool;
+using mixc::kVictimBuffer;
+using mixc::outcome_counts;
 using mixc::problem;
-using mixc::tally;
 
-constexpr std::size_t kVictimBuffer = 512u << 10;
-constexpr int kLineTimeoutMs = 60000;  // the watchdog: a victim silent this long is hung
-
-#ifdef PHEAP_TOOL_BIN
-const std::string kTool = PHEAP_TOOL_BIN;
-#else
-const std::string kTool;
-#endif
-
-// One victim run, every line fed to the tracker; a victim silent for kLineTimeoutMs is killed
-// and reported as hung.
-struct run_outcome {
-  child_result r;
-  bool hung = false;
+// One victim run (mixc::run_victim) and the read counts it printed.
+struct run_outcome : mixc::victim_run {
   std::uint64_t reads = 0;       // "io reads N" (0 when it did not get that far)
   std::uint64_t open_reads = 0;  // "io open-reads N"
-  bool opened = false, closed = false;
-};
-
-run_outcome run_victim(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       mixc::mix_tracker& t, std::vector<problem>& ps) {
-  run_outcome o;
-  child_process c(argv, env);
-  line_reader lines(c.stdout_fd());
-  std::string out;
-  try {
-    for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) {
-      out += *l + "\n";
-      const std::string kind = t.on_line(*l, ps);
-      unsigned long long n = 0;
-      if (std::sscanf(l->c_str(), "io reads %llu", &n) == 1) o.reads = n;
-      if (std::sscanf(l->c_str(), "io open-reads %llu", &n) == 1) o.open_reads = n;
-      if (kind == "opened") o.opened = true;
-      if (kind == "closed") o.closed = true;
-    }
-  } catch (const std::exception& e) {
-    o.hung = true;
-    ps.push_back({std::string("hung: ") + e.what(), false});
-    c.kill9();
+  void parse(const std::string& l) {
+    unsigned long long n = 0;
+    if (std::sscanf(l.c_str(), "io reads %llu", &n) == 1) reads = n;
+    if (std::sscanf(l.c_str(), "io open-reads %llu", &n) == 1) open_reads = n;
   }
-  o.r = c.wait();
-  o.r.out = out + o.r.out;  // the lines read above, then any incomplete rest
-  return o;
-}
-
-struct outcome_counts {
-  std::uint64_t sigbus = 0, error_io = 0, error_poisoned = 0, completed = 0;
 };
 
 // Checks that a faulty run ended in one of the documented ways (see the header comment).
@@ -126,8 +88,8 @@ void classify(const run_outcome& o, const std::string& ds, bool sticky, std::uin
               std::vector<problem>& ps) {
   if (o.hung) return;
   const child_result& r = o.r;
-  const std::string injected = "injected by fault engine";
-  if (WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGBUS) {
+  const std::string& injected = mixc::kInjected;
+  if (mixc::died_of_sigbus(r)) {
     ++n.sigbus;
     const std::string want = "pheap: pager " + ds + ": page ";
     const auto at = r.err.find(want);
@@ -140,18 +102,14 @@ void classify(const run_outcome& o, const std::string& ds, bool sticky, std::uin
     return;
   }
   if (r.exited(1)) {
-    const auto lines = lines_with(r.out, "error ");
-    int code = -1, err = -1;
-    if (lines.size() != 1 || std::sscanf(lines[0].c_str(), "%d %d", &code, &err) != 2) {
-      ps.push_back({"exit 1 without one error line: " + r.out.substr(0, 500), false});
-      return;
-    }
-    const std::string& msg = lines[0];
+    const auto e = mixc::one_error_line(r, ps);
+    if (!e) return;
+    const std::string& msg = e->msg;
     const bool names_ds = msg.find(ds) != std::string::npos;
     const bool has_cause = msg.find(injected) != std::string::npos;
-    if (code == static_cast<int>(errc::io) && err == EIO && names_ds && has_cause) {
+    if (e->code == static_cast<int>(errc::io) && e->err == EIO && names_ds && has_cause) {
       ++n.error_io;
-    } else if (code == static_cast<int>(errc::poisoned) && names_ds && has_cause) {
+    } else if (e->code == static_cast<int>(errc::poisoned) && names_ds && has_cause) {
       ++n.error_poisoned;
     } else {
       ps.push_back({"not the specific error of a read failure (io/EIO or poisoned, naming the datastore "
@@ -161,13 +119,7 @@ void classify(const run_outcome& o, const std::string& ds, bool sticky, std::uin
     return;
   }
   if (r.exited(0)) {
-    ++n.completed;
-    if (!o.closed) ps.push_back({"exit 0 without \"closed\"", false});
-    if (expect_steps >= 0 && t.W != expect_steps) {
-      ps.push_back({"completed, but the last acknowledged step is " + std::to_string(t.W) + ", not " +
-                        std::to_string(expect_steps),
-                    false});
-    }
+    mixc::check_completed(o, expect_steps, t, n, ps);
     // A persistent error that was hit is never swallowed silently.
     if (sticky && o.reads >= nth && r.err.find(injected) == std::string::npos) {
       ps.push_back({"read " + std::to_string(nth) + " of " + std::to_string(o.reads) +
@@ -176,49 +128,18 @@ void classify(const run_outcome& o, const std::string& ds, bool sticky, std::uin
     }
     return;
   }
-  ps.push_back({"unexpected end: " + r.describe() + "; stdout " + r.out.substr(0, 300), false});
-}
-
-// A clean open after the faulty run: opens (at W or W+1), runs one step, acknowledges it.
-void clean_rerun(const std::string& bin, const std::string& ds, mixc::mix_tracker& t,
-                 std::vector<problem>& ps) {
-  const std::int64_t before = t.W;
-  const auto o = run_victim({bin, "mix", ds, std::to_string(t.seed), "1", std::to_string(kVictimBuffer)}, {}, t, ps);
-  if (o.hung) return;
-  if (!o.r.exited(0) || !o.opened || !o.closed) {
-    ps.push_back({"the next clean open failed: " + o.r.describe() + "; stdout " + o.r.out.substr(0, 300), false});
-  } else if (t.W <= before) {
-    ps.push_back({"the next clean open acknowledged no new step", false});
-  }
-}
-
-void report(tally& ta, const std::string& ctx, const mixc::mix_tracker& t, const std::vector<problem>& ps) {
-  for (const auto& p : ps) {
-    ++ta.failures;
-    if (p.data_lost) ++ta.lost;
-    ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
-  }
+  mixc::unexpected_end(r, ps);
 }
 
 std::string eio_env(std::uint64_t nth, bool sticky) {
   return "PHEAP_FAULT_EIO_AT=read:" + std::to_string(nth) + (sticky ? ":sticky" : "");
 }
 
-// The victim's environment: the read rule; for odd `i` pread/pwrite as the inner engine (else
-// the default: io_uring where it works); for every third `i` 8 pages of read-ahead on
-// sequential faults (batched fault reads whose failure is forgotten, see the regression
-// tests at the end).
+// The victim's environment (mixc::victim_env): the read rule, engines alternating, and every
+// third `i` 8 pages of read-ahead on sequential faults (batched fault reads whose failure is
+// forgotten, see the regression tests at the end).
 std::vector<std::string> victim_env(std::uint64_t nth, bool sticky, std::uint64_t i) {
-  std::vector<std::string> env{eio_env(nth, sticky)};
-  if (i % 2 == 1) env.push_back("PHEAP_IO_ENGINE=posix");
-  if (i % 3 == 2) env.push_back("PHEAP_READ_AHEAD=8");
-  return env;
-}
-
-void fresh_copy(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::remove_all(to, ec);
-  copy_dir(from, to);
+  return mixc::victim_env(eio_env(nth, sticky), i, true);
 }
 
 // ---- the env hook itself -------------------------------------------------------------------
@@ -248,10 +169,7 @@ TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
         e->read_at(*f, 0, buf, sizeof buf);
         failed += '.';
       } catch (const error& err) {
-        EXPECT_EQ(err.code(), errc::io);
-        EXPECT_EQ(err.sys_errno(), EIO);
-        EXPECT_NE(std::string(err.what()).find(path), std::string::npos) << err.what();
-        EXPECT_NE(std::string(err.what()).find("injected"), std::string::npos) << err.what();
+        mixc::expect_injected_error(err, errc::io, EIO, path);
         failed += 'x';
       }
     }
@@ -267,13 +185,7 @@ TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
   EXPECT_EQ(reads_failing("any:4"), "..x..");  // open counts as an operation of kind any
   for (const char* bad : {"read", "read:0", "read:x", "reads:3", "read:3:stick", "read:3:sticky:1", "read:-1"}) {
     env_guard g(bad);
-    try {
-      io::make_fault_engine(io::make_posix_engine());
-      ADD_FAILURE() << "accepted PHEAP_FAULT_EIO_AT=" << bad;
-    } catch (const error& e) {
-      EXPECT_EQ(e.code(), errc::invalid_argument) << bad;
-      EXPECT_NE(std::string(e.what()).find("PHEAP_FAULT_EIO_AT"), std::string::npos) << e.what();
-    }
+    mixc::expect_rule_rejected("PHEAP_FAULT_EIO_AT", bad);
   }
 }
 
@@ -281,36 +193,22 @@ TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
 
 TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecificErrorAndKeepTheWatermark) {
   if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
-  scenario_timer timer;
-  scratch_dir work;
-  const std::string bin = sibling_binary("rel_heap_child");
+  mixc::campaign c;
+  auto& [timer, work, bin, ds, rng, ta, n, tool_runs] = c;
   const std::uint64_t iterations = long_mode() ? 400 : 40;
   constexpr std::uint64_t kBaseSteps = 10, kSteps = 20;
-  std::mt19937_64 rng(std::random_device{}());
-  tally ta;
-  outcome_counts n;
-  std::uint64_t tool_runs = 0;
 
   // The base: a datastore at step kBaseSteps, written cleanly.
   const std::string base = work / "base";
   mixc::mix_tracker t0;
-  t0.reset(rng());
-  {
-    std::vector<problem> ps;
-    const auto o = run_victim({bin, "mix", base, std::to_string(t0.seed), std::to_string(kBaseSteps),
-                               std::to_string(kVictimBuffer)}, {}, t0, ps);
-    ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
-    ASSERT_EQ(t0.W, static_cast<std::int64_t>(kBaseSteps));
-  }
+  ASSERT_NO_FATAL_FAILURE(mixc::make_base(bin, base, rng, t0, kBaseSteps));
   // Calibration: the reads of the same work without faults.
-  const std::string ds = work / "d";
+  const auto argv = mixc::faulty_victim(bin, ds, t0, kSteps);
   std::uint64_t open_reads = 0, total_reads = 0;
   {
-    fresh_copy(base, ds);
-    mixc::mix_tracker t = t0;
+    mixc::mix_tracker t;
     std::vector<problem> ps;
-    const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), std::to_string(kSteps),
-                               std::to_string(kVictimBuffer)}, {}, t, ps);
+    const auto o = mixc::run_on_copy<run_outcome>(base, ds, argv, {}, t0, t, ps);
     ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration run: " << o.r.describe();
     open_reads = o.open_reads;
     total_reads = o.reads;
@@ -324,24 +222,11 @@ TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecif
     const bool sticky = i % 4 != 3;
     const std::string ctx = "iteration " + std::to_string(i + 1) + " (" + eio_env(nth, sticky) + " of " +
                             std::to_string(total_reads) + ")";
-    fresh_copy(base, ds);
-    mixc::mix_tracker t = t0;
+    mixc::mix_tracker t;
     std::vector<problem> ps;
-    const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), std::to_string(kSteps),
-                               std::to_string(kVictimBuffer)},
-                              victim_env(nth, sticky, i), t, ps);
+    const auto o = mixc::run_on_copy<run_outcome>(base, ds, argv, victim_env(nth, sticky, i), t0, t, ps);
     classify(o, ds, sticky, nth, static_cast<std::int64_t>(kBaseSteps + kSteps), t, n, ps);
-    ++ta.iterations;
-    report(ta, ctx, t, ps);
-    ps.clear();
-    const bool tool = i % 3 == 0 && !kTool.empty();
-    tool_runs += tool ? 1 : 0;
-    t.verify(ds, ps, tool ? kTool : std::string());
-    report(ta, ctx + " verify", t, ps);
-    ps.clear();
-    clean_rerun(bin, ds, t, ps);
-    t.verify(ds, ps);
-    report(ta, ctx + " clean rerun", t, ps);
+    mixc::end_faulty_run(bin, ds, t, ps, i % 3 == 0, ta, tool_runs, ctx);
   }
   std::printf("%llu runs over %llu reads (%llu at open): %llu SIGBUS with the pager's message, %llu io errors, "
               "%llu poisoned errors, %llu completed; %llu pheap check runs\n",
@@ -359,55 +244,24 @@ TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecif
 
 TEST(FaultReadError, ReadErrorsDuringOpenAndRecoveryGiveASpecificErrorOrSuccessAndTheNextOpenWorks) {
   if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
-  scenario_timer timer;
-  scratch_dir work;
-  const std::string bin = sibling_binary("rel_heap_child");
+  mixc::campaign c;
+  auto& [timer, work, bin, ds, rng, ta, n, tool_runs] = c;
   const std::uint64_t states = long_mode() ? 12 : 4;
   const std::uint64_t per_state = long_mode() ? 40 : 14;  // iterations per crash state
-  std::mt19937_64 rng(std::random_device{}());
-  tally ta;
-  outcome_counts n;
-  std::uint64_t recovered_states = 0, tool_runs = 0, max_open_reads = 0;
+  std::uint64_t recovered_states = 0, max_open_reads = 0;
 
   const std::string crash = work / "crash";
-  const std::string ds = work / "d";
   for (std::uint64_t st = 0; st < states && ta.failures < 5; ++st) {
     // A crash state: some clean steps, then a victim killed inside a flush.
-    std::error_code ec;
-    fs::remove_all(crash, ec);
     mixc::mix_tracker t0;
-    t0.reset(rng());
-    {
-      std::vector<problem> ps;
-      const auto o = run_victim({bin, "mix", crash, std::to_string(t0.seed), std::to_string(3 + rng() % 8),
-                                 std::to_string(kVictimBuffer)}, {}, t0, ps);
-      ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
-    }
-    {
-      std::vector<problem> ps;
-      child_process c({bin, "mix", crash, std::to_string(t0.seed), "1000000", std::to_string(kVictimBuffer)});
-      line_reader lines(c.stdout_fd());
-      std::uint64_t k = 2 + rng() % 4;
-      while (k > 0) {
-        const auto l = lines.next(kLineTimeoutMs);
-        ASSERT_TRUE(l.has_value()) << "crash-state victim ended early";
-        if (t0.on_line(*l, ps) == "flushing") --k;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));
-      c.kill9();
-      for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) t0.on_line(*l, ps);
-      ASSERT_TRUE(c.wait().killed());
-      t0.verify(crash, ps);  // also moves W to what the crash state holds
-      report(ta, "crash state " + std::to_string(st), t0, ps);
-    }
+    ASSERT_NO_FATAL_FAILURE(mixc::make_crash_state(bin, crash, rng, t0, ta, st));
+    const auto argv = mixc::faulty_victim(bin, ds, t0, 0);
     // Calibration: the reads of a clean recovery open of this state.
     std::uint64_t open_reads = 0;
     {
-      fresh_copy(crash, ds);
-      mixc::mix_tracker t = t0;
+      mixc::mix_tracker t;
       std::vector<problem> ps;
-      const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), "0",
-                                 std::to_string(kVictimBuffer)}, {}, t, ps);
+      const auto o = mixc::run_on_copy<run_outcome>(crash, ds, argv, {}, t0, t, ps);
       ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration open: " << o.r.describe();
       open_reads = o.open_reads;
       ASSERT_GT(open_reads, 0u);
@@ -425,25 +279,12 @@ TEST(FaultReadError, ReadErrorsDuringOpenAndRecoveryGiveASpecificErrorOrSuccessA
                                     : 1 + (j * (open_reads + 1) + rng() % (open_reads + 1)) / slots;
       const std::string ctx = "state " + std::to_string(st) + " (" + eio_env(nth, sticky) + " of " +
                               std::to_string(open_reads) + " open reads)";
-      fresh_copy(crash, ds);
-      mixc::mix_tracker t = t0;
+      mixc::mix_tracker t;
       std::vector<problem> ps;
-      const auto o = run_victim({bin, "--fault-engine", "mix", ds, std::to_string(t.seed), "0",
-                                 std::to_string(kVictimBuffer)},
-                                victim_env(nth, sticky, i / 2), t, ps);
+      const auto o = mixc::run_on_copy<run_outcome>(crash, ds, argv, victim_env(nth, sticky, i / 2), t0, t, ps);
       classify(o, ds, sticky, nth, -1, t, n, ps);
       if (o.r.exited(0) && !o.opened) ps.push_back({"completed without opening", false});
-      ++ta.iterations;
-      report(ta, ctx, t, ps);
-      ps.clear();
-      const bool tool = i % 3 == 0 && !kTool.empty();
-      tool_runs += tool ? 1 : 0;
-      t.verify(ds, ps, tool ? kTool : std::string());
-      report(ta, ctx + " verify", t, ps);
-      ps.clear();
-      clean_rerun(bin, ds, t, ps);
-      t.verify(ds, ps);
-      report(ta, ctx + " clean rerun", t, ps);
+      mixc::end_faulty_run(bin, ds, t, ps, i % 3 == 0, ta, tool_runs, ctx);
     }
   }
   std::printf("%llu faulty opens of %llu crash states (up to %llu reads per open): %llu io errors, "

@@ -46,15 +46,10 @@
 //   as exact.
 //
 // CI size: 40 + 32 + 20 + 4 x 12 runs; PHEAP_LONG=1: 400 + 320 + 200 + 12 x 40.
-#include <signal.h>
-#include <sys/wait.h>
-
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -69,19 +64,13 @@ namespace pheap::test {
 namespace {
 
 namespace fs = std::filesystem;
-using mixc::line_reader;
+using mixc::kTool;
+using mixc::kVictimBuffer;
+using mixc::outcome_counts;
 using mixc::problem;
 using mixc::tally;
 
-constexpr std::size_t kVictimBuffer = 512u << 10;
-constexpr int kLineTimeoutMs = 60000;  // the watchdog: a victim silent this long is hung
 constexpr std::uint64_t kSnapshotEvery = 7;
-
-#ifdef PHEAP_TOOL_BIN
-const std::string kTool = PHEAP_TOOL_BIN;
-#else
-const std::string kTool;
-#endif
 
 // One injected fault: the N-th operation of `kind` ("write" or "sync") fails with `err`.
 struct fault_spec {
@@ -95,12 +84,10 @@ struct fault_spec {
   }
 };
 
-struct run_outcome {
-  child_result r;
-  bool hung = false;
+// One victim run (mixc::run_victim), the operation counts and the snapshots it printed.
+struct run_outcome : mixc::victim_run {
   std::uint64_t writes = 0, syncs = 0, metadata = 0;  // "io writes N" / ... at the end
   std::uint64_t open_writes = 0, open_syncs = 0, open_metadata = 0;  // after the open
-  bool opened = false, closed = false;
   std::map<std::uint64_t, bool> snapshots;  // step -> acknowledged
   std::uint64_t count(const std::string& kind) const {
     return kind == "sync" ? syncs : kind == "metadata" ? metadata : writes;
@@ -108,43 +95,18 @@ struct run_outcome {
   std::uint64_t open_count(const std::string& kind) const {
     return kind == "sync" ? open_syncs : kind == "metadata" ? open_metadata : open_writes;
   }
-};
-
-run_outcome run_victim(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       mixc::mix_tracker& t, std::vector<problem>& ps) {
-  run_outcome o;
-  child_process c(argv, env);
-  line_reader lines(c.stdout_fd());
-  std::string out;
-  try {
-    for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) {
-      out += *l + "\n";
-      const std::string kind = t.on_line(*l, ps);
-      unsigned long long n = 0, e = 0;
-      if (std::sscanf(l->c_str(), "io writes %llu", &n) == 1) o.writes = n;
-      if (std::sscanf(l->c_str(), "io syncs %llu", &n) == 1) o.syncs = n;
-      if (std::sscanf(l->c_str(), "io open-writes %llu", &n) == 1) o.open_writes = n;
-      if (std::sscanf(l->c_str(), "io open-syncs %llu", &n) == 1) o.open_syncs = n;
-      if (std::sscanf(l->c_str(), "io metadata %llu", &n) == 1) o.metadata = n;
-      if (std::sscanf(l->c_str(), "io open-metadata %llu", &n) == 1) o.open_metadata = n;
-      if (std::sscanf(l->c_str(), "snapshotting %llu", &n) == 1) o.snapshots[n] = false;
-      if (std::sscanf(l->c_str(), "snapshot %llu %llu", &n, &e) == 2) o.snapshots[n] = true;
-      if (kind == "opened") o.opened = true;
-      if (kind == "closed") o.closed = true;
-    }
-  } catch (const std::exception& e) {
-    o.hung = true;
-    ps.push_back({std::string("hung: ") + e.what(), false});
-    c.kill9();
+  void parse(const std::string& line) {
+    const char* l = line.c_str();
+    unsigned long long n = 0, e = 0;
+    if (std::sscanf(l, "io writes %llu", &n) == 1) writes = n;
+    if (std::sscanf(l, "io syncs %llu", &n) == 1) syncs = n;
+    if (std::sscanf(l, "io open-writes %llu", &n) == 1) open_writes = n;
+    if (std::sscanf(l, "io open-syncs %llu", &n) == 1) open_syncs = n;
+    if (std::sscanf(l, "io metadata %llu", &n) == 1) metadata = n;
+    if (std::sscanf(l, "io open-metadata %llu", &n) == 1) open_metadata = n;
+    if (std::sscanf(l, "snapshotting %llu", &n) == 1) snapshots[n] = false;
+    if (std::sscanf(l, "snapshot %llu %llu", &n, &e) == 2) snapshots[n] = true;
   }
-  o.r = c.wait();
-  o.r.out = out + o.r.out;
-  return o;
-}
-
-struct outcome_counts {
-  std::uint64_t error_io = 0, error_no_space = 0, error_poisoned = 0, completed = 0, completed_reported = 0,
-                completed_unreported = 0, sigbus = 0, snapshots_acked = 0, snapshots_failed = 0;
 };
 
 // Checks that a faulty run ended in one of the documented ways (header comment).
@@ -152,13 +114,13 @@ void classify(const run_outcome& o, const std::string& ds, const fault_spec& f, 
               const mixc::mix_tracker& t, outcome_counts& n, std::vector<problem>& ps) {
   if (o.hung) return;
   const child_result& r = o.r;
-  const std::string injected = "injected by fault engine";
+  const std::string& injected = mixc::kInjected;
   // Under ASan/UBSan a report in the victim is a failure whatever its exit status.
   if (r.err.find("Sanitizer") != std::string::npos || r.err.find("runtime error:") != std::string::npos) {
     ps.push_back({"sanitizer report in the victim: " + r.err.substr(0, 2000), false});
     return;
   }
-  if (WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGBUS) {
+  if (mixc::died_of_sigbus(r)) {
     ++n.sigbus;
     const std::string want = "pheap: pager " + ds + ": page ";
     const auto at = r.err.find(want);
@@ -168,13 +130,10 @@ void classify(const run_outcome& o, const std::string& ds, const fault_spec& f, 
     return;
   }
   if (r.exited(1)) {
-    const auto lines = lines_with(r.out, "error ");
-    int code = -1, err = -1;
-    if (lines.size() != 1 || std::sscanf(lines[0].c_str(), "%d %d", &code, &err) != 2) {
-      ps.push_back({"exit 1 without one error line: " + r.out.substr(0, 500), false});
-      return;
-    }
-    const std::string& msg = lines[0];
+    const auto e = mixc::one_error_line(r, ps);
+    if (!e) return;
+    const std::string& msg = e->msg;
+    const int code = e->code, err = e->err;
     // The datastore, or — for a failure inside snapshot() — the temporary directory the
     // snapshot is built in (".<name>.creating-XXXXXX" next to the destination, FORMAT.md).
     bool names_ds = msg.find(ds + "/") != std::string::npos || msg.find(ds + ":") != std::string::npos;
@@ -209,13 +168,7 @@ void classify(const run_outcome& o, const std::string& ds, const fault_spec& f, 
     return;
   }
   if (r.exited(0)) {
-    ++n.completed;
-    if (!o.closed) ps.push_back({"exit 0 without \"closed\"", false});
-    if (expect_steps >= 0 && t.W != expect_steps) {
-      ps.push_back({"completed, but the last acknowledged step is " + std::to_string(t.W) + ", not " +
-                        std::to_string(expect_steps),
-                    false});
-    }
+    mixc::check_completed(o, expect_steps, t, n, ps);
     // A failed write or sync poisons the store: it is never swallowed silently. (Metadata
     // operations include the unlink of a checkpointed journal after a commit, whose failure
     // is ignored by design — sparse_store.cpp: "harmless: the next read-write open removes
@@ -233,7 +186,7 @@ void classify(const run_outcome& o, const std::string& ds, const fault_spec& f, 
     }
     return;
   }
-  ps.push_back({"unexpected end: " + r.describe() + "; stdout " + r.out.substr(0, 300), false});
+  mixc::unexpected_end(r, ps);
 }
 
 // Every snapshot the run started: acknowledged ones hold exactly their step; others are absent
@@ -274,48 +227,13 @@ void check_snapshots(const run_outcome& o, const std::string& ds, mixc::mix_trac
   }
 }
 
-void clean_rerun(const std::string& bin, const std::string& ds, mixc::mix_tracker& t, std::vector<problem>& ps) {
-  const std::int64_t before = t.W;
-  const auto o = run_victim({bin, "mix", ds, std::to_string(t.seed), "1", std::to_string(kVictimBuffer)}, {}, t, ps);
-  if (o.hung) return;
-  if (!o.r.exited(0) || !o.opened || !o.closed) {
-    ps.push_back({"the next clean open failed: " + o.r.describe() + "; stdout " + o.r.out.substr(0, 300), false});
-  } else if (t.W <= before) {
-    ps.push_back({"the next clean open acknowledged no new step", false});
-  }
-}
-
-void report(tally& ta, const std::string& ctx, const mixc::mix_tracker& t, const std::vector<problem>& ps) {
-  for (const auto& p : ps) {
-    ++ta.failures;
-    if (p.data_lost) ++ta.lost;
-    ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
-  }
-}
-
-std::vector<std::string> victim_env(const fault_spec& f, std::uint64_t i) {
-  std::vector<std::string> env{f.env()};
-  if (i % 2 == 1) env.push_back("PHEAP_IO_ENGINE=posix");
-  return env;
-}
-
-void fresh_copy(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::remove_all(to, ec);
-  copy_dir(from, to);
-}
-
-// After a faulty run: the datastore (and snapshots) verify, a clean rerun works and verifies.
-void after_run(const std::string& bin, const std::string& ds, const run_outcome& o, mixc::mix_tracker& t,
-               bool tool, outcome_counts& n, tally& ta, const std::string& ctx) {
-  std::vector<problem> ps;
-  t.verify(ds, ps, tool ? kTool : std::string());
-  check_snapshots(o, ds, t, n, ps);
-  report(ta, ctx + " verify", t, ps);
-  ps.clear();
-  clean_rerun(bin, ds, t, ps);
-  t.verify(ds, ps);
-  report(ta, ctx + " clean rerun", t, ps);
+// The end of a faulty run (mixc::end_faulty_run): the datastore and the snapshots verify, a
+// clean rerun works and verifies.
+void end_faulty_run(const std::string& bin, const std::string& ds, const run_outcome& o, mixc::mix_tracker& t,
+                    const std::vector<problem>& ps, bool tool, outcome_counts& n, tally& ta, std::uint64_t& tool_runs,
+                    const std::string& ctx) {
+  mixc::end_faulty_run(bin, ds, t, ps, tool, ta, tool_runs, ctx,
+                       [&](std::vector<problem>& snaps) { check_snapshots(o, ds, t, n, snaps); });
 }
 
 void print_counts(const char* what, const tally& ta, const outcome_counts& n, std::uint64_t tool_runs) {
@@ -357,10 +275,7 @@ TEST(FaultWriteError, EnospcAtEnvironmentVariableFailsTheNthWriteOrSyncOnceOrFro
         }
         out += '.';
       } catch (const error& err) {
-        EXPECT_EQ(err.code(), errc::no_space);
-        EXPECT_EQ(err.sys_errno(), ENOSPC);
-        EXPECT_NE(std::string(err.what()).find(path), std::string::npos) << err.what();
-        EXPECT_NE(std::string(err.what()).find("injected"), std::string::npos) << err.what();
+        mixc::expect_injected_error(err, errc::no_space, ENOSPC, path);
         out += 'x';
       }
     }
@@ -386,49 +301,27 @@ TEST(FaultWriteError, EnospcAtEnvironmentVariableFailsTheNthWriteOrSyncOnceOrFro
   }
   for (const char* bad : {"write", "write:0", "writes:3", "write:3:stick", "write:3:sticky:1"}) {
     env_guard g("PHEAP_FAULT_ENOSPC_AT", bad);
-    try {
-      io::make_fault_engine(io::make_posix_engine());
-      ADD_FAILURE() << "accepted PHEAP_FAULT_ENOSPC_AT=" << bad;
-    } catch (const error& e) {
-      EXPECT_EQ(e.code(), errc::invalid_argument) << bad;
-      EXPECT_NE(std::string(e.what()).find("PHEAP_FAULT_ENOSPC_AT"), std::string::npos) << e.what();
-    }
+    mixc::expect_rule_rejected("PHEAP_FAULT_ENOSPC_AT", bad);
   }
 }
 
 // ---- write / sync errors during a running workload -------------------------------------------
 
 void sweep_running(const std::string& kind, const char* scenario, std::uint64_t iterations) {
-  scenario_timer timer;
-  scratch_dir work;
-  const std::string bin = sibling_binary("rel_heap_child");
+  mixc::campaign c;
+  auto& [timer, work, bin, ds, rng, ta, n, tool_runs] = c;
   constexpr std::uint64_t kBaseSteps = 10, kSteps = 20;
-  std::mt19937_64 rng(std::random_device{}());
-  tally ta;
-  outcome_counts n;
-  std::uint64_t tool_runs = 0;
 
   const std::string base = work / "base";
   mixc::mix_tracker t0;
-  t0.reset(rng());
-  {
-    std::vector<problem> ps;
-    const auto o = run_victim({bin, "mix", base, std::to_string(t0.seed), std::to_string(kBaseSteps),
-                               std::to_string(kVictimBuffer)}, {}, t0, ps);
-    ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
-    ASSERT_EQ(t0.W, static_cast<std::int64_t>(kBaseSteps));
-  }
-  const std::string ds = work / "d";
-  const std::vector<std::string> argv{bin, "--fault-engine", "--snapshot-every", std::to_string(kSnapshotEvery),
-                                      "mix", ds, std::to_string(t0.seed), std::to_string(kSteps),
-                                      std::to_string(kVictimBuffer)};
+  ASSERT_NO_FATAL_FAILURE(mixc::make_base(bin, base, rng, t0, kBaseSteps));
+  const auto argv = mixc::faulty_victim(bin, ds, t0, kSteps, {"--snapshot-every", std::to_string(kSnapshotEvery)});
   // Calibration: the operations of the same work without faults.
   std::uint64_t first = 0, total = 0;
   {
-    fresh_copy(base, ds);
-    mixc::mix_tracker t = t0;
+    mixc::mix_tracker t;
     std::vector<problem> ps;
-    const auto o = run_victim(argv, {}, t, ps);
+    const auto o = mixc::run_on_copy<run_outcome>(base, ds, argv, {}, t0, t, ps);
     ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration run: " << o.r.describe();
     check_snapshots(o, ds, t, n, ps);
     ASSERT_TRUE(ps.empty()) << ps.front().what;
@@ -451,16 +344,11 @@ void sweep_running(const std::string& kind, const char* scenario, std::uint64_t 
     f.sticky = i % 4 != 3;
     const std::string ctx = std::string(scenario) + " iteration " + std::to_string(i + 1) + " (" + f.env() +
                             " of " + std::to_string(total) + ")";
-    fresh_copy(base, ds);
-    mixc::mix_tracker t = t0;
+    mixc::mix_tracker t;
     std::vector<problem> ps;
-    const auto o = run_victim(argv, victim_env(f, i), t, ps);
+    const auto o = mixc::run_on_copy<run_outcome>(base, ds, argv, mixc::victim_env(f.env(), i, false), t0, t, ps);
     classify(o, ds, f, static_cast<std::int64_t>(kBaseSteps + kSteps), t, n, ps);
-    ++ta.iterations;
-    report(ta, ctx, t, ps);
-    const bool tool = i % 4 == 0 && !kTool.empty();
-    tool_runs += tool ? 1 : 0;
-    after_run(bin, ds, o, t, tool, n, ta, ctx);
+    end_faulty_run(bin, ds, o, t, ps, i % 4 == 0, n, ta, tool_runs, ctx);
   }
   print_counts(scenario, ta, n, tool_runs);
   // Almost every N lies inside the run: the failure paths must have been exercised, both errnos.
@@ -491,56 +379,24 @@ TEST(FaultWriteError, MetadataErrorsDuringFlushCheckpointAndSnapshotGiveASpecifi
 
 TEST(FaultWriteError, WriteAndSyncErrorsDuringRecoveryGiveASpecificErrorAndTheNextOpenWorks) {
   if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
-  scenario_timer timer;
-  scratch_dir work;
-  const std::string bin = sibling_binary("rel_heap_child");
+  mixc::campaign c;
+  auto& [timer, work, bin, ds, rng, ta, n, tool_runs] = c;
   const std::uint64_t states = long_mode() ? 12 : 4;
   const std::uint64_t per_state = long_mode() ? 40 : 12;
-  std::mt19937_64 rng(std::random_device{}());
-  tally ta;
-  outcome_counts n;
-  std::uint64_t tool_runs = 0, in_open = 0, max_writes = 0, max_syncs = 0;
+  std::uint64_t in_open = 0, max_writes = 0, max_syncs = 0;
 
   const std::string crash = work / "crash";
-  const std::string ds = work / "d";
   for (std::uint64_t st = 0; st < states && ta.failures < 5; ++st) {
-    std::error_code ec;
-    fs::remove_all(crash, ec);
+    // A crash state: killed inside a flush.
     mixc::mix_tracker t0;
-    t0.reset(rng());
-    {
-      std::vector<problem> ps;
-      const auto o = run_victim({bin, "mix", crash, std::to_string(t0.seed), std::to_string(3 + rng() % 8),
-                                 std::to_string(kVictimBuffer)}, {}, t0, ps);
-      ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
-    }
-    {
-      // A crash state: killed inside a flush.
-      std::vector<problem> ps;
-      child_process c({bin, "mix", crash, std::to_string(t0.seed), "1000000", std::to_string(kVictimBuffer)});
-      line_reader lines(c.stdout_fd());
-      std::uint64_t k = 2 + rng() % 4;
-      while (k > 0) {
-        const auto l = lines.next(kLineTimeoutMs);
-        ASSERT_TRUE(l.has_value()) << "crash-state victim ended early";
-        if (t0.on_line(*l, ps) == "flushing") --k;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));
-      c.kill9();
-      for (std::optional<std::string> l; (l = lines.next(kLineTimeoutMs));) t0.on_line(*l, ps);
-      ASSERT_TRUE(c.wait().killed());
-      t0.verify(crash, ps);
-      report(ta, "crash state " + std::to_string(st), t0, ps);
-    }
-    const std::vector<std::string> argv{bin, "--fault-engine", "mix", ds, std::to_string(t0.seed), "0",
-                                        std::to_string(kVictimBuffer)};
+    ASSERT_NO_FATAL_FAILURE(mixc::make_crash_state(bin, crash, rng, t0, ta, st));
+    const auto argv = mixc::faulty_victim(bin, ds, t0, 0);
     // Calibration: writes and syncs of a clean recovery open and close of this state.
     run_outcome cal;
     {
-      fresh_copy(crash, ds);
-      mixc::mix_tracker t = t0;
+      mixc::mix_tracker t;
       std::vector<problem> ps;
-      const auto o = run_victim(argv, {}, t, ps);
+      const auto o = mixc::run_on_copy<run_outcome>(crash, ds, argv, {}, t0, t, ps);
       ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "calibration open: " << o.r.describe();
       cal = o;
       ASSERT_GT(o.syncs, 0u);
@@ -566,17 +422,12 @@ TEST(FaultWriteError, WriteAndSyncErrorsDuringRecoveryGiveASpecificErrorAndTheNe
       f.sticky = (i / 6) % 2 == 0;
       if (f.nth <= cal.open_count(f.kind)) ++in_open;
       const std::string ctx = "state " + std::to_string(st) + " (" + f.env() + " of " + std::to_string(ops) + ")";
-      fresh_copy(crash, ds);
-      mixc::mix_tracker t = t0;
+      mixc::mix_tracker t;
       std::vector<problem> ps;
-      const auto o = run_victim(argv, victim_env(f, i / 3), t, ps);
+      const auto o = mixc::run_on_copy<run_outcome>(crash, ds, argv, mixc::victim_env(f.env(), i / 3, false), t0, t, ps);
       classify(o, ds, f, -1, t, n, ps);
       if (o.r.exited(0) && !o.opened) ps.push_back({"completed without opening", false});
-      ++ta.iterations;
-      report(ta, ctx, t, ps);
-      const bool tool = i % 4 == 0 && !kTool.empty();
-      tool_runs += tool ? 1 : 0;
-      after_run(bin, ds, o, t, tool, n, ta, ctx);
+      end_faulty_run(bin, ds, o, t, ps, i % 4 == 0, n, ta, tool_runs, ctx);
     }
   }
   print_counts("fault_write_error_during_recovery", ta, n, tool_runs);

@@ -50,17 +50,11 @@ namespace pheap::test {
 namespace {
 
 namespace fs = std::filesystem;
+using mixc::kTool;
+using mixc::kVictimBuffer;
 using mixc::line_reader;
 using mixc::problem;
 using mixc::tally;
-
-constexpr std::size_t kVictimBuffer = 512u << 10;
-
-#ifdef PHEAP_TOOL_BIN
-const std::string kTool = PHEAP_TOOL_BIN;
-#else
-const std::string kTool;
-#endif
 
 using clock_type = std::chrono::steady_clock;
 
@@ -93,11 +87,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
     ++jobs;
   };
   auto report = [&](tally& ta, const std::string& ctx, const std::vector<problem>& ps) {
-    for (const auto& p : ps) {
-      ++ta.failures;
-      if (p.data_lost) ++ta.lost;
-      ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
-    }
+    mixc::report(ta, ctx, t, ps);
   };
   auto note_open = [&](const std::string& kind, clock_type::time_point t0) {
     double* avg = kind == "starting" ? &start_ms : kind == "opened" ? &open_ms : nullptr;
@@ -250,13 +240,7 @@ TEST(HeapMixKill, Kill9DuringCloseLeavesTheLastAcknowledgedStepOrTheClosingOneAn
   double close_ms_sum = 0;
   std::uint64_t close_ms_n = 0;
   mixc::mix_tracker t;
-  auto report = [&](const std::string& ctx, const std::vector<problem>& ps) {
-    for (const auto& p : ps) {
-      ++ta.failures;
-      if (p.data_lost) ++ta.lost;
-      ADD_FAILURE() << ctx << " (seed " << t.seed << ", W " << t.W << "): " << p.what;
-    }
-  };
+  auto report = [&](const std::string& ctx, const std::vector<problem>& ps) { mixc::report(ta, ctx, t, ps); };
   std::uint64_t runs = 0;
   while (ta.iterations < target && ta.failures < 3) {
     if (runs % 10 == 0) {

@@ -18,19 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(v.size());
-  std::memcpy(out.data(), v.data(), v.size());
-  return out;
-}
-
-void write_file(const std::string& path, const std::vector<std::byte>& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
 class StoreRecovery : public store_test {
  protected:
   // A datastore with epochs 1 (pages 0..3 v1, root "e1") and 2 (pages 4, 20 v2, root "e2"),

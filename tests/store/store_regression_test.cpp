@@ -21,19 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(v.size());
-  std::memcpy(out.data(), v.data(), v.size());
-  return out;
-}
-
-void write_file(const std::string& path, const std::vector<std::byte>& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
 std::uint64_t journal_size(const std::string& dir, std::uint64_t epoch) {
   const std::string j = dir + "/" + store::journal_name(epoch);
   return fs::exists(j) ? fs::file_size(j) : 0;

@@ -89,6 +89,19 @@ inline bool is_zero(const std::vector<std::uint8_t>& v) {
   return std::all_of(v.begin(), v.end(), [](std::uint8_t b) { return b == 0; });
 }
 
+// The whole content of `path` (empty if it cannot be read) / replaces it with `data`.
+inline std::vector<std::byte> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size());
+  return out;
+}
+inline void write_file(const std::string& path, const std::vector<std::byte>& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
 // Flips the bits of `mask` in the byte of `path` at `offset` (the file must exist).
 inline void flip_bit(const std::string& path, std::uint64_t offset, char mask = 0x10) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
