@@ -110,6 +110,7 @@ segment_set::segment_set(io::engine& eng, std::string dir, const uuid& id,
       read_only_(read_only),
       files_(segment_count),
       tables_(segment_count),
+      table_ptrs_(std::make_unique<std::atomic<crc_table*>[]>(segment_count)),
       slot_epochs_(segment_count, {-1, -1}),
       touch_(segment_count, 0) {}
 
@@ -319,17 +320,11 @@ void segment_set::mark_data(page_bitmap& bits) const {
 }
 
 segment_set::crc_table& segment_set::table(std::uint64_t index) {
-  {
-    std::shared_lock lk(mu_);
-    if (tables_[index]) return *tables_[index];
-  }
+  // Hot path (every page read from a segment): one acquire load, no lock.
+  if (crc_table* t = table_ptrs_[index].load(std::memory_order_acquire)) return *t;
   std::lock_guard load(load_mu_);
-  std::shared_ptr<io::file> f;
-  {
-    std::shared_lock lk(mu_);
-    if (tables_[index]) return *tables_[index];
-    f = files_[index];
-  }
+  if (crc_table* t = table_ptrs_[index].load(std::memory_order_acquire)) return *t;
+  std::shared_ptr<io::file> f = get(index);
   auto t = std::make_unique<crc_table>(pages_per_segment_);
   if (f) {
     std::vector<std::uint32_t> raw(segment_table_bytes(pages_per_segment_) / 4);
@@ -339,9 +334,10 @@ segment_set::crc_table& segment_set::table(std::uint64_t index) {
       (*t)[p].store(raw[p], std::memory_order_relaxed);
     }
   }
-  std::unique_lock lk(mu_);
-  tables_[index] = std::move(t);
-  return *tables_[index];
+  crc_table& ref = *t;
+  tables_[index] = std::move(t);  // owned under load_mu_, published below
+  table_ptrs_[index].store(&ref, std::memory_order_release);
+  return ref;
 }
 
 bool segment_set::verify(std::uint64_t page, const void* image) {
@@ -410,7 +406,7 @@ std::uint64_t segment_set::checkpoint(
       const std::uint64_t page = chunk_pages[k];
       const std::uint64_t seg = page / pages_per_segment_;
       const std::uint64_t in_seg = page % pages_per_segment_;
-      (*tables_[seg])[in_seg].store(detail::crc32c(reads[k].buf, page_size_),
+      table(seg)[in_seg].store(detail::crc32c(reads[k].buf, page_size_),
                                     std::memory_order_relaxed);
       touched[seg].insert(in_seg / entries_per_block);
     }
@@ -463,7 +459,7 @@ std::uint64_t segment_set::checkpoint(
   std::vector<std::uint32_t> blocks;
   for (const auto& [seg, dirty] : touched) {
     if (dirty.empty()) continue;
-    const crc_table& t = *tables_[seg];
+    const crc_table& t = table(seg);
     std::shared_ptr<io::file> f = get(seg);
     blocks.assign(dirty.size() * entries_per_block, 0);
     std::vector<io::write_request> tw;

@@ -173,9 +173,12 @@ class segment_set {
   std::uint64_t pages_per_segment_;
   std::uint64_t file_size_;
   bool read_only_;
-  mutable std::shared_mutex mu_;  // guards files_ and tables_ (the pointers, not the contents)
+  mutable std::shared_mutex mu_;  // guards files_ (the pointers, not the contents)
   std::vector<std::shared_ptr<io::file>> files_;
+  // CRC tables, loaded once per segment: owned by tables_ (written under load_mu_), read
+  // lock-free through table_ptrs_ (published with release after the table is filled).
   std::vector<std::unique_ptr<crc_table>> tables_;
+  std::unique_ptr<std::atomic<crc_table*>[]> table_ptrs_;
   // Per segment: touch epoch of each header slot as on disk (-1: invalid / never written),
   // and the last touch (the digest's value). Written by open and checkpoint, which never run
   // concurrently with each other or with digest()/rewrite_identity() (commit lock).
