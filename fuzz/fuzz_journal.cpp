@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "fuzz/mem_engine.hpp"
 #include "sparse_store/journal.hpp"
 #include "sparse_store/layout.hpp"
@@ -43,7 +43,7 @@ void fix_crcs(std::vector<std::uint8_t>& j, std::uint32_t ps) {
     const auto count = get<std::uint64_t>(r, 16);
     std::memcpy(r + record_uuid_offset, kFuzzId.data(), kFuzzId.size());
     if (type == static_cast<std::uint32_t>(record_type::discard)) {
-      put<std::uint32_t>(r, record_fixed_size, detail::crc32c(r, record_fixed_size));
+      put<std::uint32_t>(r, record_fixed_size, crc32c(r, record_fixed_size));
       off += discard_header_size;
       continue;
     }
@@ -54,9 +54,9 @@ void fix_crcs(std::vector<std::uint8_t>& j, std::uint32_t ps) {
     if (hsize + count * ps > room) return;
     for (std::uint64_t i = 0; i < count; ++i) {
       put<std::uint32_t>(r, record_fixed_size + i * record_entry_size + 8,
-                         detail::crc32c(r + hsize + i * ps, ps));
+                         crc32c(r + hsize + i * ps, ps));
     }
-    put<std::uint32_t>(r, hsize - record_trailer_size, detail::crc32c(r, hsize - record_trailer_size));
+    put<std::uint32_t>(r, hsize - record_trailer_size, crc32c(r, hsize - record_trailer_size));
     off += hsize + count * ps;
   }
 }

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "heap/root_record.hpp"
 #include "pheap/error.hpp"
 #include "sparse_store/layout.hpp"
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // description_len at 40, crc at 44 (root_record.hpp layout)
     const auto len = store::get<std::uint32_t>(blob.data(), 40);
     if (len <= blob.size() - heap::root_record::fixed_bytes) {
-      std::uint32_t crc = detail::crc32c(blob.data(), 44);  // chained as root_record::encode
-      crc = detail::crc32c(blob.data() + heap::root_record::fixed_bytes, len, crc);
+      std::uint32_t crc = crc32c(blob.data(), 44);  // chained as root_record::encode
+      crc = crc32c(blob.data() + heap::root_record::fixed_bytes, len, crc);
       store::put<std::uint32_t>(blob.data(), 44, crc);
     }
   }

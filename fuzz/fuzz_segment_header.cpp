@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/segment_set.hpp"
 
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::memcpy(slot.data(), data + 1, std::min(size - 1, segment_header_size));
   if (data[0] & 1) {
     put<std::uint32_t>(slot.data(), segment_header_size - 4,
-                       detail::crc32c(slot.data(), segment_header_size - 4));
+                       crc32c(slot.data(), segment_header_size - 4));
   }
   segment_header h;
   const std::string why = decode_segment_header(slot.data(), h);

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "fuzz/mem_engine.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/superblock.hpp"
@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t s = 0; s < slot_count; ++s) {
       if (file.size() < (s + 1) * slot_size) break;
       std::uint8_t* slot = file.data() + s * slot_size;
-      put<std::uint32_t>(slot, off_crc, detail::crc32c(slot, off_crc));
+      put<std::uint32_t>(slot, off_crc, crc32c(slot, off_crc));
     }
   }
   for (std::size_t s = 0; s < slot_count; ++s) {

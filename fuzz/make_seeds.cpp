@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "heap/heap_header.hpp"
 #include "heap/root_record.hpp"
 #include "sparse_store/journal.hpp"
@@ -46,7 +46,7 @@ void append_pages(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint32
   std::vector<std::uint32_t> crcs;
   for (std::size_t i = 0; i < pages.size(); ++i) {
     for (std::uint32_t k = 0; k < ps; ++k) images[i * ps + k] = static_cast<std::uint8_t>(pages[i] * 31 + k);
-    crcs.push_back(detail::crc32c(images.data() + i * ps, ps));
+    crcs.push_back(crc32c(images.data() + i * ps, ps));
   }
   std::vector<std::uint8_t> h(pages_header_size(pages.size()));
   encode_pages_header(reinterpret_cast<std::byte*>(h.data()), kFuzzId, epoch, pages.size(), pages.data(), crcs.data());

@@ -1,11 +1,11 @@
-#include "sparse_store/journal.hpp"
+#include "journal.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
-#include "sparse_store/layout.hpp"
+#include "layout.hpp"
 
 namespace pheap::store {
 
@@ -23,7 +23,7 @@ void put_fixed(std::byte* out, record_type type, const uuid& id, std::uint64_t e
 
 void put_trailer(std::byte* out, std::size_t header_size) {
   const std::size_t crc_off = header_size - record_trailer_size;
-  put<std::uint32_t>(out, crc_off, detail::crc32c(out, crc_off));
+  put<std::uint32_t>(out, crc_off, crc32c(out, crc_off));
   put<std::uint32_t>(out, crc_off + 4, 0);
 }
 
@@ -106,7 +106,7 @@ void scan_journal(io::engine& eng, io::file& f, const std::string& path, const u
     std::memcpy(header.data(), fixed, sizeof fixed);
     eng.read_at(f, off + sizeof fixed, header.data() + sizeof fixed, hsize - sizeof fixed);
     const std::size_t crc_off = hsize - record_trailer_size;
-    if (get<std::uint32_t>(header.data(), crc_off) != detail::crc32c(header.data(), crc_off)) {
+    if (get<std::uint32_t>(header.data(), crc_off) != crc32c(header.data(), crc_off)) {
       throw bad(off, "header crc mismatch");
     }
     if (rec_epoch != epoch) {
@@ -145,7 +145,7 @@ void scan_journal(io::engine& eng, io::file& f, const std::string& path, const u
       for (std::uint64_t k = 0; k < n; ++k) {
         const auto want = get<std::uint32_t>(
             header.data(), record_fixed_size + (i + k) * record_entry_size + 8);
-        if (detail::crc32c(images.data() + k * page_size, page_size) != want) {
+        if (crc32c(images.data() + k * page_size, page_size) != want) {
           throw bad(off, "crc mismatch in the image of page " + std::to_string(pages[i + k]) +
                              " at offset " + std::to_string(image_off + (i + k) * page_size));
         }

@@ -1,4 +1,4 @@
-#include "sparse_store/layout.hpp"
+#include "layout.hpp"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "sparse_store/segment_set.hpp"
+#include "segment_set.hpp"
 
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 #include <set>
 #include <unordered_set>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
-#include "sparse_store/journal.hpp"
-#include "sparse_store/layout.hpp"
+#include "journal.hpp"
+#include "layout.hpp"
 
 namespace pheap::store {
 
@@ -69,7 +69,7 @@ void encode_segment_header(std::byte* out, const segment_header& h) {
   put<std::uint64_t>(out, hdr_index, h.index);
   put<std::uint64_t>(out, hdr_segment_size, h.segment_size);
   put<std::uint64_t>(out, hdr_touch_epoch, h.touch_epoch);
-  put<std::uint32_t>(out, hdr_crc, detail::crc32c(out, hdr_crc));
+  put<std::uint32_t>(out, hdr_crc, crc32c(out, hdr_crc));
 }
 
 std::string decode_segment_header(const std::byte* in, segment_header& h) {
@@ -78,7 +78,7 @@ std::string decode_segment_header(const std::byte* in, segment_header& h) {
                                              : "bad segment header magic";
   }
   const auto stored = get<std::uint32_t>(in, hdr_crc);
-  const auto actual = detail::crc32c(in, hdr_crc);
+  const auto actual = crc32c(in, hdr_crc);
   if (stored != actual) {
     char msg[80];
     std::snprintf(msg, sizeof msg, "segment header crc mismatch (stored %08x, computed %08x)",
@@ -190,7 +190,7 @@ std::uint32_t segment_set::digest() const {
     v.push_back(i);
     v.push_back(touch_[i]);
   }
-  return v.empty() ? 0 : detail::crc32c(v.data(), v.size() * sizeof(std::uint64_t));
+  return v.empty() ? 0 : crc32c(v.data(), v.size() * sizeof(std::uint64_t));
 }
 
 void segment_set::open_existing(const superblock& sb, const std::vector<std::string>& names) {
@@ -270,7 +270,7 @@ void segment_set::open_existing(const superblock& sb, const std::vector<std::str
       v.push_back(touch_[i]);
     }
   }
-  const std::uint32_t d = v.empty() ? 0 : detail::crc32c(v.data(), v.size() * sizeof(std::uint64_t));
+  const std::uint32_t d = v.empty() ? 0 : crc32c(v.data(), v.size() * sizeof(std::uint64_t));
   if (d != sb.segment_digest) {
     std::string list;
     for (std::size_t k = 0; k < v.size() && k < 32; k += 2) {
@@ -344,7 +344,7 @@ bool segment_set::verify(std::uint64_t page, const void* image) {
   const std::uint32_t want =
       table(page / pages_per_segment_)[page % pages_per_segment_].load(std::memory_order_relaxed);
   if (want == 0) return all_zero(image, page_size_);
-  return detail::crc32c(image, page_size_) == want;
+  return crc32c(image, page_size_) == want;
 }
 
 error segment_set::verify_error(std::uint64_t page, const void* image, const char* op) {
@@ -363,7 +363,7 @@ error segment_set::verify_error(std::uint64_t page, const void* image, const cha
                   "segment was damaged after its checkpoint",
                   static_cast<unsigned long long>(page),
                   static_cast<unsigned long long>((page % pages_per_segment_) * page_size_), want,
-                  detail::crc32c(image, page_size_));
+                  crc32c(image, page_size_));
   }
   return error(errc::corrupt, path_of(seg), op, msg);
 }
@@ -406,7 +406,7 @@ std::uint64_t segment_set::checkpoint(
       const std::uint64_t page = chunk_pages[k];
       const std::uint64_t seg = page / pages_per_segment_;
       const std::uint64_t in_seg = page % pages_per_segment_;
-      table(seg)[in_seg].store(detail::crc32c(reads[k].buf, page_size_),
+      table(seg)[in_seg].store(crc32c(reads[k].buf, page_size_),
                                     std::memory_order_relaxed);
       touched[seg].insert(in_seg / entries_per_block);
     }
@@ -513,7 +513,7 @@ void segment_set::rebuild_tables() {
       for (std::size_t k = 0; k < n; ++k) {
         const std::byte* img = buf.data() + k * page_size_;
         // An all-zero page (a block the writer zeroed) keeps entry 0: it reads as zeros.
-        t[pages[i + k]].store(all_zero(img, page_size_) ? 0 : detail::crc32c(img, page_size_),
+        t[pages[i + k]].store(all_zero(img, page_size_) ? 0 : crc32c(img, page_size_),
                               std::memory_order_relaxed);
       }
     }

@@ -51,8 +51,8 @@
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 #include "pheap/sparse_store.hpp"
-#include "sparse_store/page_bitmap.hpp"
-#include "sparse_store/superblock.hpp"
+#include "page_bitmap.hpp"
+#include "superblock.hpp"
 
 namespace pheap::store {
 

@@ -41,14 +41,14 @@
 #include <unordered_map>
 #include <utility>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
 #include "pheap/sparse_store.hpp"
-#include "sparse_store/journal.hpp"
-#include "sparse_store/layout.hpp"
-#include "sparse_store/page_bitmap.hpp"
-#include "sparse_store/segment_set.hpp"
-#include "sparse_store/superblock.hpp"
+#include "journal.hpp"
+#include "layout.hpp"
+#include "page_bitmap.hpp"
+#include "segment_set.hpp"
+#include "superblock.hpp"
 
 namespace pheap {
 
@@ -390,7 +390,7 @@ class store_impl final : public sparse_store {
     }
     if (!reqs.empty()) eng_->read(reqs);
     for (const auto& v : verifies) {
-      const std::uint32_t c = detail::crc32c(reqs[v.req].buf, ps);
+      const std::uint32_t c = crc32c(reqs[v.req].buf, ps);
       if (c != v.old_crc && c != v.new_crc) {
         throw error(errc::io, hold[v.req]->path(), "read_pages",
                     "page " + std::to_string(v.page) +
@@ -433,7 +433,7 @@ class store_impl final : public sparse_store {
     }
     // Checksums are computed outside the lock.
     std::vector<std::uint32_t> crcs(keep.size());
-    for (std::size_t k = 0; k < keep.size(); ++k) crcs[k] = detail::crc32c(batch[keep[k]].buf, ps);
+    for (std::size_t k = 0; k < keep.size(); ++k) crcs[k] = crc32c(batch[keep[k]].buf, ps);
 
     // Under mu_: split into pages that already own a slot in the current journal (rewritten
     // in place) and fresh pages (one appended record); reserve the record; count the call as
@@ -527,7 +527,7 @@ class store_impl final : public sparse_store {
       }
       for (record_info* R : locked) {
         const std::size_t crc_off = R->header.size() - record_trailer_size;
-        put<std::uint32_t>(R->header.data(), crc_off, detail::crc32c(R->header.data(), crc_off));
+        put<std::uint32_t>(R->header.data(), crc_off, crc32c(R->header.data(), crc_off));
         reqs.push_back({j->file.get(), R->offset + crc_off, R->header.data() + crc_off,
                         record_trailer_size});
       }

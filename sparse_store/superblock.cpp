@@ -1,4 +1,4 @@
-#include "sparse_store/superblock.hpp"
+#include "superblock.hpp"
 
 #include <sys/random.h>
 
@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
-#include "sparse_store/layout.hpp"
+#include "layout.hpp"
 
 namespace pheap {
 
@@ -97,7 +97,7 @@ std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
   for (std::size_t i = 0; i < sb.segments.size(); ++i) {
     if (sb.segments[i]) b[off_bitmap + i / 8] |= std::byte(1u << (i % 8));
   }
-  put<std::uint32_t>(b, off_crc, detail::crc32c(b, off_crc));
+  put<std::uint32_t>(b, off_crc, crc32c(b, off_crc));
   return s;
 }
 
@@ -125,7 +125,7 @@ decoded_slot decode_slot(const std::byte* b) {
     return d;
   }
   const auto stored_crc = get<std::uint32_t>(b, off_crc);
-  const auto actual_crc = detail::crc32c(b, off_crc);
+  const auto actual_crc = crc32c(b, off_crc);
   if (stored_crc != actual_crc) {
     char msg[80];
     std::snprintf(msg, sizeof msg, "crc mismatch (stored %08x, computed %08x)", stored_crc,

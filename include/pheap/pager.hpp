@@ -135,8 +135,9 @@ struct pager_stats {
 };
 std::ostream& operator<<(std::ostream& os, const pager_stats& s);
 
-namespace pager_detail {
+namespace paging {
 class pager_impl;
+struct test_access;  // white-box tests only: src/pager/test_access.hpp
 }
 
 class pager {
@@ -172,10 +173,10 @@ class pager {
   pager_stats stats() const;
   sparse_store& store() noexcept;
 
-  pager_detail::pager_impl& impl() noexcept { return *impl_; }  // white-box tests
 
  private:
-  std::unique_ptr<pager_detail::pager_impl> impl_;
+  friend struct paging::test_access;
+  std::unique_ptr<paging::pager_impl> impl_;
 };
 
 }  // namespace pheap

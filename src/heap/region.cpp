@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/env.hpp"
+#include "pheap/env.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap {
@@ -30,9 +30,9 @@ backend_kind backend_from_env() {
 std::uint32_t page_size_from_env() {
   const char* v = std::getenv("PHEAP_PAGE_SIZE");
   if (v == nullptr || *v == '\0') return 64 * 1024;
-  const std::uint64_t n = detail::parse_size("PHEAP_PAGE_SIZE", v);
+  const std::uint64_t n = env::parse_size("PHEAP_PAGE_SIZE", v);
   if (n < 4096 || n > (64u << 20) || (n & (n - 1)) != 0) {
-    detail::bad_env("PHEAP_PAGE_SIZE", v, "must be a power of two from 4K to 64M");
+    env::bad_env("PHEAP_PAGE_SIZE", v, "must be a power of two from 4K to 64M");
   }
   return static_cast<std::uint32_t>(n);
 }

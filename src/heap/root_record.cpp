@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "heap/heap_header.hpp"
 #include "pheap/error.hpp"
 
@@ -34,8 +34,8 @@ std::vector<std::byte> root_record::encode() const {
   put<std::uint64_t>(out, 32, created_ns);
   put<std::uint32_t>(out, 40, static_cast<std::uint32_t>(description.size()));
   std::memcpy(out.data() + fixed_bytes, description.data(), description.size());
-  std::uint32_t crc = detail::crc32c(out.data(), 44);
-  crc = detail::crc32c(out.data() + fixed_bytes, description.size(), crc);
+  std::uint32_t crc = crc32c(out.data(), 44);
+  crc = crc32c(out.data() + fixed_bytes, description.size(), crc);
   put<std::uint32_t>(out, 44, crc);
   return out;
 }
@@ -60,8 +60,8 @@ root_record root_record::decode(std::span<const std::byte> blob, const std::stri
   if (len > max_description || blob.size() != fixed_bytes + len) {
     throw error(errc::corrupt, path, "open heap", "root record length mismatch");
   }
-  std::uint32_t crc = detail::crc32c(blob.data(), 44);
-  crc = detail::crc32c(blob.data() + fixed_bytes, len, crc);
+  std::uint32_t crc = crc32c(blob.data(), 44);
+  crc = crc32c(blob.data() + fixed_bytes, len, crc);
   if (crc != get<std::uint32_t>(blob, 44)) {
     throw error(errc::corrupt, path, "open heap", "root record checksum mismatch");
   }

@@ -38,7 +38,7 @@ extern "C" void __tsan_ignore_thread_begin();  // libtsan; not declared by gcc 1
 extern "C" void __tsan_ignore_thread_end();
 #endif
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 namespace {
 // Copies one page out of the region while application threads may be writing it. That race
@@ -290,4 +290,4 @@ std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
   return epoch;
 }
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

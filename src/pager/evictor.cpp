@@ -35,7 +35,7 @@
 
 #include "pager/pager_impl.hpp"
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 void pager_impl::note_resident_peak() {
   const auto occ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, occupied_.load()));
@@ -419,4 +419,4 @@ void pager_impl::return_staged(std::byte* stg, const std::size_t* pages, const s
   ::madvise(stg, n * ps_, MADV_DONTNEED);
 }
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

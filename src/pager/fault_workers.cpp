@@ -17,7 +17,7 @@
 #include "pager/pager_impl.hpp"
 #include "pheap/error.hpp"
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 void pager_impl::wake_page(std::size_t page) noexcept { (void)uffd_wake(uffd_, page_addr(page), ps_); }
 
@@ -332,4 +332,4 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
   }
 }
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

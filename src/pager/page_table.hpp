@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 namespace ps {  // page state
 inline constexpr std::uint32_t kind_mask = 0x3;
@@ -74,4 +74,4 @@ class page_table {
   std::unique_ptr<std::atomic<std::uint32_t>[]> w_;
 };
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <ostream>
 
-#include "common/env.hpp"
+#include "pheap/env.hpp"
 #include "pager/pager_impl.hpp"
 #include "pheap/error.hpp"
 
@@ -39,8 +39,8 @@ std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_s
 // ---- options ----------------------------------------------------------------------------------
 namespace {
 
-using detail::bad_env;
-using detail::parse_size;
+using env::bad_env;
+using env::parse_size;
 double parse_fraction(const char* var, const std::string& v) {
   std::size_t pos = 0;
   double d = 0;
@@ -130,7 +130,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
   return os;
 }
 
-namespace pager_detail {
+namespace paging {
 
 anon_map::anon_map(std::size_t bytes, bool dontfork) : len(bytes) {
   p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -502,11 +502,11 @@ pager_stats pager_impl::stats() const {
   return s;
 }
 
-}  // namespace pager_detail
+}  // namespace paging
 
 // ---- public facade ----------------------------------------------------------------------------
 pager::pager(std::unique_ptr<sparse_store> store, const pager_options& opt)
-    : impl_(std::make_unique<pager_detail::pager_impl>(std::move(store), opt)) {}
+    : impl_(std::make_unique<paging::pager_impl>(std::move(store), opt)) {}
 pager::~pager() = default;
 std::byte* pager::base() const noexcept { return impl_->base_; }
 std::size_t pager::size() const noexcept { return impl_->cap_; }

@@ -31,7 +31,7 @@
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 // Anonymous private mapping owned by RAII (bounce buffers, staging ranges).
 struct anon_map {
@@ -190,4 +190,4 @@ class pager_impl {
   void note_resident_peak();
 };
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

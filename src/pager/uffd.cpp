@@ -11,7 +11,7 @@
 
 #include "pheap/error.hpp"
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 const char* to_string(uffd_source s) noexcept {
   switch (s) {
@@ -242,4 +242,4 @@ std::size_t os_page_size() noexcept {
   return ps;
 }
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

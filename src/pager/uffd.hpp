@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-namespace pheap::pager_detail {
+namespace pheap::paging {
 
 // ---- definitions missing from 6.1 headers ------------------------------------------------
 inline constexpr std::uint64_t feat_wp_unpopulated = 1ull << 13;  // UFFD_FEATURE_WP_UNPOPULATED
@@ -140,4 +140,4 @@ long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
 // System page size (4 KiB here); the UPage is a multiple of it.
 std::size_t os_page_size() noexcept;
 
-}  // namespace pheap::pager_detail
+}  // namespace pheap::paging

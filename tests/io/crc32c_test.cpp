@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "common/test_util.hpp"
 
 namespace pheap {
@@ -11,30 +11,30 @@ namespace {
 
 TEST(Crc32c, KnownVectorOf123456789) {
   const char* s = "123456789";
-  EXPECT_EQ(detail::crc32c(s, std::strlen(s)), 0xE3069283u);
+  EXPECT_EQ(crc32c(s, std::strlen(s)), 0xE3069283u);
 }
 
 TEST(Crc32c, EmptyInputKeepsTheSeed) {
-  EXPECT_EQ(detail::crc32c("", 0), 0u);
-  EXPECT_EQ(detail::crc32c("", 0, 0x12345678u), 0x12345678u);
+  EXPECT_EQ(crc32c("", 0), 0u);
+  EXPECT_EQ(crc32c("", 0, 0x12345678u), 0x12345678u);
 }
 
 TEST(Crc32c, ChainingOverPiecesEqualsOneShot) {
   const auto data = test::pattern(100000, 1, 0, 0);
-  const std::uint32_t whole = detail::crc32c(data.data(), data.size());
+  const std::uint32_t whole = crc32c(data.data(), data.size());
   for (std::size_t cut : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4096},
                           std::size_t{99999}, data.size()}) {
-    std::uint32_t c = detail::crc32c(data.data(), cut);
-    c = detail::crc32c(data.data() + cut, data.size() - cut, c);
+    std::uint32_t c = crc32c(data.data(), cut);
+    c = crc32c(data.data() + cut, data.size() - cut, c);
     EXPECT_EQ(c, whole) << "cut at " << cut;
   }
 }
 
 TEST(Crc32c, SingleBitFlipChangesTheChecksum) {
   auto data = test::pattern(4096, 2, 0, 0);
-  const std::uint32_t before = detail::crc32c(data.data(), data.size());
+  const std::uint32_t before = crc32c(data.data(), data.size());
   data[1234] ^= 0x10;
-  EXPECT_NE(detail::crc32c(data.data(), data.size()), before);
+  EXPECT_NE(crc32c(data.data(), data.size()), before);
 }
 
 }  // namespace

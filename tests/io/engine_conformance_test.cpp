@@ -16,6 +16,7 @@
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
+#include "support/fault_engine.hpp"
 
 namespace pheap {
 namespace {
@@ -36,9 +37,9 @@ std::vector<engine_case> engine_cases() {
   return {
       {"posix", [] { return io::make_posix_engine(); }},
       {"io_uring", [] { return io::make_uring_engine(kUringDepth); }},
-      {"fault_posix", [] { return io::make_fault_engine(io::make_posix_engine()); }},
+      {"fault_posix", [] { return test::make_fault_engine(io::make_posix_engine()); }},
       {"fault_io_uring",
-       [] { return io::make_fault_engine(io::make_uring_engine(kUringDepth)); }},
+       [] { return test::make_fault_engine(io::make_uring_engine(kUringDepth)); }},
   };
 }
 
@@ -140,8 +141,8 @@ TEST_P(IoEngine, ReadPastEndOfFileYieldsZeros) {
 }
 
 TEST_P(IoEngine, ShortTransfersInjectedByFaultRulesAreAbsorbed) {
-  auto fe = io::make_fault_engine(eng_);
-  fe->add_rule({io::op_kind::any, 1, io::fault_action::short_transfer, /*sticky=*/true});
+  auto fe = test::make_fault_engine(eng_);
+  fe->add_rule({test::op_kind::any, 1, test::fault_action::short_transfer, /*sticky=*/true});
   auto f = fe->open(dir_ / "s", open_mode::create);
   const auto data = test::pattern(3 * 4096 + 17, 4, 0, 0);
   fe->write_at(*f, 100, data.data(), data.size());
@@ -155,9 +156,9 @@ TEST_P(IoEngine, ShortTransfersInjectedByFaultRulesAreAbsorbed) {
 }
 
 TEST_P(IoEngine, InterruptedTransfersInjectedByFaultRulesAreRetried) {
-  auto fe = io::make_fault_engine(eng_);
-  fe->add_rule({io::op_kind::write, 2, io::fault_action::interrupt, false});
-  fe->add_rule({io::op_kind::read, 1, io::fault_action::interrupt, true});
+  auto fe = test::make_fault_engine(eng_);
+  fe->add_rule({test::op_kind::write, 2, test::fault_action::interrupt, false});
+  fe->add_rule({test::op_kind::read, 1, test::fault_action::interrupt, true});
   auto f = fe->open(dir_ / "i", open_mode::create);
   std::vector<std::vector<std::uint8_t>> data;
   std::vector<io::write_request> w;
@@ -172,8 +173,8 @@ TEST_P(IoEngine, InterruptedTransfersInjectedByFaultRulesAreRetried) {
 }
 
 TEST_P(IoEngine, EioOnNthWriteSurfacesAsIoErrorNamingThePath) {
-  auto fe = io::make_fault_engine(eng_);
-  fe->add_rule({io::op_kind::write, 3, io::fault_action::fail_eio, false});
+  auto fe = test::make_fault_engine(eng_);
+  fe->add_rule({test::op_kind::write, 3, test::fault_action::fail_eio, false});
   const std::string path = dir_ / "eio";
   auto f = fe->open(path, open_mode::create);
   const auto data = test::pattern(4096, 6, 0, 0);
@@ -186,14 +187,14 @@ TEST_P(IoEngine, EioOnNthWriteSurfacesAsIoErrorNamingThePath) {
 }
 
 TEST_P(IoEngine, EnospcOnNthOperationSurfacesAsNoSpaceNamingThePath) {
-  auto fe = io::make_fault_engine(eng_);
+  auto fe = test::make_fault_engine(eng_);
   const std::string path = dir_ / "full";
   auto f = fe->open(path, open_mode::create);  // operation 1
-  fe->add_rule({io::op_kind::any, 3, io::fault_action::fail_enospc, false});
+  fe->add_rule({test::op_kind::any, 3, test::fault_action::fail_enospc, false});
   const auto data = test::pattern(512, 7, 0, 0);
   fe->write_at(*f, 0, data.data(), 512);  // operation 2
   expect_error([&] { fe->sync(*f); }, errc::no_space, path);  // operation 3
-  fe->add_rule({io::op_kind::read, 1, io::fault_action::fail_eio, false});
+  fe->add_rule({test::op_kind::read, 1, test::fault_action::fail_eio, false});
   std::vector<std::uint8_t> buf(512);
   expect_error([&] { fe->read_at(*f, 0, buf.data(), 512); }, errc::io, path);
 }

@@ -12,13 +12,14 @@
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
+#include "support/fault_engine.hpp"
 
 namespace pheap {
 namespace {
 
-using io::cut_policy;
-using io::fault_action;
-using io::op_kind;
+using test::cut_policy;
+using test::fault_action;
+using test::op_kind;
 using io::open_mode;
 using test::temp_dir;
 
@@ -49,7 +50,7 @@ int run_in_child(Fn&& body) {
 
 TEST(IoFaultEngine, CountsEveryRequestOfABatchUnderItsKind) {
   temp_dir dir;
-  auto fe = io::make_fault_engine(io::make_posix_engine());
+  auto fe = test::make_fault_engine(io::make_posix_engine());
   EXPECT_EQ(fe->name(), "fault(posix)");
   auto f = fe->open(dir / "a", open_mode::create);  // metadata 1
   bytes buf(4096, 1);
@@ -73,7 +74,7 @@ TEST(IoFaultEngine, CountsEveryRequestOfABatchUnderItsKind) {
 
 TEST(IoFaultEngine, FailedRequestInsideABatchStopsTheBatchWithEarlierRequestsDone) {
   temp_dir dir;
-  auto fe = io::make_fault_engine(io::make_posix_engine());
+  auto fe = test::make_fault_engine(io::make_posix_engine());
   fe->add_rule({op_kind::write, 2, fault_action::fail_eio, false});
   auto f = fe->open(dir / "a", open_mode::create);
   const bytes a(512, 'a'), b(512, 'b'), c(512, 'c');
@@ -85,7 +86,7 @@ TEST(IoFaultEngine, FailedRequestInsideABatchStopsTheBatchWithEarlierRequestsDon
 
 TEST(IoFaultEngine, StickyRuleFailsEveryLaterOperationOfItsKind) {
   temp_dir dir;
-  auto fe = io::make_fault_engine(io::make_posix_engine());
+  auto fe = test::make_fault_engine(io::make_posix_engine());
   auto f = fe->open(dir / "a", open_mode::create);
   fe->add_rule({op_kind::sync, 2, fault_action::fail_eio, true});
   fe->sync(*f);
@@ -98,7 +99,7 @@ TEST(IoFaultEngine, StickyRuleFailsEveryLaterOperationOfItsKind) {
 
 TEST(IoFaultEngine, RuleWithNthZeroNeverFires) {
   temp_dir dir;
-  auto fe = io::make_fault_engine(io::make_posix_engine());
+  auto fe = test::make_fault_engine(io::make_posix_engine());
   fe->add_rule({op_kind::any, 0, fault_action::fail_eio, true});
   auto f = fe->open(dir / "a", open_mode::create);
   bytes buf(512, 7);
@@ -111,7 +112,7 @@ TEST(IoFaultEngine, CrashRuleExitsWith86BeforeTheNthOperation) {
   temp_dir dir;
   const std::string path = dir / "c";
   const int status = run_in_child([&] {
-    auto fe = io::make_fault_engine(io::make_posix_engine());
+    auto fe = test::make_fault_engine(io::make_posix_engine());
     fe->add_rule({op_kind::write, 3, fault_action::crash, false});
     auto f = fe->open(path, open_mode::create);
     for (int i = 0; i < 5; ++i) {
@@ -131,7 +132,7 @@ TEST(IoFaultEngine, CrashAtEnvironmentVariableInstallsACrashRule) {
   const std::string path = dir / "env";
   const int status = run_in_child([&] {
     ::setenv("PHEAP_FAULT_CRASH_AT", "sync:2", 1);
-    auto fe = io::make_fault_engine(io::make_posix_engine());
+    auto fe = test::make_fault_engine(io::make_posix_engine());
     auto f = fe->open(path, open_mode::create);
     for (int i = 0; i < 4; ++i) {
       const bytes b(512, static_cast<std::uint8_t>('0' + i));
@@ -147,7 +148,7 @@ TEST(IoFaultEngine, MalformedCrashAtEnvironmentVariableIsRejected) {
   const int status = run_in_child([] {
     ::setenv("PHEAP_FAULT_CRASH_AT", "writes:x", 1);
     try {
-      io::make_fault_engine(io::make_posix_engine());
+      test::make_fault_engine(io::make_posix_engine());
     } catch (const error& e) {
       _exit(e.code() == errc::invalid_argument ? 7 : 8);
     }
@@ -160,7 +161,7 @@ TEST(IoFaultEngine, MalformedCrashAtEnvironmentVariableIsRejected) {
 // A file with synced content `old` (and its directory entry synced), then unsynced writes.
 struct cut_fixture {
   temp_dir dir;
-  std::shared_ptr<io::fault_engine> fe = io::make_fault_engine(io::make_posix_engine());
+  std::shared_ptr<test::fault_engine> fe = test::make_fault_engine(io::make_posix_engine());
   std::string path = dir / "data";
   std::unique_ptr<io::file> f;
   bytes old = test::pattern(16 * 4096, 1, 0, 0);
@@ -386,7 +387,7 @@ TEST(IoFaultEnginePowerCut, WorksOverTheUringEngineToo) {
     PHEAP_REQUIRE_FEATURE(std::string("io_uring: ") + e.what());
   }
   temp_dir dir;
-  auto fe = io::make_fault_engine(inner);
+  auto fe = test::make_fault_engine(inner);
   EXPECT_EQ(fe->name(), "fault(io_uring)");
   auto f = fe->open(dir / "u", open_mode::create_new);
   fe->sync_dir(dir.path());

@@ -1,4 +1,4 @@
-// White-box tests of the posix transfer loops (src/io/posix_file.hpp): injected syscalls return
+// White-box tests of the posix transfer loops (sparse_store/io/posix_file.hpp): injected syscalls return
 // short counts, EINTR, EAGAIN and end of file, which real local files rarely do on demand.
 #include <algorithm>
 #include <cerrno>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
-#include "io/posix_file.hpp"
+#include "sparse_store/io/posix_file.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap {
@@ -62,7 +62,7 @@ TEST(IoTransferLoop, ShortWritesEintrAndEagainAreRetriedUntilComplete) {
   g_file.clear();
   g_calls = 0;
   const auto data = test::pattern(1001, 1, 0, 0);
-  io::detail::pwrite_full(-1, "fake", 10, data.data(), data.size(), &fake_pwrite);
+  io::pwrite_full(-1, "fake", 10, data.data(), data.size(), &fake_pwrite);
   ASSERT_EQ(g_file.size(), 1011u);
   EXPECT_EQ(std::memcmp(g_file.data() + 10, data.data(), data.size()), 0);
   EXPECT_GT(g_calls, 2 * 334) << "the fake must really have split and interrupted the write";
@@ -72,7 +72,7 @@ TEST(IoTransferLoop, ShortReadsAreRetriedAndEndOfFileZeroFillsTheRest) {
   g_file.assign(100, 'x');
   g_calls = 0;
   std::vector<char> buf(250, '\xAA');
-  io::detail::pread_full(-1, "fake", 40, buf.data(), buf.size(), &fake_pread);
+  io::pread_full(-1, "fake", 40, buf.data(), buf.size(), &fake_pread);
   EXPECT_TRUE(std::all_of(buf.begin(), buf.begin() + 60, [](char c) { return c == 'x'; }));
   EXPECT_TRUE(std::all_of(buf.begin() + 60, buf.end(), [](char c) { return c == 0; }));
 }
@@ -80,7 +80,7 @@ TEST(IoTransferLoop, ShortReadsAreRetriedAndEndOfFileZeroFillsTheRest) {
 TEST(IoTransferLoop, ErrorsNameThePathOffsetAndErrno) {
   std::vector<char> buf(64);
   try {
-    io::detail::pwrite_full(-1, "/x/seg-1", 4096, buf.data(), buf.size(), &failing_pwrite);
+    io::pwrite_full(-1, "/x/seg-1", 4096, buf.data(), buf.size(), &failing_pwrite);
     ADD_FAILURE() << "no exception";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::no_space);
@@ -89,7 +89,7 @@ TEST(IoTransferLoop, ErrorsNameThePathOffsetAndErrno) {
     EXPECT_NE(std::string(e.what()).find("4096"), std::string::npos) << e.what();
   }
   try {
-    io::detail::pread_full(-1, "/x/seg-2", 0, buf.data(), buf.size(), &failing_pread);
+    io::pread_full(-1, "/x/seg-2", 0, buf.data(), buf.size(), &failing_pread);
     ADD_FAILURE() << "no exception";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::io);
@@ -101,7 +101,7 @@ TEST(IoTransferLoop, ErrorsNameThePathOffsetAndErrno) {
 TEST(IoTransferLoop, WriteWithoutProgressFailsInsteadOfSpinning) {
   std::vector<char> buf(64);
   try {
-    io::detail::pwrite_full(-1, "/x/stuck", 0, buf.data(), buf.size(), &stuck_pwrite);
+    io::pwrite_full(-1, "/x/stuck", 0, buf.data(), buf.size(), &stuck_pwrite);
     ADD_FAILURE() << "no exception";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::io);

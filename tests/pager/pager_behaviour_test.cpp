@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "pager/pager_impl.hpp"
+#include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
 
 namespace pheap::test {
@@ -158,7 +158,7 @@ TEST(pager_fork, child_touching_region_dies_with_sigsegv) {
 }
 
 TEST(pager_uffd, failure_message_names_every_fix) {
-  const std::string m = pager_detail::explain_uffd_failure(EPERM, EPERM, EACCES);
+  const std::string m = paging::explain_uffd_failure(EPERM, EPERM, EACCES);
   EXPECT_NE(m.find("vm.unprivileged_userfaultfd"), std::string::npos);
   EXPECT_NE(m.find("/dev/userfaultfd"), std::string::npos);
   EXPECT_NE(m.find("seccomp"), std::string::npos);
@@ -179,17 +179,17 @@ TEST(pager_uffd, unprivileged_user_gets_a_working_region) {
     // started as nobody is dumpable, so restore that.
     ::prctl(PR_SET_DUMPABLE, 1);
     try {
-      auto r = pager_detail::open_userfaultfd("probe");
+      auto r = paging::open_userfaultfd("probe");
       ::close(r.fd);
       // With vm.unprivileged_userfaultfd=0 only the user-mode-only path may work.
-      if (sysctl == 0 && r.source != pager_detail::uffd_source::syscall_user_mode_only) ::_exit(21);
+      if (sysctl == 0 && r.source != paging::uffd_source::syscall_user_mode_only) ::_exit(21);
       pager pg(mem_store::create(64 * kPs, kPs));
       for (std::size_t p = 0; p < 64; ++p) pg.base()[p * kPs + 1] = std::byte(p);
       pg.flush({});
       for (std::size_t p = 0; p < 64; ++p) {
         if (pg.base()[p * kPs + 1] != std::byte(p)) ::_exit(22);
       }
-      if (pg.impl().source() == pager_detail::uffd_source::syscall && sysctl == 0) ::_exit(23);
+      if (paging::test_access::impl(pg).source() == paging::uffd_source::syscall && sysctl == 0) ::_exit(23);
     } catch (const error& e) {
       // Acceptable only as the documented errc::unavailable with the fixes named.
       const std::string w = e.what();
@@ -235,12 +235,12 @@ TEST(pager_uffd, source_is_the_path_this_process_is_allowed) {
     ASSERT_EQ(sysctl, 0) << "PHEAP_EXPECT_UNPRIVILEGED=1 but vm.unprivileged_userfaultfd is not 0";
   }
   // Where the sysctl is missing (kernel < 5.2) the plain syscall is allowed to everyone.
-  const auto expected = ptrace_cap || sysctl != 0 ? pager_detail::uffd_source::syscall
-                                                  : pager_detail::uffd_source::syscall_user_mode_only;
-  const auto r = pager_detail::open_userfaultfd("probe");
+  const auto expected = ptrace_cap || sysctl != 0 ? paging::uffd_source::syscall
+                                                  : paging::uffd_source::syscall_user_mode_only;
+  const auto r = paging::open_userfaultfd("probe");
   ::close(r.fd);
-  EXPECT_EQ(r.source, expected) << "got " << pager_detail::to_string(r.source) << ", expected "
-                                << pager_detail::to_string(expected) << " (euid " << ::geteuid()
+  EXPECT_EQ(r.source, expected) << "got " << paging::to_string(r.source) << ", expected "
+                                << paging::to_string(expected) << " (euid " << ::geteuid()
                                 << ", CAP_SYS_PTRACE " << ptrace_cap << ", sysctl " << sysctl << ")";
   // A pager on that descriptor works: a round trip through eviction and a flush.
   auto s = mem_store::create(64 * kPs, kPs);
@@ -249,7 +249,7 @@ TEST(pager_uffd, source_is_the_path_this_process_is_allowed) {
   o.buffer_size = 8 * kPs;
   {
     pager pg(std::move(s), o);
-    EXPECT_EQ(pg.impl().source(), expected) << pager_detail::to_string(pg.impl().source());
+    EXPECT_EQ(paging::test_access::impl(pg).source(), expected) << paging::to_string(paging::test_access::impl(pg).source());
     for (std::size_t p = 0; p < 64; ++p) pg.base()[p * kPs + 3] = std::byte(p + 1);
     pg.flush({});
     for (std::size_t p = 0; p < 64; ++p) ASSERT_EQ(pg.base()[p * kPs + 3], std::byte(p + 1)) << p;
@@ -257,7 +257,7 @@ TEST(pager_uffd, source_is_the_path_this_process_is_allowed) {
   auto re = mem_store::reopen(sh);
   for (std::size_t p = 0; p < 64; ++p) ASSERT_EQ(re->committed_page(p)[3], std::byte(p + 1)) << p;
   std::printf("userfaultfd via %s (euid %u, CAP_SYS_PTRACE %d, vm.unprivileged_userfaultfd %d)\n",
-              pager_detail::to_string(r.source), static_cast<unsigned>(::geteuid()), ptrace_cap ? 1 : 0,
+              paging::to_string(r.source), static_cast<unsigned>(::geteuid()), ptrace_cap ? 1 : 0,
               sysctl);
 }
 
@@ -385,8 +385,8 @@ TEST(pager_hints, pinned_pages_stay_resident_and_prefetch_fills_ahead) {
   pg.unpin(0, 4 * kPs);
   EXPECT_THROW(pg.unpin(0, kPs), error);
   EXPECT_THROW(pg.pin(n * kPs, 1), error);
-  pg.impl().wait_evictor_idle();
-  EXPECT_EQ(pg.impl().check_invariants(), "");
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
 TEST(pager_hints, prefetch_fills_pages_before_they_are_touched) {
@@ -410,8 +410,8 @@ TEST(pager_hints, prefetch_fills_pages_before_they_are_touched) {
   const auto faults = pg.stats().read_faults + pg.stats().write_faults;
   for (std::size_t p = 200; p < 208; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
   EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, faults);  // no faults: prefetched
-  pg.impl().wait_evictor_idle();
-  EXPECT_EQ(pg.impl().check_invariants(), "");
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
 TEST(pager_hints, read_ahead_fills_following_pages_on_sequential_faults) {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "pager/pager_impl.hpp"
+#include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
 
 namespace pheap::test {
@@ -130,8 +130,8 @@ TEST_P(pager_roundtrip, random_rw_through_eviction_matches_shadow_and_survives_r
     EXPECT_GT(s.evictions, 0u) << s;
     EXPECT_LE(s.peak_resident_pages, buf_pages) << s;
     pg.flush({});
-    pg.impl().wait_evictor_idle();
-    EXPECT_EQ(pg.impl().check_invariants(), "");
+    paging::test_access::impl(pg).wait_evictor_idle();
+    EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
   }
   pager pg2(bk.reopen(), o);
   EXPECT_EQ(wl.verify(pg2.base()), 0u) << pg2.stats();

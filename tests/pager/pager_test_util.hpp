@@ -66,7 +66,7 @@ class backing {
 // Empty string if userfaultfd (and what `mode` needs) is usable here, else why not.
 inline std::string uffd_missing(dirty_tracking mode = dirty_tracking::automatic) {
   try {
-    const auto& f = pager_detail::probe_features("test");
+    const auto& f = paging::probe_features("test");
     if (mode == dirty_tracking::wp_async && !(f.wp_async && f.pagemap_scan && f.move)) {
       return "WP_ASYNC/PAGEMAP_SCAN/MOVE";
     }
@@ -90,11 +90,11 @@ inline std::string uffd_missing(dirty_tracking mode = dirty_tracking::automatic)
 inline std::size_t mapped_bytes(const void* addr, std::size_t len) {
   {
     const int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    std::vector<pager_detail::page_region> regs(4096);
+    std::vector<paging::page_region> regs(4096);
     std::uint64_t we = 0;
     char* a = static_cast<char*>(const_cast<void*>(addr));
     const long r = pm < 0 ? -1
-                          : pager_detail::pagemap_scan(pm, a, a + len, 0, pager_detail::page_is_present,
+                          : paging::pagemap_scan(pm, a, a + len, 0, paging::page_is_present,
                                                        0, regs.data(), regs.size(), &we);
     if (pm >= 0) ::close(pm);
     if (r >= 0) {

@@ -47,6 +47,7 @@
 #include <gtest/gtest.h>
 
 #include "pheap/io.hpp"
+#include "support/fault_engine.hpp"
 #include "pheap/pheap.hpp"
 #include "reliability/heap_mix_workload.hpp"
 #include "reliability/reliability_util.hpp"
@@ -377,7 +378,7 @@ inline void expect_injected_error(const error& err, errc code, int sys_errno, co
 // With `var`=`bad` in the environment the fault engine refuses to start, naming the variable.
 inline void expect_rule_rejected(const char* var, const char* bad) {
   try {
-    io::make_fault_engine(io::make_posix_engine());
+    test::make_fault_engine(io::make_posix_engine());
     ADD_FAILURE() << "accepted " << var << "=" << bad;
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::invalid_argument) << bad;

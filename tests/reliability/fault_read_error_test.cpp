@@ -56,6 +56,7 @@
 
 #include "common/test_util.hpp"
 #include "pheap/io.hpp"
+#include "support/fault_engine.hpp"
 #include "pheap/pager.hpp"
 #include "pheap/sparse_store.hpp"
 #include "reliability/fault_mix_campaign.hpp"
@@ -160,7 +161,7 @@ TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
   }
   auto reads_failing = [&](const char* spec) {
     env_guard g(spec);
-    auto e = io::make_fault_engine(io::make_posix_engine());
+    auto e = test::make_fault_engine(io::make_posix_engine());
     auto f = e->open(path, io::open_mode::read_only);
     std::string failed;
     for (int i = 1; i <= 5; ++i) {

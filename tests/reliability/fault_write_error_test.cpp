@@ -55,6 +55,7 @@
 
 #include "common/test_util.hpp"
 #include "pheap/io.hpp"
+#include "support/fault_engine.hpp"
 #include "pheap/sparse_store.hpp"
 #include "reliability/fault_mix_campaign.hpp"
 #include "reliability/heap_mix_workload.hpp"
@@ -262,7 +263,7 @@ TEST(FaultWriteError, EnospcAtEnvironmentVariableFailsTheNthWriteOrSyncOnceOrFro
   // Returns per operation '.' (worked) or 'x' (failed with no_space/ENOSPC naming the file).
   auto failing = [&](const char* spec, bool sync) {
     env_guard g("PHEAP_FAULT_ENOSPC_AT", spec);
-    auto e = io::make_fault_engine(io::make_posix_engine());
+    auto e = test::make_fault_engine(io::make_posix_engine());
     auto f = e->open(path, io::open_mode::read_write);
     std::string out;
     for (int i = 1; i <= 5; ++i) {
@@ -291,7 +292,7 @@ TEST(FaultWriteError, EnospcAtEnvironmentVariableFailsTheNthWriteOrSyncOnceOrFro
   // The failed write had no effect: the file holds the last successful write's byte.
   {
     env_guard g("PHEAP_FAULT_ENOSPC_AT", "write:2");
-    auto e = io::make_fault_engine(io::make_posix_engine());
+    auto e = test::make_fault_engine(io::make_posix_engine());
     auto f = e->open(path, io::open_mode::read_write);
     char one = 'a', two = 'b', got = 0;
     e->write_at(*f, 0, &one, 1);

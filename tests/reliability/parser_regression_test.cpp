@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/sparse_store.hpp"
@@ -26,7 +26,7 @@ TEST(ParserRegression, SlotWhoseSegmentCountWrapsAroundIsRejectedAsImpossibleVal
   put<std::uint32_t>(b.data(), 12, 4096);
   put<std::uint64_t>(b.data(), 40, 1ull << 63);
   put<std::uint64_t>(b.data(), 48, ~0ull - 4095);  // 2^64 - 4096
-  put<std::uint32_t>(b.data(), off_crc, detail::crc32c(b.data(), off_crc));
+  put<std::uint32_t>(b.data(), off_crc, crc32c(b.data(), off_crc));
   const auto d = decode_slot(b.data());
   EXPECT_EQ(d.status, slot_status::bad_values) << d.cause;
   EXPECT_NE(d.cause.find("overflows the segment count"), std::string::npos) << d.cause;

@@ -6,7 +6,7 @@
 //     --as-nobody    setgroups(0)/setgid/setuid(65534) first (needs root)
 //     --no-io-uring  a seccomp filter makes io_uring_setup(2) fail with EPERM, as
 //                    kernel.io_uring_disabled=2 does, for this process only
-//     --fault-engine the datastore's io engine is io::make_fault_engine(io::default_engine()),
+//     --fault-engine the datastore's io engine is test::make_fault_engine(io::default_engine()),
 //                    so PHEAP_FAULT_CRASH_AT / PHEAP_FAULT_EIO_AT (pheap/io.hpp) in the
 //                    environment inject crashes / EIO; mix modes then also print
 //                    "io open-reads N" after "opened" and "io reads N" at the end (read
@@ -77,6 +77,7 @@
 #include "pheap/pheap.hpp"
 #include "pager/uffd.hpp"
 #include "reliability/heap_mix_workload.hpp"
+#include "support/fault_engine.hpp"
 
 namespace {
 
@@ -88,7 +89,7 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-std::shared_ptr<io::fault_engine> g_fault;  // --fault-engine
+std::shared_ptr<test::fault_engine> g_fault;  // --fault-engine
 std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
 std::uint64_t g_snapshot_every = 0;          // --snapshot-every K
 
@@ -97,10 +98,10 @@ void say_reads(const char* what) {
   if (!g_fault) return;
   const std::string w = what;
   const std::string prefix = w == "open-reads" ? "open-" : "";
-  say("io " + w + " " + std::to_string(g_fault->operations(io::op_kind::read)));
-  say("io " + prefix + "writes " + std::to_string(g_fault->operations(io::op_kind::write)));
-  say("io " + prefix + "syncs " + std::to_string(g_fault->operations(io::op_kind::sync)));
-  say("io " + prefix + "metadata " + std::to_string(g_fault->operations(io::op_kind::metadata)));
+  say("io " + w + " " + std::to_string(g_fault->operations(test::op_kind::read)));
+  say("io " + prefix + "writes " + std::to_string(g_fault->operations(test::op_kind::write)));
+  say("io " + prefix + "syncs " + std::to_string(g_fault->operations(test::op_kind::sync)));
+  say("io " + prefix + "metadata " + std::to_string(g_fault->operations(test::op_kind::metadata)));
 }
 
 int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer,
@@ -149,13 +150,13 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
   // The next step stays dirty in the buffer; the close's final flush commits it.
   for (const auto& o : ref.next_step(seed)) mix::apply(*m, h, o);
   *h.step = ref.step;
-  const std::uint64_t ops0 = g_fault ? g_fault->operations(io::op_kind::any) : 0;
+  const std::uint64_t ops0 = g_fault ? g_fault->operations(test::op_kind::any) : 0;
   if (g_fault && g_crash_in_close > 0) {
-    g_fault->add_rule({io::op_kind::any, ops0 + g_crash_in_close, io::fault_action::crash, false});
+    g_fault->add_rule({test::op_kind::any, ops0 + g_crash_in_close, test::fault_action::crash, false});
   }
   say("closing " + std::to_string(ref.step));
   m.reset();
-  const std::uint64_t ops = g_fault ? g_fault->operations(io::op_kind::any) - ops0 : 0;
+  const std::uint64_t ops = g_fault ? g_fault->operations(test::op_kind::any) - ops0 : 0;
   say("closed " + std::to_string(ref.step) + " " + std::to_string(ops));
   say_reads("reads");
   return 0;
@@ -266,7 +267,7 @@ int main(int argc, char** argv) {
         if (!refuse_io_uring()) return 3;
         a.erase(a.begin());
       } else if (a[0] == "--fault-engine") {
-        g_fault = io::make_fault_engine(io::default_engine());
+        g_fault = test::make_fault_engine(io::default_engine());
         a.erase(a.begin());
       } else if (a[0] == "--crash-in-close" && a.size() >= 2) {
         g_crash_in_close = std::stoull(a[1]);
@@ -283,9 +284,9 @@ int main(int argc, char** argv) {
     }
     if (a.size() == 3 && a[0] == "roundtrip") return run_roundtrip(a[1], std::stoull(a[2]));
     if (a.size() == 1 && a[0] == "uffd-source") {
-      const auto r = pager_detail::open_userfaultfd("probe");
+      const auto r = paging::open_userfaultfd("probe");
       ::close(r.fd);
-      say(std::string("uffd ") + pager_detail::to_string(r.source));
+      say(std::string("uffd ") + paging::to_string(r.source));
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));

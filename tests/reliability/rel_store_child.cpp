@@ -21,6 +21,7 @@
 #include <string>
 
 #include "store/store_test_util.hpp"
+#include "support/fault_engine.hpp"
 
 namespace {
 
@@ -29,9 +30,9 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-std::string ops_line(const pheap::io::fault_engine& fe) {
-  return "ops " + std::to_string(fe.operations(pheap::io::op_kind::any)) + " " +
-         std::to_string(fe.operations(pheap::io::op_kind::sync));
+std::string ops_line(const pheap::test::fault_engine& fe) {
+  return "ops " + std::to_string(fe.operations(pheap::test::op_kind::any)) + " " +
+         std::to_string(fe.operations(pheap::test::op_kind::sync));
 }
 
 }  // namespace
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto fe = io::make_fault_engine(test::make_engine(argv[3]));
+    auto fe = test::make_fault_engine(test::make_engine(argv[3]));
     store_options o;
     o.engine = fe;
     auto s = sparse_store::open(argv[2], o);
@@ -60,11 +61,11 @@ int main(int argc, char** argv) {
       for (std::uint64_t e = s->epoch() + 1; e <= epochs; ++e) {
         say("epoch " + std::to_string(w.run_epoch(*s, e)));
         if (e == snap_epoch) {
-          const std::uint64_t before = fe->operations(io::op_kind::any);
+          const std::uint64_t before = fe->operations(test::op_kind::any);
           s->snapshot(argv[8]);
           say("snapshot " + std::to_string(e));
           say("snapshot-window " + std::to_string(before) + " " +
-              std::to_string(fe->operations(io::op_kind::any)));
+              std::to_string(fe->operations(test::op_kind::any)));
         }
       }
     }

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "store_test_util.hpp"
+#include "support/fault_engine.hpp"
 
 namespace pheap::test {
 namespace {
@@ -144,9 +145,9 @@ class StoreCreateCrash : public store_test {
   }
 
   // Operations (of `kind`) a complete create() performs with a fault engine over engine().
-  std::uint64_t create_op_count(io::op_kind kind) {
+  std::uint64_t create_op_count(test::op_kind kind) {
     temp_dir d;
-    auto fe = io::make_fault_engine(engine());
+    auto fe = test::make_fault_engine(engine());
     sparse_store::create(d / "ds", create_opts(fe)).reset();
     return fe->operations(kind);
   }
@@ -164,7 +165,7 @@ class StoreCreateCrash : public store_test {
       const std::string name = GetParam();
       const int status = run_in_child([&] {
         ::setenv("PHEAP_FAULT_CRASH_AT", env.c_str(), 1);
-        auto fe = io::make_fault_engine(make_engine(name));
+        auto fe = test::make_fault_engine(make_engine(name));
         sparse_store::create(path, create_opts(fe)).reset();
       });
       const std::string ctx = "PHEAP_FAULT_CRASH_AT=" + env;
@@ -189,7 +190,7 @@ class StoreCreateCrash : public store_test {
 
 TEST_P(StoreCreateCrash, CrashBeforeEveryIoOperationOfCreateLeavesNothingOrAnEpochZeroDatastore) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::uint64_t ops = create_op_count(io::op_kind::any);
+  const std::uint64_t ops = create_op_count(test::op_kind::any);
   ASSERT_GE(ops, 6u);  // mkdir, open ×2, write, sync, sync_dir, rename, sync_dir, open
   const auto [datastores, absents] = crash_sweep("any", ops, false);
   // Early crash points leave nothing, crash points after the rename a datastore; both happen.
@@ -202,7 +203,7 @@ TEST_P(StoreCreateCrash, CrashBeforeEveryIoOperationOfCreateLeavesNothingOrAnEpo
 }
 
 TEST_P(StoreCreateCrash, CrashBeforeEverySyncOfCreateLeavesNothingOrAnEpochZeroDatastore) {
-  const std::uint64_t syncs = create_op_count(io::op_kind::sync);
+  const std::uint64_t syncs = create_op_count(test::op_kind::sync);
   ASSERT_EQ(syncs, 3u);  // pheap.super, its directory, the parent
   const auto [datastores, absents] = crash_sweep("sync", syncs, false);
   EXPECT_EQ(absents, 2);     // before the rename
@@ -210,7 +211,7 @@ TEST_P(StoreCreateCrash, CrashBeforeEverySyncOfCreateLeavesNothingOrAnEpochZeroD
 }
 
 TEST_P(StoreCreateCrash, CrashWhileFillingAnEmptyDirectoryLeavesItEmptyOrAnEpochZeroDatastore) {
-  const std::uint64_t ops = create_op_count(io::op_kind::any);
+  const std::uint64_t ops = create_op_count(test::op_kind::any);
   const auto [datastores, others] = crash_sweep("any", ops, true);
   EXPECT_GE(datastores, 2);
   EXPECT_GE(others, 2);
@@ -280,16 +281,16 @@ TEST_P(StoreCreateCrash, SigkillAtRandomMomentsOfCreateLeavesNothingOrAnEpochZer
 // unsynced names undone) at every operation of create(): from operation n on everything fails
 // (so create() cannot even clean up), then the cut. The path holds nothing or a datastore.
 TEST_P(StoreCreateCrash, PowerCutAtEveryOperationOfCreateLeavesNothingOrAnEpochZeroDatastore) {
-  const std::uint64_t ops = create_op_count(io::op_kind::any);
+  const std::uint64_t ops = create_op_count(test::op_kind::any);
   int datastores = 0, absents = 0;
   for (std::uint64_t n = 1; n <= ops + 1; ++n) {
-    for (const auto policy : {io::cut_policy::drop_all, io::cut_policy::keep_all,
-                              io::cut_policy::random}) {
-      for (std::uint64_t seed = 0; seed < (policy == io::cut_policy::random ? 4u : 1u); ++seed) {
+    for (const auto policy : {test::cut_policy::drop_all, test::cut_policy::keep_all,
+                              test::cut_policy::random}) {
+      for (std::uint64_t seed = 0; seed < (policy == test::cut_policy::random ? 4u : 1u); ++seed) {
         temp_dir d;
         const std::string path = d / "ds";
-        auto fe = io::make_fault_engine(engine());
-        fe->add_rule({io::op_kind::any, n, io::fault_action::fail_eio, true});
+        auto fe = test::make_fault_engine(engine());
+        fe->add_rule({test::op_kind::any, n, test::fault_action::fail_eio, true});
         bool completed = false;
         try {
           sparse_store::create(path, create_opts(fe)).reset();
@@ -318,14 +319,14 @@ TEST_P(StoreCreateCrash, PowerCutAtEveryOperationOfCreateLeavesNothingOrAnEpochZ
 }
 
 TEST_P(StoreCreateCrash, FailedCreateRemovesItsCreationDirectoryAndLeavesThePathAsItWas) {
-  const std::uint64_t ops = create_op_count(io::op_kind::any);
+  const std::uint64_t ops = create_op_count(test::op_kind::any);
   for (std::uint64_t n = 1; n <= ops; ++n) {
     for (const bool into_empty : {false, true}) {
       temp_dir d;
       const std::string path = d / "ds";
       if (into_empty) fs::create_directory(path);
-      auto fe = io::make_fault_engine(engine());
-      fe->add_rule({io::op_kind::any, n, io::fault_action::fail_enospc, false});
+      auto fe = test::make_fault_engine(engine());
+      fe->add_rule({test::op_kind::any, n, test::fault_action::fail_enospc, false});
       try {
         sparse_store::create(path, create_opts(fe)).reset();
         ADD_FAILURE() << "op " << n << ": create succeeded despite ENOSPC";

@@ -1,9 +1,10 @@
-// Failure injection through the fault engine (io::make_fault_engine):
+// Failure injection through the fault engine (test::make_fault_engine):
 //   * a simulated power cut after every sync point of a small workload, under each cut policy;
 //   * EIO, ENOSPC and short transfers at every single I/O operation of two epochs.
 // Each time, a fresh open must yield the last completed epoch (or, when the failure hit the
 // commit after its superblock was written, possibly the new one), byte for byte.
 #include "store_test_util.hpp"
+#include "support/fault_engine.hpp"
 
 namespace pheap::test {
 namespace {
@@ -45,16 +46,16 @@ TEST_P(StoreFault, PowerCutAfterEverySyncPointRecoversTheLastCompletedEpoch) {
   {
     temp_dir dir;
     const std::string path = fresh_store(dir);
-    auto f = io::make_fault_engine(engine());
+    auto f = test::make_fault_engine(engine());
     {
       auto s = sparse_store::open(path, with(f));
       for (std::uint64_t e = 1; e <= kEpochs; ++e) w.run_epoch(*s, e);
     }
-    total_syncs = f->operations(io::op_kind::sync);
+    total_syncs = f->operations(test::op_kind::sync);
     ASSERT_GE(total_syncs, 3 * kEpochs);
   }
   int cases = 0, on_new_epoch = 0;
-  for (auto policy : {io::cut_policy::drop_all, io::cut_policy::keep_all, io::cut_policy::random}) {
+  for (auto policy : {test::cut_policy::drop_all, test::cut_policy::keep_all, test::cut_policy::random}) {
     // Cut after sync n: sync n+1 fails (its data never becomes durable), the workload stops at
     // the error, and the power goes.
     for (std::uint64_t n = 0; n <= total_syncs; ++n) {
@@ -62,8 +63,8 @@ TEST_P(StoreFault, PowerCutAfterEverySyncPointRecoversTheLastCompletedEpoch) {
                                ", power cut after sync " + std::to_string(n);
       temp_dir dir;
       const std::string path = fresh_store(dir);
-      auto f = io::make_fault_engine(engine());
-      f->add_rule({io::op_kind::sync, n + 1, io::fault_action::fail_eio, true});
+      auto f = test::make_fault_engine(engine());
+      f->add_rule({test::op_kind::sync, n + 1, test::fault_action::fail_eio, true});
       std::uint64_t last_ok = 0;
       try {
         auto s = sparse_store::open(path, with(f));
@@ -73,7 +74,7 @@ TEST_P(StoreFault, PowerCutAfterEverySyncPointRecoversTheLastCompletedEpoch) {
       }
       f->power_cut(policy, n);
       // drop_all loses every unsynced write, so a failed commit can never surface.
-      const std::uint64_t hi = policy == io::cut_policy::drop_all ? last_ok : last_ok + 1;
+      const std::uint64_t hi = policy == test::cut_policy::drop_all ? last_ok : last_ok + 1;
       const std::uint64_t got = expect_recovers(path, last_ok, std::min(hi, kEpochs), what);
       on_new_epoch += got != last_ok;
       ++cases;
@@ -91,7 +92,7 @@ TEST_P(StoreFault, InjectedErrorAtEveryOperationSurfacesPoisonsAndKeepsAnEpoch) 
   {
     temp_dir dir;
     const std::string path = fresh_store(dir);
-    auto f = io::make_fault_engine(engine());
+    auto f = test::make_fault_engine(engine());
     {
       auto s = sparse_store::open(path, with(f));
       const std::uint64_t base = f->operations();
@@ -103,20 +104,20 @@ TEST_P(StoreFault, InjectedErrorAtEveryOperationSurfacesPoisonsAndKeepsAnEpoch) 
   }
   std::printf("[ fault ] sweeping %llu operations per action\n",
               static_cast<unsigned long long>(total_ops));
-  for (auto action : {io::fault_action::fail_eio, io::fault_action::fail_enospc,
-                      io::fault_action::short_transfer}) {
+  for (auto action : {test::fault_action::fail_eio, test::fault_action::fail_enospc,
+                      test::fault_action::short_transfer}) {
     int surfaced = 0;
     for (std::uint64_t n = 1; n <= total_ops; ++n) {
       const std::string what = "action " + std::to_string(static_cast<int>(action)) +
                                " at operation " + std::to_string(n);
       temp_dir dir;
       const std::string path = fresh_store(dir);
-      auto f = io::make_fault_engine(engine());
+      auto f = test::make_fault_engine(engine());
       std::uint64_t last_ok = 0;
       bool in_commit = false;
       {
         auto s = sparse_store::open(path, with(f));
-        f->add_rule({io::op_kind::any, f->operations() + n, action, false});
+        f->add_rule({test::op_kind::any, f->operations() + n, action, false});
         try {
           for (std::uint64_t e = 1; e <= epochs; ++e) {
             w.write_epoch(*s, e);
@@ -126,11 +127,11 @@ TEST_P(StoreFault, InjectedErrorAtEveryOperationSurfacesPoisonsAndKeepsAnEpoch) 
           }
         } catch (const error& e) {
           ++surfaced;
-          if (action == io::fault_action::short_transfer) {
+          if (action == test::fault_action::short_transfer) {
             ADD_FAILURE() << what << ": a short transfer must be completed, got " << e.what();
           } else {
             const errc want =
-                action == io::fault_action::fail_eio ? errc::io : errc::no_space;
+                action == test::fault_action::fail_eio ? errc::io : errc::no_space;
             // poisoned: the failure hit the background checkpoint and surfaced later.
             EXPECT_TRUE(e.code() == want || e.code() == errc::poisoned) << what << ": " << e.what();
             EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos)
@@ -158,7 +159,7 @@ TEST_P(StoreFault, InjectedErrorAtEveryOperationSurfacesPoisonsAndKeepsAnEpoch) 
       expect_recovers(path, last_ok, in_commit ? last_ok + 1 : last_ok, what);
       if (HasFailure()) return;
     }
-    if (action != io::fault_action::short_transfer) {
+    if (action != test::fault_action::short_transfer) {
       // Failures in the last checkpoint poison a store nobody calls again, and unlinking a
       // dead journal may fail harmlessly; everything else must surface.
       EXPECT_GE(surfaced, static_cast<int>(total_ops) / 2) << "action " << static_cast<int>(action);

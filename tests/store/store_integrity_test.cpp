@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/segment_set.hpp"
 #include "sparse_store/superblock.hpp"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/superblock.hpp"
 #include "store_test_util.hpp"
@@ -85,7 +85,7 @@ TEST_P(StoreRecovery, FormatOneDatastoreIsRejectedAsOlderFormat) {
   for (std::size_t slot = 0; slot < 2; ++slot) {
     std::byte* b = data.data() + slot * 8192;
     store::put<std::uint32_t>(b, 8, 1u);  // version field, CRC fixed below
-    store::put<std::uint32_t>(b, store::off_crc, detail::crc32c(b, store::off_crc));
+    store::put<std::uint32_t>(b, store::off_crc, crc32c(b, store::off_crc));
   }
   write_file(file("pheap.super"), data);
   expect_open_error(errc::older_format, {"pheap.super", "format version 1", "older pheap"});

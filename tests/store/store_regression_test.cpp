@@ -15,6 +15,7 @@
 #include "sparse_store/layout.hpp"
 #include "sparse_store/superblock.hpp"
 #include "store_test_util.hpp"
+#include "support/fault_engine.hpp"
 
 namespace pheap::test {
 namespace {
@@ -174,7 +175,7 @@ TEST_P(StoreRegression, NoSpaceOnAJournalAppendKeepsReadsWorkingAndRejectsWrites
   constexpr std::uint32_t ps = 4096;
   constexpr std::uint64_t seed = 3;
   sparse_store::create(path(), opts(64 * ps, ps, 16 * ps)).reset();
-  auto f = io::make_fault_engine(engine());
+  auto f = test::make_fault_engine(engine());
   {
     auto s = sparse_store::open(path(), with(f));
     for (std::uint64_t p = 0; p < 4; ++p) write_one(*s, p, seed, 1);
@@ -185,8 +186,8 @@ TEST_P(StoreRegression, NoSpaceOnAJournalAppendKeepsReadsWorkingAndRejectsWrites
     s->discard(3, 1);
 
     // The next write (a fresh record: pages 1 and 9) fails with ENOSPC on its first request.
-    f->add_rule({io::op_kind::write, f->operations(io::op_kind::write) + 1,
-                 io::fault_action::fail_enospc, false});
+    f->add_rule({test::op_kind::write, f->operations(test::op_kind::write) + 1,
+                 test::fault_action::fail_enospc, false});
     auto b1 = pattern(ps, seed, 1, 2), b9 = pattern(ps, seed, 9, 2);
     std::vector<page_write> batch{{1, b1.data()}, {9, b9.data()}};
     try {
@@ -227,19 +228,19 @@ TEST_P(StoreRegression, NoSpaceOnAJournalAppendKeepsReadsWorkingAndRejectsWrites
 TEST_P(StoreRegression, AFailedInPlaceRewriteOrDiscardKeepsReadingThePreviousContent) {
   constexpr std::uint32_t ps = 4096;
   constexpr std::uint64_t seed = 4;
-  for (const auto action : {io::fault_action::fail_eio, io::fault_action::fail_enospc}) {
+  for (const auto action : {test::fault_action::fail_eio, test::fault_action::fail_enospc}) {
     for (int what = 0; what < 2; ++what) {  // 0: in-place rewrite, 1: discard
       temp_dir d;
       const std::string p = d / "ds";
       sparse_store::create(p, opts(64 * ps, ps, 16 * ps)).reset();
-      auto f = io::make_fault_engine(engine());
+      auto f = test::make_fault_engine(engine());
       auto s = sparse_store::open(p, with(f));
       write_one(*s, 1, seed, 1);
       write_one(*s, 2, seed, 1);
       s->commit({});
       write_one(*s, 1, seed, 2);  // slot of page 1 in journal-2
       write_one(*s, 2, seed, 2);
-      f->add_rule({io::op_kind::write, f->operations(io::op_kind::write) + 1, action, false});
+      f->add_rule({test::op_kind::write, f->operations(test::op_kind::write) + 1, action, false});
       EXPECT_THROW(what == 0 ? write_one(*s, 1, seed, 3) : s->discard(1, 2), error);
       // The failed operation had no effect: version 2 is still there, and readable.
       expect_page(*s, 1, seed, 2, what == 0 ? "failed rewrite" : "failed discard");
@@ -335,7 +336,7 @@ TEST_P(StoreRegression, EveryFailedOperationOfASnapshotNamesTheDestinationAndLea
   }
   std::uint64_t ops = 0;
   {
-    auto f = io::make_fault_engine(engine());
+    auto f = test::make_fault_engine(engine());
     store_options o = open_opts(true);
     o.engine = f;
     auto s = sparse_store::open(path(), o);
@@ -345,11 +346,11 @@ TEST_P(StoreRegression, EveryFailedOperationOfASnapshotNamesTheDestinationAndLea
   }
   ASSERT_GT(ops, 5u);
   for (std::uint64_t n = 1; n <= ops; ++n) {
-    auto f = io::make_fault_engine(engine());
+    auto f = test::make_fault_engine(engine());
     store_options o = open_opts(true);
     o.engine = f;
     auto s = sparse_store::open(path(), o);
-    f->add_rule({io::op_kind::any, f->operations() + n, io::fault_action::fail_eio, false});
+    f->add_rule({test::op_kind::any, f->operations() + n, test::fault_action::fail_eio, false});
     const std::string dst = dir_ / ("snap-" + std::to_string(n));
     try {
       s->snapshot(dst);

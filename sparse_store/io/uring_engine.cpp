@@ -28,7 +28,7 @@
 #include <mutex>
 #include <vector>
 
-#include "io/posix_file.hpp"
+#include "posix_file.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap::io {
@@ -94,7 +94,7 @@ struct op {
   std::size_t done = 0;
 };
 
-class uring_engine final : public detail::fs_engine {
+class uring_engine final : public fs_engine {
  public:
   explicit uring_engine(unsigned depth) : depth_(depth), pid_(::getpid()) {
     if (depth == 0) {
@@ -113,7 +113,7 @@ class uring_engine final : public detail::fs_engine {
     std::vector<op> ops;
     ops.reserve(batch.size());
     for (const auto& r : batch) {
-      ops.push_back(op{detail::as_posix(*r.f, "read").fd(), &r.f->path(),
+      ops.push_back(op{as_posix(*r.f, "read").fd(), &r.f->path(),
                        static_cast<char*>(r.buf), r.len, r.offset});
     }
     run(ops, false);
@@ -125,7 +125,7 @@ class uring_engine final : public detail::fs_engine {
     ops.reserve(batch.size());
     for (const auto& w : batch) {
       // The buffer is only read by the kernel for a write; the cast keeps one op type.
-      ops.push_back(op{detail::as_posix(*w.f, "write").fd(), &w.f->path(),
+      ops.push_back(op{as_posix(*w.f, "write").fd(), &w.f->path(),
                        const_cast<char*>(static_cast<const char*>(w.buf)), w.len, w.offset});
     }
     run(ops, true);
@@ -287,7 +287,7 @@ class uring_engine final : public detail::fs_engine {
 
     if (first_err != 0) {
       const op& o = ops[err_op];
-      detail::throw_transfer_error(first_err, *o.path, err_what, o.offset, o.len);
+      throw_transfer_error(first_err, *o.path, err_what, o.offset, o.len);
     }
   }
 

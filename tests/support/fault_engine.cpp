@@ -1,6 +1,6 @@
 // The fault-injecting engine: wraps any engine, counts operations, applies fault rules and
-// simulates power cuts. Ships in the library; used by the crash and power-cut tests of every
-// layer.
+// simulates power cuts. Test gear (target pheap_testing, never installed); used by the crash
+// and power-cut tests of every layer.
 //
 // Counting (op_kind of each call). read: each read request. write: each write request.
 // sync: sync() and sync_dir() (both are durability points). metadata: open, create_dir,
@@ -69,11 +69,14 @@
 #include <random>
 #include <vector>
 
-#include "io/posix_file.hpp"
+#include "fault_engine.hpp"
+#include "sparse_store/io/posix_file.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 
-namespace pheap::io {
+namespace pheap::test {
+
+using namespace pheap::io;
 
 namespace {
 
@@ -627,12 +630,12 @@ class fault_engine_impl final : public fault_engine {
       if (e.kind == undo_kind::truncate) {
         if (::ftruncate(fd, static_cast<off_t>(e.old_size)) != 0) return;
         if (!e.old_bytes.empty()) {
-          detail::pwrite_full(fd, e.inode->path, e.offset, e.old_bytes.data(), e.old_bytes.size());
+          pwrite_full(fd, e.inode->path, e.offset, e.old_bytes.data(), e.old_bytes.size());
         }
         return;
       }
       if (!e.old_bytes.empty()) {
-        detail::pwrite_full(fd, e.inode->path, e.offset, e.old_bytes.data(), e.old_bytes.size());
+        pwrite_full(fd, e.inode->path, e.offset, e.old_bytes.data(), e.old_bytes.size());
       }
       if (::ftruncate(fd, static_cast<off_t>(e.old_size)) != 0) return;
     } catch (const error&) {
@@ -644,7 +647,7 @@ class fault_engine_impl final : public fault_engine {
     const int fd = e.inode->fd;
     try {
       if (rng == nullptr) {
-        detail::pwrite_full(fd, e.inode->path, e.offset, e.new_bytes.data(), e.new_bytes.size());
+        pwrite_full(fd, e.inode->path, e.offset, e.new_bytes.data(), e.new_bytes.size());
         return;
       }
       std::uint64_t pos = e.offset;
@@ -652,7 +655,7 @@ class fault_engine_impl final : public fault_engine {
       while (pos < end) {
         const std::uint64_t sector_end = std::min(end, (pos / kSector + 1) * kSector);
         if (((*rng)() & 1u) != 0) {
-          detail::pwrite_full(fd, e.inode->path, pos, e.new_bytes.data() + (pos - e.offset),
+          pwrite_full(fd, e.inode->path, pos, e.new_bytes.data() + (pos - e.offset),
                               static_cast<std::size_t>(sector_end - pos));
         }
         pos = sector_end;
@@ -691,4 +694,4 @@ std::shared_ptr<fault_engine> make_fault_engine(std::shared_ptr<engine> inner) {
   return std::make_shared<fault_engine_impl>(std::move(inner));
 }
 
-}  // namespace pheap::io
+}  // namespace pheap::test

@@ -1,5 +1,5 @@
 // Shared syscall layer of the posix and io_uring engines (see posix_file.hpp).
-#include "io/posix_file.hpp"
+#include "posix_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include "pheap/error.hpp"
 
-namespace pheap::io::detail {
+namespace pheap::io {
 
 namespace {
 
@@ -269,4 +269,4 @@ bool fs_engine::clone_file(const std::string& src, const std::string& dst) {
   }
 }
 
-}  // namespace pheap::io::detail
+}  // namespace pheap::io

@@ -3,25 +3,25 @@
 // thread-safe. Used where io_uring is unavailable or PHEAP_IO_ENGINE=posix.
 #include <memory>
 
-#include "io/posix_file.hpp"
+#include "posix_file.hpp"
 
 namespace pheap::io {
 
 namespace {
 
-class posix_engine final : public detail::fs_engine {
+class posix_engine final : public fs_engine {
  public:
   std::string name() const override { return "posix"; }
 
   void read(std::span<const read_request> batch) override {
     for (const auto& r : batch) {
-      detail::pread_full(detail::as_posix(*r.f, "read").fd(), r.f->path(), r.offset, r.buf, r.len);
+      pread_full(as_posix(*r.f, "read").fd(), r.f->path(), r.offset, r.buf, r.len);
     }
   }
 
   void write(std::span<const write_request> batch) override {
     for (const auto& w : batch) {
-      detail::pwrite_full(detail::as_posix(*w.f, "write").fd(), w.f->path(), w.offset, w.buf, w.len);
+      pwrite_full(as_posix(*w.f, "write").fd(), w.f->path(), w.offset, w.buf, w.len);
     }
   }
 };

@@ -1,10 +1,10 @@
-#include "common/crc32c.hpp"
+#include "pheap/crc32c.hpp"
 
 #include <isa-l/crc.h>
 
 #include <climits>
 
-namespace pheap::detail {
+namespace pheap {
 
 std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) noexcept {
   // ISA-L's crc32_iscsi takes and returns the raw register; the standard CRC32C pre- and
@@ -20,4 +20,4 @@ std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) noexc
   return ~reg;
 }
 
-}  // namespace pheap::detail
+}  // namespace pheap

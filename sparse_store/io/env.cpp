@@ -1,11 +1,11 @@
-#include "common/env.hpp"
+#include "pheap/env.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include "pheap/error.hpp"
 
-namespace pheap::detail {
+namespace pheap::env {
 
 [[noreturn]] void bad_env(const char* var, const std::string& value, const std::string& why) {
   throw error(errc::invalid_argument, "", std::string("read ") + var,
@@ -45,4 +45,4 @@ std::uint64_t parse_size(const char* var, const std::string& v) {
   return n << shift;
 }
 
-}  // namespace pheap::detail
+}  // namespace pheap::env

@@ -1,4 +1,4 @@
-// src/io/posix_file.hpp — internals shared by the posix and io_uring engines: the file type
+// sparse_store/io/posix_file.hpp — internals shared by the posix and io_uring engines: the file type
 // both hand out, the syscall helpers with their error conventions, and `fs_engine`, the base
 // class that implements every file/directory operation of pheap::io::engine with plain
 // syscalls. Engines derive from it and supply read()/write() (and may override sync()).
@@ -15,7 +15,7 @@
 
 #include "pheap/io.hpp"
 
-namespace pheap::io::detail {
+namespace pheap::io {
 
 // An open descriptor plus its path. Owns the descriptor; closing errors are ignored (the data
 // contract is carried by sync(), never by close()).
@@ -77,4 +77,4 @@ class fs_engine : public engine {
   bool clone_file(const std::string& src, const std::string& dst) override;
 };
 
-}  // namespace pheap::io::detail
+}  // namespace pheap::io
