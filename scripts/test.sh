@@ -6,6 +6,8 @@
 #   scripts/test.sh --quick    normal build only
 #
 # Stages:
+#   layering      scripts/check_layers.sh: every include points down the layer stack or stays
+#                 in its room (counts as one test)
 #   release       build/, every test, as the invoking user (root in CI: tests labelled `root`
 #                 — loop mounts, sysctl writes, switching to uid 65534 — run here, and only here)
 #   unprivileged  the same build/ tests again as uid/gid 65534 (nobody/nogroup, no supplementary
@@ -183,6 +185,13 @@ fuzz_stage() {
   [ "$rc" -eq 0 ] || status=1
   rm -f "$log"
 }
+
+echo "=== layering ==="
+if scripts/check_layers.sh; then
+  total_pass=$((total_pass + 1))
+else
+  total_fail=$((total_fail + 1)); status=1
+fi
 
 release_built=0
 build_stage "release" build -DCMAKE_BUILD_TYPE=RelWithDebInfo && release_built=1

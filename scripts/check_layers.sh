@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The layering rule as a check that can fail (run by scripts/test.sh, and by hand).
+#
+# Rooms, bottom to top (README "Layout"):
+#   io      sparse_store/io/        the I/O seam, CRC32C, errors, PHEAP_* parsing
+#   store   sparse_store/           the page store
+#   pager   src/pager/              the userfaultfd pager
+#   heap    src/heap/               allocator, named objects, datastore lifecycle
+#   graph   graph/, include/pheap/graph/
+#   tools   tools/, examples/
+# Public headers (include/pheap/) belong to the room of what they declare (table below).
+#
+# A file of the library, its public headers, the tools or the examples may include
+#   * a public header of its own room or of a room below it, and
+#   * a private header of its own room (its folder, by relative path or "<room>/…").
+# Anything else fails: an include of a higher room (upward), of another room's private
+# headers (sideways: "no layer knows another's file names"), or of tests/, fuzz/, bench/.
+# tests/, bench/ and fuzz/ are white-box and may include anything.
+#
+#   scripts/check_layers.sh            prints each violation; exit 1 if there is one
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+rank() {  # room → height
+  case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; graph) echo 4 ;;
+    tools) echo 5 ;; *) echo 99 ;; esac
+}
+
+# The room a public header belongs to.
+public_room() {
+  case $1 in
+    pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
+    pheap/sparse_store.hpp) echo store ;;
+    pheap/pager.hpp) echo pager ;;
+    pheap/graph/*) echo graph ;;
+    pheap/*) echo heap ;;
+    *) echo unknown ;;
+  esac
+}
+
+# The room of a source file (by path), or "" for white-box code (tests, bench, fuzz).
+file_room() {
+  case $1 in
+    sparse_store/io/*) echo io ;;
+    sparse_store/*) echo store ;;
+    src/pager/*) echo pager ;;
+    src/heap/*) echo heap ;;
+    include/pheap/graph/* | graph/*) echo graph ;;
+    include/pheap/*) public_room "${1#include/}" ;;
+    tools/* | examples/*) echo tools ;;
+    *) echo "" ;;
+  esac
+}
+
+violations=0
+fail() {
+  echo "layering: $1" >&2
+  violations=$((violations + 1))
+}
+
+files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'graph/*.[ch]pp' \
+  'tools/*.[ch]pp' 'examples/*.[ch]pp')
+for f in $files; do
+  room=$(file_room "$f")
+  [ -n "$room" ] || continue
+  r=$(rank "$room")
+  dir=$(dirname "$f")
+  while IFS= read -r line; do
+    inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]+)[">].*/\1/' <<<"$line")
+    case $inc in
+      pheap/*)
+        proom=$(public_room "$inc")
+        if [ ! -f "include/$inc" ]; then
+          fail "$f includes <$inc>, which is not a public header"
+        elif [ "$(rank "$proom")" -gt "$r" ]; then
+          fail "$f ($room) includes $inc of the $proom layer above it"
+        fi
+        ;;
+      *.hpp | *.h)
+        # A private header: relative to the file, or "<room>/…" under src/.
+        target=""
+        if [ -f "$dir/$inc" ]; then
+          target=$(realpath --relative-to=. "$dir/$inc")
+        elif [ -f "src/$inc" ]; then
+          target="src/$inc"
+        elif [ -f "$inc" ]; then
+          target="$inc"  # a path from the project root: only white-box code may do that
+          fail "$f includes \"$inc\" by its path from the project root"
+          continue
+        else
+          continue  # a system or third-party header
+        fi
+        troom=$(file_room "$target")
+        if [ -z "$troom" ]; then
+          fail "$f ($room) includes $target, which is not library code"
+        elif [ "$troom" != "$room" ]; then
+          fail "$f ($room) includes $target, a private header of the $troom layer"
+        elif [[ $f == include/* && $target != include/* ]]; then
+          fail "public header $f includes the private header $target"
+        fi
+        ;;
+    esac
+  done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f")
+done
+
+if [ "$violations" -gt 0 ]; then
+  echo "layering: $violations violation(s)" >&2
+  exit 1
+fi
+echo "layering: $(wc -w <<<"$files") files, every include points down or stays in its room"
