@@ -26,9 +26,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
-#include <thread>
 
 #include "pager/pager_impl.hpp"
 #include "pheap/error.hpp"
@@ -65,16 +63,6 @@ std::exception_ptr pager_impl::take_error() {
   std::exception_ptr e = std::move(sticky_);
   sticky_ = nullptr;
   return e;
-}
-
-void pager_impl::wait_not_filling(std::size_t page) {
-  for (unsigned spins = 0; ps::kind(table_.load(page)) == ps::filling; ++spins) {
-    if (spins < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
 }
 
 void pager_impl::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {
@@ -142,7 +130,7 @@ std::vector<std::size_t> pager_impl::collect_dirty() {
   for (std::size_t p = 0; p < npages_; ++p) {
     std::uint32_t s = table_.load(p);
     if (ps::kind(s) == ps::filling) {
-      wait_not_filling(p);
+      table_.wait_not_filling(p);
       s = table_.load(p);
     }
     if (ps::kind(s) != ps::resident) continue;
@@ -176,27 +164,7 @@ std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
   std::vector<std::size_t> claimed;
   claimed.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t p = cand[k];
-    std::uint32_t s = table_.load(p);
-    for (;;) {
-      if (ps::kind(s) == ps::filling) {
-        wait_not_filling(p);
-        s = table_.load(p);
-        continue;
-      }
-      if (ps::kind(s) != ps::resident || (s & ps::evict)) break;  // evicted / being evicted
-      if (s & ps::wpclear) {
-        std::this_thread::yield();
-        s = table_.load(p);
-        continue;
-      }
-      assert(!(s & ps::flush));
-      if (mode_ == dirty_tracking::wp_sync && !(s & ps::dirty)) break;
-      if (table_.cas(p, s, (s & ~ps::dirty) | ps::flush)) {
-        claimed.push_back(p);
-        break;
-      }
-    }
+    if (table_.claim_flush(cand[k], mode_ == dirty_tracking::wp_sync)) claimed.push_back(cand[k]);
   }
   if (claimed.empty()) return 0;
   const std::size_t m = claimed.size();

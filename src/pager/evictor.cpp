@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
-#include <cassert>
 #include <cstring>
 
 #include "pager/pager_impl.hpp"
@@ -169,11 +168,8 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   std::size_t steps = 0;
   const std::size_t max_steps = 2 * npages_ + window;
   auto claim = [&](std::size_t p, bool dirty) {
-    std::uint32_t s = table_.load(p);
-    for (;;) {
-      if (ps::kind(s) != ps::resident || (s & ps::owned) || ps::pins(s) != 0) return false;
-      if (table_.cas(p, s, (s | ps::evict) & ~ps::ref)) break;
-    }
+    std::uint32_t s = 0;
+    if (!table_.claim_evict(p, s)) return false;
     victims.push_back(p);
     victim_dirty.push_back(dirty || (s & ps::dirty) || mode_ == dirty_tracking::all_resident);
     return true;
@@ -185,10 +181,10 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
     dirty_seen.clear();
     for (std::size_t i = 0; i < count && victims.size() < want; ++i) {
       const std::size_t p = first + i;
-      std::uint32_t s = table_.load(p);
-      if (ps::kind(s) != ps::resident || (s & ps::owned) || ps::pins(s) != 0) continue;
+      const std::uint32_t s = table_.load(p);
+      if (!ps::evictable(s)) continue;
       if (s & ps::ref) {  // second chance
-        table_.cas(p, s, s & ~ps::ref);
+        table_.clear_ref(p, s);
         continue;
       }
       const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
@@ -222,12 +218,6 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   }
   const std::size_t n = victims.size();
 
-  auto finish = [&](std::size_t p) {  // evicted: absent (one CAS), then wake waiters
-    std::uint32_t s = table_.load(p);
-    while (!table_.cas(p, s, (s & ps::pin_mask) | ps::absent)) {
-    }
-    if (s & ps::wanted) wake_page(p);  // they refault and refill from the store
-  };
 
   // ---- 2. read-only: just drop -----------------------------------------------------------
   if (ro_) {
@@ -237,12 +227,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
       ::madvise(page_addr(victims[i]), (j - i) * ps_, MADV_DONTNEED);
       i = j;
     }
-    for (auto p : victims) {
-      std::uint32_t s = table_.load(p);
-      while (!table_.cas(p, s, ps::with_kind(s & ~(ps::evict | ps::ref | ps::wanted), ps::absent))) {
-      }
-      if (s & ps::wanted) wake_page(p);
-    }
+    for (auto p : victims) finish_eviction(p);
     release_slots(n);
     c_.evictions.fetch_add(n, std::memory_order_relaxed);
     return n;
@@ -334,12 +319,17 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   ::madvise(stg, n * ps_, MADV_DONTNEED);
   for (std::size_t i = 0; i < n; ++i) {
     if (!moved[i]) continue;
-    finish(victims[i]);
+    finish_eviction(victims[i]);
     ++freed;
   }
   release_slots(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
   return freed;
+}
+
+void pager_impl::finish_eviction(std::size_t page) {
+  // Faults that waited on it refault and refill from the store, which has its newest bytes.
+  if (table_.finish_eviction(page) & ps::wanted) wake_page(page);
 }
 
 void pager_impl::present_frames(const std::byte* addr, std::size_t len,

@@ -8,7 +8,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,10 +21,7 @@ namespace pheap::paging {
 void pager_impl::wake_page(std::size_t page) noexcept { (void)uffd_wake(uffd_, page_addr(page), ps_); }
 
 void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {
-  std::uint32_t s = table_.load(page);
-  while (!table_.cas(page, s, (s & ~(clear_bits | ps::wanted)) | set_bits)) {
-  }
-  if (s & ps::wanted) wake_page(page);
+  if (table_.release(page, clear_bits, set_bits) & ps::wanted) wake_page(page);
 }
 
 void pager_impl::worker_main(unsigned index) {
@@ -78,20 +74,15 @@ void pager_impl::worker_main(unsigned index) {
 
 void pager_impl::handle_wp(std::size_t page) {
   c_.wp_faults.fetch_add(1, std::memory_order_relaxed);
-  std::uint32_t s = table_.load(page);
-  for (;;) {
-    if (ps::kind(s) != ps::resident) {  // moved out meanwhile: the retry faults as missing
+  switch (table_.on_wp_fault(page)) {
+    case wp_fault::gone:  // moved out meanwhile: the retry faults as missing
       wake_page(page);
       return;
-    }
-    if (s & (ps::evict | ps::flush)) {  // the owner wakes us when it lets go (I3)
-      if (table_.cas(page, s, s | ps::wanted)) return;
-      continue;
-    }
-    if (s & ps::wpclear) {  // another worker is un-protecting it right now; its ioctl wakes us
+    case wp_fault::owner_wakes:  // the owner wakes us when it lets go (I3)
+    case wp_fault::in_progress:  // another worker is un-protecting it; its ioctl wakes us
       return;
-    }
-    if (table_.cas(page, s, s | ps::dirty | ps::ref | ps::wpclear)) break;
+    case wp_fault::unprotect:
+      break;
   }
   // dirty is recorded before the page becomes writable (I5); wpclear keeps flush/evictor off
   // the page until the un-protect is done.
@@ -106,35 +97,21 @@ void pager_impl::handle_wp(std::size_t page) {
 
 void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
                                 std::byte* bounce) {
-  std::uint32_t s = table_.load(page);
   for (;;) {
-    switch (ps::kind(s)) {
-      case ps::filling:
-        return;  // the filler's UFFDIO_COPY wakes this waiter
-      case ps::poisoned:
-        wake_page(page);  // raced with the poisoning; the retry gets SIGBUS
+    switch (table_.on_missing_fault(page)) {
+      case missing_fault::being_filled:  // the filler's UFFDIO_COPY wakes this waiter
+      case missing_fault::owner_wakes:   // the owner wakes it when it lets go (I3)
         return;
-      case ps::resident:
-        if (s & (ps::evict | ps::flush)) {
-          if (table_.cas(page, s, s | ps::wanted)) return;
-          continue;
-        }
-        wake_page(page);  // installed after this fault was queued
+      case missing_fault::poisoned:   // raced with the poisoning; the retry gets SIGBUS
+      case missing_fault::installed:  // installed after this fault was queued
+        wake_page(page);
         return;
-      default:
+      case missing_fault::absent:
         break;
     }
     // absent: take a buffer slot, then claim the page.
     if (!reserve_slot()) return;  // stopping
-    s = table_.load(page);
-    bool claimed = false;
-    while (ps::kind(s) == ps::absent) {
-      if (table_.cas(page, s, ps::with_kind(s, ps::filling))) {
-        claimed = true;
-        break;
-      }
-    }
-    if (claimed) break;
+    if (table_.claim_fill(page)) break;
     release_slots(1);  // someone else got it; re-examine
   }
   // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
@@ -156,15 +133,7 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
   got.reserve(read_ahead_);
   for (std::size_t p = first; p < npages_ && got.size() < read_ahead_; ++p) {
     if (!try_reserve_slot(high_pages_)) break;
-    std::uint32_t s = table_.load(p);
-    bool claimed = false;
-    while (ps::kind(s) == ps::absent) {
-      if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
-        claimed = true;
-        break;
-      }
-    }
-    if (!claimed) {
+    if (!table_.claim_fill(p)) {
       release_slots(1);
       break;
     }
@@ -193,16 +162,8 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
         pf_q_.clear();
         break;
       }
-      std::uint32_t s = table_.load(p);
-      bool claimed = false;
-      while (ps::kind(s) == ps::absent) {
-        if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
-          claimed = true;
-          break;
-        }
-      }
       ++r.first;
-      if (claimed) {
+      if (table_.claim_fill(p)) {
         got.push_back(p);
       } else {
         release_slots(1);
@@ -255,9 +216,7 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     const std::size_t p = pages[i];
     if (failed[i]) {
       if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
-        std::uint32_t s = table_.load(p);
-        while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
-        }
+        table_.abandon_fill(p);
         release_slots(1);
         // A fault on this page while we were filling it saw `filling` and waits for our
         // install; there is none, so wake it: its retry faults on the absent page and reads
@@ -286,19 +245,14 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     } else if (rc != 0) {
       std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
                    std::strerror(rc));
-      std::uint32_t s = table_.load(p);
-      while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
-      }
+      table_.abandon_fill(p);
       release_slots(1);
       wake_page(p);
       continue;
     }
     const std::uint32_t extra =
         ps::ref | ((w && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u);
-    std::uint32_t s = table_.load(p);
-    assert(ps::kind(s) == ps::filling);
-    while (!table_.cas(p, s, ps::with_kind(s, ps::resident) | extra)) {
-    }
+    table_.install(p, extra);
   }
   note_resident_peak();
 }
@@ -309,12 +263,10 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
                "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
                "SIGBUS and the next flush() reports it\n",
                name_.c_str(), page, page * ps_, why.c_str());
-  std::uint32_t s = table_.load(page);
   if (have_poison_) {
     const int rc = uffd_poison(uffd_, page_addr(page), ps_);
     if (rc == 0) {
-      while (!table_.cas(page, s, ps::with_kind(s, ps::poisoned))) {
-      }
+      table_.mark_poisoned(page);
       release_slots(1);
       return;
     }
@@ -322,8 +274,7 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
                  std::strerror(rc));
   }
   // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly.
-  while (!table_.cas(page, s, ps::with_kind(s, ps::absent))) {
-  }
+  table_.abandon_fill(page);
   release_slots(1);
   if (tid != 0) {
     (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);

@@ -441,12 +441,9 @@ void pager_impl::pin(std::size_t offset, std::size_t len) {
   }
   const std::size_t first = offset / ps_, last = (offset + len - 1) / ps_;
   for (std::size_t p = first; p <= last; ++p) {
-    std::uint32_t s = table_.load(p);
-    for (;;) {
-      if (ps::pins(s) == 0xFFFF) throw error(errc::invalid_argument, name_, "pin", "pin count overflow");
-      if (table_.cas(p, s, s + ps::pin_one)) break;
-    }
-    if (ps::pins(s) == 0) pinned_.fetch_add(1);
+    std::uint32_t was = 0;
+    if (!table_.add_pin(p, was)) throw error(errc::invalid_argument, name_, "pin", "pin count overflow");
+    if (ps::pins(was) == 0) pinned_.fetch_add(1);
   }
   // Fault the pages in from this thread (a user-mode read): once resident with a pin count
   // they cannot be claimed by the evictor (I4). A poisoned page raises SIGBUS here.
@@ -463,12 +460,9 @@ void pager_impl::unpin(std::size_t offset, std::size_t len) {
   }
   const std::size_t first = offset / ps_, last = (offset + len - 1) / ps_;
   for (std::size_t p = first; p <= last; ++p) {
-    std::uint32_t s = table_.load(p);
-    for (;;) {
-      if (ps::pins(s) == 0) throw error(errc::invalid_argument, name_, "unpin", "page not pinned");
-      if (table_.cas(p, s, s - ps::pin_one)) break;
-    }
-    if (ps::pins(s) == 1) pinned_.fetch_sub(1);
+    std::uint32_t was = 0;
+    if (!table_.drop_pin(p, was)) throw error(errc::invalid_argument, name_, "unpin", "page not pinned");
+    if (ps::pins(was) == 1) pinned_.fetch_sub(1);
   }
   if (budget_used() >= static_cast<std::int64_t>(high_pages_) && buffer_pages_ < npages_) kick_evictor();
 }

@@ -154,6 +154,8 @@ class pager_impl {
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed.
   std::size_t evict_batch(std::size_t want);
+  // A victim has left the region: absent, its waiting faults woken.
+  void finish_eviction(std::size_t page);
 
   // --- flush (dirty_tracker.cpp) -------------------------------------------------------------
   std::mutex flush_mu_;
@@ -166,7 +168,6 @@ class pager_impl {
   // Copies claimed pages [pages, pages+n) (consecutive in `pages` order) into bounce slots
   // atomically w.r.t. writers by moving each run out to flush_staging_ and back.
   void take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst);
-  void wait_not_filling(std::size_t page);
   void written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out);
 
   // --- errors ---------------------------------------------------------------------------------
