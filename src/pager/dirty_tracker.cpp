@@ -53,18 +53,6 @@ void copy_out(std::byte* dst, const std::byte* src, std::size_t len) {
 }
 }  // namespace
 
-void pager_impl::record_error(std::exception_ptr e) {
-  std::lock_guard lk(err_mu_);
-  if (!sticky_) sticky_ = std::move(e);
-}
-
-std::exception_ptr pager_impl::take_error() {
-  std::lock_guard lk(err_mu_);
-  std::exception_ptr e = std::move(sticky_);
-  sticky_ = nullptr;
-  return e;
-}
-
 void pager_impl::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {
   out.assign(count, false);
   if (count == 0) return;
@@ -243,14 +231,14 @@ std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
   std::lock_guard lk(flush_mu_);
   if (ro_) throw error(errc::read_only, name_, "flush", "the store is open read-only");
   const std::uint64_t t0 = now_ns();
-  if (auto e = take_error()) std::rethrow_exception(e);
+  errors_.throw_pending();
   const std::vector<std::size_t> cand = collect_dirty();
   for (std::size_t i = 0; i < cand.size(); i += flush_batch_pages_) {
     flush_chunk(cand.data() + i, std::min(flush_batch_pages_, cand.size() - i));
   }
   // An eviction batch in flight may hold writes made before this flush: let it land.
   { std::lock_guard b(evict_batch_mu_); }
-  if (auto e = take_error()) std::rethrow_exception(e);
+  errors_.throw_pending();
   const std::uint64_t epoch = store_->commit(root);
   if (!cand.empty()) evict_failing_.store(false, std::memory_order_release);  // writes work again
   c_.flushes.fetch_add(1, std::memory_order_relaxed);

@@ -302,7 +302,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
       c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
       c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
     } catch (...) {
-      record_error(std::current_exception());
+      errors_.record(std::current_exception());
       evict_failing_.store(true, std::memory_order_release);
       write_failed = true;
     }

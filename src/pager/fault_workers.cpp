@@ -203,7 +203,7 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
         } catch (const std::exception& e) {
           failed[i] = true;
           if (fault && i == 0) {
-            record_error(std::current_exception());
+            errors_.record(std::current_exception());
             poison_page(pages[i], tid, e.what());
           }
         }

@@ -7,8 +7,8 @@
 //   dirty_tracker.cpp  flush(): collecting dirty pages per tracking mode, copy-out, commit
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
-// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → err_mu_. Fault workers take
-// none of these on the hot path; they only wait on free_cv_ (buffer full), which the evictor
+// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
+// Fault workers take none of these on the hot path; they only wait on free_cv_ (buffer full), which the evictor
 // signals without ever waiting on a worker, a flush or a fault, so no cycle exists:
 //   worker → (waits for) evictor → store I/O
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
@@ -20,13 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pager/error_channel.hpp"
 #include "pager/page_table.hpp"
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
@@ -171,10 +171,7 @@ class pager_impl {
   void written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out);
 
   // --- errors ---------------------------------------------------------------------------------
-  std::mutex err_mu_;
-  std::exception_ptr sticky_;  // first store error since the last flush
-  void record_error(std::exception_ptr e);
-  std::exception_ptr take_error();
+  error_channel errors_;  // store errors of fills and evictions, for the next flush
 
   mutable counters c_;
   // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
