@@ -240,7 +240,7 @@ std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
   { std::lock_guard b(evict_batch_mu_); }
   errors_.throw_pending();
   const std::uint64_t epoch = store_->commit(root);
-  if (!cand.empty()) evict_failing_.store(false, std::memory_order_release);  // writes work again
+  if (!cand.empty()) budget_.set_writeback_failing(false);  // writes work again
   c_.flushes.fetch_add(1, std::memory_order_relaxed);
   c_.flush_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   return epoch;

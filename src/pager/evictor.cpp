@@ -1,9 +1,4 @@
-// The bounded buffer and its evictor.
-//
-// Slots: a fill takes a slot before it claims a page (occupied_ counts filling + resident
-// pages; pinned pages are outside the budget). When the budget is used up, a fault worker
-// waits on free_cv_ for the evictor; read-ahead and prefetch only take slots below the high
-// watermark and never wait.
+// The evictor: keeps the bounded buffer (buffer_budget.hpp) within its watermarks.
 //
 // The evictor wakes at the high watermark (or when a worker waits) and evicts down to the low
 // watermark in batches. Victim choice: a clock hand with second chance (the `ref` bit set by
@@ -36,77 +31,11 @@
 
 namespace pheap::paging {
 
-void pager_impl::note_resident_peak() {
-  const auto occ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, occupied_.load()));
-  std::uint64_t peak = c_.peak_resident.load(std::memory_order_relaxed);
-  while (occ > peak && !c_.peak_resident.compare_exchange_weak(peak, occ)) {
-  }
-}
-
-bool pager_impl::try_reserve_slot(std::size_t limit) {
-  std::int64_t o = occupied_.load(std::memory_order_acquire);
-  for (;;) {
-    if (o - pinned_.load(std::memory_order_acquire) >= static_cast<std::int64_t>(limit)) {
-      return false;
-    }
-    if (occupied_.compare_exchange_weak(o, o + 1, std::memory_order_acq_rel)) break;
-  }
-  if (o + 1 - pinned_.load(std::memory_order_acquire) >= static_cast<std::int64_t>(high_pages_) &&
-      buffer_pages_ < npages_) {
-    kick_evictor();
-  }
-  return true;
-}
-
-bool pager_impl::reserve_slot() {
-  if (try_reserve_slot(buffer_pages_)) return true;
-  c_.buffer_waits.fetch_add(1, std::memory_order_relaxed);
-  slot_waiters_.fetch_add(1);
-  bool ok = false;
-  for (;;) {
-    kick_evictor();
-    if (try_reserve_slot(buffer_pages_)) {
-      ok = true;
-      break;
-    }
-    if (stop_.load(std::memory_order_acquire)) break;
-    if (evict_failing_.load(std::memory_order_acquire)) {
-      // Write-back is failing: evicting would lose data, waiting would hang the faulting
-      // thread. Overflow the buffer instead (documented); the error surfaces at flush().
-      occupied_.fetch_add(1, std::memory_order_acq_rel);
-      ok = true;
-      break;
-    }
-    std::unique_lock lk(free_mu_);
-    free_cv_.wait_for(lk, std::chrono::milliseconds(5));
-  }
-  slot_waiters_.fetch_sub(1);
-  return ok;
-}
-
-void pager_impl::release_slots(std::size_t n) {
-  occupied_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
-  if (slot_waiters_.load(std::memory_order_acquire) > 0) {
-    std::lock_guard lk(free_mu_);
-    free_cv_.notify_all();
-  }
-}
-
-void pager_impl::kick_evictor() {
-  {
-    std::lock_guard lk(evict_mu_);
-    if (evict_kick_) return;
-    evict_kick_ = true;
-  }
-  evict_cv_.notify_one();
-}
-
 void pager_impl::wait_evictor_idle() {
   for (;;) {
     {
       std::lock_guard b(evict_batch_mu_);
-      std::lock_guard lk(evict_mu_);
-      if (!evict_kick_ && budget_used() <= static_cast<std::int64_t>(high_pages_)) return;
+      if (budget_.evictor_idle()) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -114,45 +43,27 @@ void pager_impl::wait_evictor_idle() {
 
 void pager_impl::evictor_main() {
   for (;;) {
-    {
-      std::unique_lock lk(evict_mu_);
-      evict_cv_.wait(lk, [&] { return evict_kick_ || stop_.load(); });
-      if (stop_.load()) return;
-    }
+    if (!budget_.wait_for_kick()) return;
     bool idle_round = false;
     {
       std::lock_guard batch(evict_batch_mu_);
       // Evict down to the low watermark; with waiters, at least one page each round.
       for (;;) {
         if (stop_.load()) return;
-        const std::int64_t used = budget_used();
-        std::int64_t excess = used - static_cast<std::int64_t>(low_pages_);
-        if (excess <= 0 && slot_waiters_.load() > 0) excess = 1;
-        if (excess <= 0) break;
-        const std::size_t want =
-            std::min<std::size_t>(static_cast<std::size_t>(excess), evict_batch_pages_);
+        const std::size_t excess = budget_.to_evict();
+        if (excess == 0) break;
+        const std::size_t want = std::min(excess, evict_batch_pages_);
         const std::uint64_t t0 = now_ns();
         const std::size_t freed = evict_batch(want);
         c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        {
-          std::lock_guard lk(free_mu_);
-          free_cv_.notify_all();
-        }
+        budget_.notify_freed();
         if (freed == 0) {
           idle_round = true;  // everything owned, pinned or failing: back off briefly
           break;
         }
       }
     }
-    {
-      std::lock_guard lk(evict_mu_);
-      evict_kick_ = false;
-      if (idle_round || slot_waiters_.load() > 0 ||
-          budget_used() >= static_cast<std::int64_t>(high_pages_)) {
-        evict_kick_ = budget_used() > static_cast<std::int64_t>(low_pages_) ||
-                      slot_waiters_.load() > 0;
-      }
-    }
+    budget_.end_round(idle_round);
     if (idle_round) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -228,7 +139,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
       i = j;
     }
     for (auto p : victims) finish_eviction(p);
-    release_slots(n);
+    budget_.release(n);
     c_.evictions.fetch_add(n, std::memory_order_relaxed);
     return n;
   }
@@ -298,12 +209,12 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
     }
     try {
       store_->write_pages(writes);
-      evict_failing_.store(false, std::memory_order_release);
+      budget_.set_writeback_failing(false);
       c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
       c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
     } catch (...) {
       errors_.record(std::current_exception());
-      evict_failing_.store(true, std::memory_order_release);
+      budget_.set_writeback_failing(true);
       write_failed = true;
     }
   }
@@ -322,7 +233,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
     finish_eviction(victims[i]);
     ++freed;
   }
-  release_slots(freed);
+  budget_.release(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
   return freed;
 }

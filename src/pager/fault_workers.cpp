@@ -110,9 +110,9 @@ void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
         break;
     }
     // absent: take a buffer slot, then claim the page.
-    if (!reserve_slot()) return;  // stopping
+    if (!budget_.reserve()) return;  // stopping
     if (table_.claim_fill(page)) break;
-    release_slots(1);  // someone else got it; re-examine
+    budget_.release(1);  // someone else got it; re-examine
   }
   // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
   // Recorded before the fill wakes the faulting thread: its next fault, possibly handled by
@@ -132,9 +132,9 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
   std::vector<std::size_t> got;
   got.reserve(read_ahead_);
   for (std::size_t p = first; p < npages_ && got.size() < read_ahead_; ++p) {
-    if (!try_reserve_slot(high_pages_)) break;
+    if (!budget_.try_reserve_below_high()) break;
     if (!table_.claim_fill(p)) {
-      release_slots(1);
+      budget_.release(1);
       break;
     }
     got.push_back(p);
@@ -158,7 +158,7 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
         continue;
       }
       const std::size_t p = r.first;
-      if (!try_reserve_slot(high_pages_)) {  // buffer at its high watermark: stop prefetching
+      if (!budget_.try_reserve_below_high()) {  // buffer at its high watermark: stop prefetching
         pf_q_.clear();
         break;
       }
@@ -166,7 +166,7 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
       if (table_.claim_fill(p)) {
         got.push_back(p);
       } else {
-        release_slots(1);
+        budget_.release(1);
       }
     }
   }
@@ -217,7 +217,7 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     if (failed[i]) {
       if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
         table_.abandon_fill(p);
-        release_slots(1);
+        budget_.release(1);
         // A fault on this page while we were filling it saw `filling` and waits for our
         // install; there is none, so wake it: its retry faults on the absent page and reads
         // (and, if the read fails again, gets the documented SIGBUS instead of a hang).
@@ -246,7 +246,7 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
       std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
                    std::strerror(rc));
       table_.abandon_fill(p);
-      release_slots(1);
+      budget_.release(1);
       wake_page(p);
       continue;
     }
@@ -254,7 +254,7 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
         ps::ref | ((w && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u);
     table_.install(p, extra);
   }
-  note_resident_peak();
+  budget_.note_peak();
 }
 
 void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::string& why) {
@@ -267,7 +267,7 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
     const int rc = uffd_poison(uffd_, page_addr(page), ps_);
     if (rc == 0) {
       table_.mark_poisoned(page);
-      release_slots(1);
+      budget_.release(1);
       return;
     }
     std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", name_.c_str(), page,
@@ -275,7 +275,7 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
   }
   // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly.
   table_.abandon_fill(page);
-  release_slots(1);
+  budget_.release(1);
   if (tid != 0) {
     (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);
   } else {

@@ -158,17 +158,8 @@ anon_map& anon_map::operator=(anon_map&& o) noexcept {
   return *this;
 }
 
-namespace {
-std::size_t default_buffer() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long psz = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || psz <= 0) return std::size_t(1) << 30;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(psz) / 4;
-}
-}  // namespace
-
 pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt)
-    : store_(std::move(store)), table_(0) {
+    : store_(std::move(store)), table_(0), budget_(stop_) {
   if (!store_) throw error(errc::invalid_argument, "", "map pager", "null store");
   name_ = store_->path();
   validate(opt, name_);
@@ -185,18 +176,10 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
 
 
   // ---- buffer geometry ---------------------------------------------------------------------
-  std::size_t buf = opt.buffer_size ? opt.buffer_size : default_buffer();
-  buffer_pages_ = std::clamp<std::size_t>(buf / ps_, 2, npages_);
-  if (npages_ < 2) buffer_pages_ = npages_;
-  high_pages_ = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::ceil(opt.high_watermark * static_cast<double>(buffer_pages_))),
-      1, buffer_pages_);
-  low_pages_ = std::min<std::size_t>(
-      static_cast<std::size_t>(opt.low_watermark * static_cast<double>(buffer_pages_)),
-      high_pages_ - 1);
+  budget_.configure(npages_, ps_, opt.buffer_size, opt.high_watermark, opt.low_watermark);
   // Read-only regions evict with MADV_DONTNEED (nothing can be written), so only writable
   // bounded regions need UFFDIO_MOVE.
-  const bool bounded = buffer_pages_ < npages_ && !ro_;
+  const bool bounded = budget_.evicts() && !ro_;
 
   // ---- features and tracking mode ------------------------------------------------------------
   const uffd_features& f = probe_features(name_);
@@ -283,7 +266,7 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
     std::memset(zero_.data(), 0, ps_);  // populate: UFFDIO_COPY reads it
     // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page.
     evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
-    evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, buffer_pages_ / 2));
+    evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
     flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
     if (!ro_) {
       if (f.move) {
@@ -327,11 +310,7 @@ pager_impl::~pager_impl() {
   stop_.store(true, std::memory_order_release);
   const std::uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);
-  kick_evictor();
-  {
-    std::lock_guard lk(free_mu_);
-    free_cv_.notify_all();
-  }
+  budget_.wake_all();
   for (auto& t : workers_) t.join();
   if (evictor_.joinable()) evictor_.join();
 #ifndef NDEBUG
@@ -410,12 +389,12 @@ std::string pager_impl::check_invariants() const {
       if (k == ps::absent && present[p]) return bad("absent but mapped (I1)");
     }
   }
-  if (occupied != occupied_.load()) {
-    return "occupied counter " + std::to_string(occupied_.load()) + " != resident pages " +
+  if (occupied != budget_.occupied()) {
+    return "occupied counter " + std::to_string(budget_.occupied()) + " != resident pages " +
            std::to_string(occupied) + " (I6)";
   }
-  if (pinned != pinned_.load()) {
-    return "pinned counter " + std::to_string(pinned_.load()) + " != pinned pages " +
+  if (pinned != budget_.pinned()) {
+    return "pinned counter " + std::to_string(budget_.pinned()) + " != pinned pages " +
            std::to_string(pinned);
   }
   return {};
@@ -443,7 +422,7 @@ void pager_impl::pin(std::size_t offset, std::size_t len) {
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
     if (!table_.add_pin(p, was)) throw error(errc::invalid_argument, name_, "pin", "pin count overflow");
-    if (ps::pins(was) == 0) pinned_.fetch_add(1);
+    if (ps::pins(was) == 0) budget_.page_pinned();
   }
   // Fault the pages in from this thread (a user-mode read): once resident with a pin count
   // they cannot be claimed by the evictor (I4). A poisoned page raises SIGBUS here.
@@ -462,9 +441,9 @@ void pager_impl::unpin(std::size_t offset, std::size_t len) {
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
     if (!table_.drop_pin(p, was)) throw error(errc::invalid_argument, name_, "unpin", "page not pinned");
-    if (ps::pins(was) == 1) pinned_.fetch_sub(1);
+    if (ps::pins(was) == 1) budget_.page_unpinned();
   }
-  if (budget_used() >= static_cast<std::int64_t>(high_pages_) && buffer_pages_ < npages_) kick_evictor();
+  budget_.check_pressure();
 }
 
 pager_stats pager_impl::stats() const {
@@ -485,11 +464,11 @@ pager_stats pager_impl::stats() const {
   s.bytes_written = g(c_.bytes_written);
   s.flushes = g(c_.flushes);
   s.flush_retakes = g(c_.flush_retakes);
-  s.buffer_waits = g(c_.buffer_waits);
+  s.buffer_waits = budget_.waits();
   s.poisoned_pages = g(c_.poisoned_pages);
-  s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, occupied_.load()));
-  s.peak_resident_pages = g(c_.peak_resident);
-  s.pinned_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pinned_.load()));
+  s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, budget_.occupied()));
+  s.peak_resident_pages = budget_.peak();
+  s.pinned_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, budget_.pinned()));
   s.fault_ns = g(c_.fault_ns);
   s.flush_ns = g(c_.flush_ns);
   s.evict_ns = g(c_.evict_ns);
@@ -507,7 +486,7 @@ std::size_t pager::size() const noexcept { return impl_->cap_; }
 std::size_t pager::page_size() const noexcept { return impl_->ps_; }
 bool pager::read_only() const noexcept { return impl_->ro_; }
 dirty_tracking pager::tracking() const noexcept { return impl_->mode_; }
-std::size_t pager::buffer_pages() const noexcept { return impl_->buffer_pages_; }
+std::size_t pager::buffer_pages() const noexcept { return impl_->budget_.pages(); }
 std::uint64_t pager::flush(std::span<const std::byte> root) { return impl_->flush(root); }
 void pager::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
   impl_->prefetch(ranges);

@@ -8,8 +8,9 @@
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
 // Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
-// Fault workers take none of these on the hot path; they only wait on free_cv_ (buffer full), which the evictor
-// signals without ever waiting on a worker, a flush or a fault, so no cycle exists:
+// Fault workers take none of these on the hot path; they only wait for a buffer slot
+// (buffer_budget), which the evictor frees without ever waiting on a worker, a flush or a
+// fault, so no cycle exists:
 //   worker → (waits for) evictor → store I/O
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
 #pragma once
@@ -26,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/page_table.hpp"
 #include "pager/uffd.hpp"
@@ -49,8 +51,7 @@ struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
       evict_verify_reads{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
-      flush_retakes{0}, buffer_waits{0}, poisoned_pages{0}, peak_resident{0}, fault_ns{0},
-      flush_ns{0}, evict_ns{0};
+      flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
 inline std::uint64_t now_ns() {
@@ -100,22 +101,11 @@ class pager_impl {
   anon_map zero_;        // ps_ zero bytes (source for zero fills)
 
   // --- page state and buffer --------------------------------------------------------------------
+  std::atomic<bool> stop_{false};  // set once, at teardown: every thread and wait ends
   page_table table_;
-  std::size_t buffer_pages_ = 0, high_pages_ = 0, low_pages_ = 0;
-  std::atomic<std::int64_t> occupied_{0};  // filling + resident pages (I6)
-  std::atomic<std::int64_t> pinned_{0};    // pages with pin count > 0 (outside the budget)
-  std::int64_t budget_used() const noexcept {
-    return occupied_.load(std::memory_order_acquire) - pinned_.load(std::memory_order_acquire);
-  }
-  // Takes one buffer slot for a fill; waits for the evictor when the buffer is full. Returns
-  // false only when the pager is stopping.
-  bool reserve_slot();
-  bool try_reserve_slot(std::size_t limit);
-  void release_slots(std::size_t n);
-  void kick_evictor();
+  buffer_budget budget_;
 
   // --- fault workers (fault_workers.cpp) ------------------------------------------------------
-  std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
   std::atomic<std::size_t> last_fault_end_{~std::size_t(0) - 1};  // read-ahead detection
   void worker_main(unsigned index);
@@ -139,13 +129,6 @@ class pager_impl {
 
   // --- evictor (evictor.cpp) -----------------------------------------------------------------
   std::thread evictor_;
-  std::mutex evict_mu_;  // guards evict_kick_ (the evictor's sleep)
-  std::condition_variable evict_cv_;
-  bool evict_kick_ = false;
-  std::atomic<int> slot_waiters_{0};
-  std::atomic<bool> evict_failing_{false};  // last eviction write-back failed (buffer may overflow)
-  std::mutex free_mu_;
-  std::condition_variable free_cv_;
   std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
   std::size_t evict_batch_pages_ = 1;
   std::size_t clock_hand_ = 0;
@@ -185,7 +168,6 @@ class pager_impl {
   // Empties `stg` (n slots) back into the region after arrived() pages were copied: moves each
   // slot back, then copies any frame still in staging and drops the staging range.
   void return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved);
-  void note_resident_peak();
 };
 
 }  // namespace pheap::paging
