@@ -56,51 +56,30 @@ void copy_out(std::byte* dst, const std::byte* src, std::size_t len) {
 void pager_impl::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {
   out.assign(count, false);
   if (count == 0) return;
-  page_region regs[256];
-  std::byte* start = page_addr(first);
-  std::byte* const end = page_addr(first + count);
-  while (start < end) {
-    std::uint64_t walk_end = 0;
-    const long r = pagemap_scan(pagemap_fd_, start, end, 0, page_is_written | page_is_present, 0,
-                                regs, 256, &walk_end);
-    if (r < 0) {  // cannot tell: everything counts as written (safe)
-      out.assign(count, true);
-      return;
-    }
-    for (long k = 0; k < r; ++k) {
-      const std::size_t a = (regs[k].start - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-      const std::size_t b = (regs[k].end - 1 - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-      for (std::size_t p = a; p <= b; ++p) out[p - first] = true;
-    }
-    if (walk_end <= reinterpret_cast<std::uint64_t>(start)) break;
-    start = reinterpret_cast<std::byte*>(walk_end);
-  }
+  const long r = pagemap_walk<256>(pagemap_fd_, page_addr(first), page_addr(first + count), 0,
+                                   page_is_written | page_is_present, 0,
+                                   [&](const page_region& reg) {
+                                     const auto [a, b] = pages_of(reg);
+                                     for (std::size_t p = a; p <= b; ++p) out[p - first] = true;
+                                   });
+  if (r < 0) out.assign(count, true);  // cannot tell: everything counts as written (safe)
 }
 
 std::vector<std::size_t> pager_impl::collect_dirty() {
   std::vector<std::size_t> cand;
   if (mode_ == dirty_tracking::wp_async) {
-    page_region regs[512];
-    std::byte* start = base_;
-    std::byte* const end = base_ + cap_;
-    while (start < end) {
-      std::uint64_t walk_end = 0;
-      const long r =
-          pagemap_scan(pagemap_fd_, start, end, pm_scan_wp_matching | pm_scan_check_wpasync,
-                       page_is_written | page_is_present, 0, regs, 512, &walk_end);
-      if (r < 0) {
-        throw error(errc::io, name_, "flush: PAGEMAP_SCAN", std::strerror(static_cast<int>(-r)),
-                    static_cast<int>(-r));
-      }
-      for (long k = 0; k < r; ++k) {
-        const std::size_t a = (regs[k].start - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-        const std::size_t b = (regs[k].end - 1 - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-        for (std::size_t p = a; p <= b; ++p) {
-          if (cand.empty() || cand.back() != p) cand.push_back(p);
-        }
-      }
-      if (walk_end <= reinterpret_cast<std::uint64_t>(start)) break;
-      start = reinterpret_cast<std::byte*>(walk_end);
+    const long r = pagemap_walk<512>(pagemap_fd_, base_, base_ + cap_,
+                                     pm_scan_wp_matching | pm_scan_check_wpasync,
+                                     page_is_written | page_is_present, 0,
+                                     [&](const page_region& reg) {
+                                       const auto [a, b] = pages_of(reg);
+                                       for (std::size_t p = a; p <= b; ++p) {
+                                         if (cand.empty() || cand.back() != p) cand.push_back(p);
+                                       }
+                                     });
+    if (r < 0) {
+      throw error(errc::io, name_, "flush: PAGEMAP_SCAN", std::strerror(static_cast<int>(-r)),
+                  static_cast<int>(-r));
     }
     std::vector<std::size_t> forced;
     for (std::size_t p = 0; p < npages_; ++p) {
@@ -130,21 +109,15 @@ std::vector<std::size_t> pager_impl::collect_dirty() {
 }
 
 void pager_impl::take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
-  std::byte* stg = flush_staging_.data();
-  for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;
-    while (j < n && pages[j] == pages[j - 1] + 1 && j - i < flush_batch_pages_) ++j;
-    std::size_t done = 0;
-    (void)uffd_move(uffd_, stg, page_addr(pages[i]), (j - i) * ps_, &done);
-    const std::vector<bool> moved = arrived(stg, pages + i, j - i);
+  for_each_run(pages, n, flush_batch_pages_, [&](std::size_t i, std::size_t j) {
+    const std::vector<bool> moved = flush_staging_.move_out(pages + i, j - i);
     for (std::size_t k = i; k < j; ++k) {
       // Not moved (e.g. EBUSY): plain copy, which may race with a writer; the page stays
       // dirty in the page tables, so the next flush takes it again.
-      copy_out(dst[k], moved[k - i] ? stg + (k - i) * ps_ : page_addr(pages[k]), ps_);
+      copy_out(dst[k], moved[k - i] ? flush_staging_.slot(k - i) : page_addr(pages[k]), ps_);
     }
-    return_staged(stg, pages + i, moved);
-    i = j;
-  }
+    flush_staging_.move_back(pages + i, moved);
+  });
 }
 
 std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
@@ -159,14 +132,7 @@ std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
   std::vector<std::byte*> dst(m);
   for (std::size_t i = 0; i < m; ++i) dst[i] = flush_bounce_.data() + i * ps_;
 
-  auto for_runs = [&](auto&& fn) {
-    for (std::size_t i = 0; i < m;) {
-      std::size_t j = i + 1;
-      while (j < m && claimed[j] == claimed[j - 1] + 1) ++j;
-      fn(i, j);
-      i = j;
-    }
-  };
+  auto for_runs = [&](auto&& fn) { for_each_run(claimed.data(), m, m, fn); };
 
   // ---- consistent copy ---------------------------------------------------------------------
   if (mode_ == dirty_tracking::wp_sync) {
@@ -181,18 +147,11 @@ std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
   } else if (mode_ == dirty_tracking::wp_async) {
     std::vector<bool> w;
     for_runs([&](std::size_t i, std::size_t j) {
-      page_region regs[64];
-      std::uint64_t we = 0;
       // Re-protect only this claimed run (never unclaimed neighbours: that would hide their
       // writes from the next flush).
-      std::byte* a = page_addr(claimed[i]);
-      std::byte* b = page_addr(claimed[j - 1] + 1);
-      while (a < b) {
-        const long r = pagemap_scan(pagemap_fd_, a, b, pm_scan_wp_matching | pm_scan_check_wpasync,
-                                    page_is_written | page_is_present, 0, regs, 64, &we);
-        if (r < 0 || we <= reinterpret_cast<std::uint64_t>(a)) break;
-        a = reinterpret_cast<std::byte*>(we);
-      }
+      (void)pagemap_walk<64>(pagemap_fd_, page_addr(claimed[i]), page_addr(claimed[j - 1] + 1),
+                             pm_scan_wp_matching | pm_scan_check_wpasync,
+                             page_is_written | page_is_present, 0, [](const page_region&) {});
       for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(claimed[k]), ps_);
       written_bitmap(claimed[i], j - i, w);
       std::vector<std::size_t> again;

@@ -132,12 +132,9 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
 
   // ---- 2. read-only: just drop -----------------------------------------------------------
   if (ro_) {
-    for (std::size_t i = 0; i < n;) {
-      std::size_t j = i + 1;
-      while (j < n && victims[j] == victims[j - 1] + 1) ++j;
+    for_each_run(victims.data(), n, n, [&](std::size_t i, std::size_t j) {
       ::madvise(page_addr(victims[i]), (j - i) * ps_, MADV_DONTNEED);
-      i = j;
-    }
+    });
     for (auto p : victims) finish_eviction(p);
     budget_.release(n);
     c_.evictions.fetch_add(n, std::memory_order_relaxed);
@@ -145,15 +142,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   }
 
   // ---- 3. move out, run by run; what moved is read from the page tables ----------------------
-  std::byte* stg = evict_staging_.data();
-  for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;
-    while (j < n && victims[j] == victims[j - 1] + 1) ++j;
-    std::size_t done = 0;
-    (void)uffd_move(uffd_, stg + i * ps_, page_addr(victims[i]), (j - i) * ps_, &done);
-    i = j;
-  }
-  const std::vector<bool> moved = arrived(stg, victims.data(), n);
+  const std::vector<bool> moved = evict_staging_.move_out(victims.data(), n);
   for (std::size_t i = 0; i < n; ++i) {
     if (!moved[i]) release_owned(victims[i], ps::evict);  // still in the region, untouched
   }
@@ -177,7 +166,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
       if (store_->may_have_data(victims[i])) {
         reads.push_back({victims[i], verify_bounce_.data() + reads.size() * ps_});
         with_data.push_back(i);
-      } else if (std::memcmp(stg + i * ps_, zero_.data(), ps_) != 0) {
+      } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
         out.push_back(i);
       }
     }
@@ -191,7 +180,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
       }
       for (std::size_t k = 0; k < with_data.size(); ++k) {
         const std::size_t i = with_data[k];
-        if (!ok || std::memcmp(stg + i * ps_, reads[k].buf, ps_) != 0) out.push_back(i);
+        if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
       }
     }
   }
@@ -204,7 +193,7 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
     writes.reserve(out.size());
     for (std::size_t k = 0; k < out.size(); ++k) {
       std::byte* b = evict_bounce_.data() + k * ps_;
-      std::memcpy(b, stg + out[k] * ps_, ps_);
+      std::memcpy(b, evict_staging_.slot(out[k]), ps_);
       writes.push_back({victims[out[k]], b});
     }
     try {
@@ -221,13 +210,13 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   std::size_t freed = 0;
   if (write_failed) {
     // Nothing may be lost: every staged page goes back into the region, marked dirty.
-    return_staged(stg, victims.data(), moved);
+    evict_staging_.move_back(victims.data(), moved);
     for (std::size_t i = 0; i < n; ++i) {
       if (moved[i]) release_owned(victims[i], ps::evict, ps::dirty);
     }
     return 0;
   }
-  ::madvise(stg, n * ps_, MADV_DONTNEED);
+  evict_staging_.drop(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (!moved[i]) continue;
     finish_eviction(victims[i]);
@@ -241,83 +230,6 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
 void pager_impl::finish_eviction(std::size_t page) {
   // Faults that waited on it refault and refill from the store, which has its newest bytes.
   if (table_.finish_eviction(page) & ps::wanted) wake_page(page);
-}
-
-void pager_impl::present_frames(const std::byte* addr, std::size_t len,
-                                std::vector<bool>& out) const {
-  const std::size_t os = os_page_size();
-  out.assign(len / os, false);
-  page_region regs[128];
-  const std::byte* a = addr;
-  const std::byte* const e = addr + len;
-  while (a < e) {
-    std::uint64_t we = 0;
-    const long r = pagemap_scan(pagemap_fd_, const_cast<std::byte*>(a), const_cast<std::byte*>(e), 0,
-                                page_is_present, 0, regs, 128, &we);
-    if (r < 0) {
-      std::fprintf(stderr, "pheap: pager %s: PAGEMAP_SCAN failed: %s\n", name_.c_str(),
-                   std::strerror(static_cast<int>(-r)));
-      std::abort();  // cannot tell where a page is: continuing could lose data
-    }
-    for (long k = 0; k < r; ++k) {
-      for (std::uint64_t x = regs[k].start; x < regs[k].end; x += os) {
-        out[(x - reinterpret_cast<std::uintptr_t>(addr)) / os] = true;
-      }
-    }
-    if (we <= reinterpret_cast<std::uint64_t>(a)) break;
-    a = reinterpret_cast<const std::byte*>(we);
-  }
-}
-
-std::vector<bool> pager_impl::arrived(std::byte* stg, const std::size_t* pages, std::size_t slots) {
-  const std::size_t os = os_page_size(), fpp = ps_ / os;
-  std::vector<bool> frames;
-  present_frames(stg, slots * ps_, frames);
-  std::vector<bool> moved(slots, false);
-  for (std::size_t i = 0; i < slots; ++i) {
-    std::size_t have = 0;
-    for (std::size_t f = 0; f < fpp; ++f) have += frames[i * fpp + f];
-    if (have == fpp) {
-      moved[i] = true;
-    } else if (have > 0) {  // split UPage: make it whole in the region again
-      for (std::size_t f = 0; f < fpp; ++f) {
-        if (!frames[i * fpp + f]) continue;
-        std::byte* from = stg + i * ps_ + f * os;
-        std::byte* to = page_addr(pages[i]) + f * os;
-        std::size_t back = 0;
-        if (uffd_move(uffd_, to, from, os, &back) != 0 && back == 0) {
-          std::vector<bool> chk;
-          present_frames(from, os, chk);
-          if (chk[0] && uffd_copy(uffd_, to, from, os, 0) == 0) (void)::madvise(from, os, MADV_DONTNEED);
-        }
-      }
-    }
-  }
-  return moved;
-}
-
-void pager_impl::return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved) {
-  const std::size_t n = moved.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    std::size_t back = 0;
-    (void)uffd_move(uffd_, page_addr(pages[i]), stg + i * ps_, ps_, &back);
-  }
-  // Whatever is still staged (a move back that failed, or failed in part): copy it in.
-  std::vector<bool> frames;
-  present_frames(stg, n * ps_, frames);
-  const std::size_t os = os_page_size();
-  for (std::size_t f = 0; f < frames.size(); ++f) {
-    if (!frames[f]) continue;
-    const std::size_t i = f / (ps_ / os);
-    std::byte* to = page_addr(pages[i]) + (f % (ps_ / os)) * os;
-    const int rc = uffd_copy(uffd_, to, stg + f * os, os, 0);
-    if (rc != 0 && rc != EEXIST) {
-      std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu: %s\n", name_.c_str(),
-                   pages[i], std::strerror(rc));
-    }
-  }
-  ::madvise(stg, n * ps_, MADV_DONTNEED);
 }
 
 }  // namespace pheap::paging

@@ -265,4 +265,16 @@ class page_table {
   std::unique_ptr<std::atomic<std::uint32_t>[]> w_;
 };
 
+// Calls fn(i, j) for each run pages[i..j) of consecutive page numbers in `pages` (sorted),
+// at most `max_run` long: the unit of one ioctl over the region.
+template <class Fn>
+void for_each_run(const std::size_t* pages, std::size_t n, std::size_t max_run, Fn&& fn) {
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && pages[j] == pages[j - 1] + 1 && j - i < max_run) ++j;
+    fn(i, j);
+    i = j;
+  }
+}
+
 }  // namespace pheap::paging

@@ -132,32 +132,6 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
 
 namespace paging {
 
-anon_map::anon_map(std::size_t bytes, bool dontfork) : len(bytes) {
-  p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-             -1, 0);
-  if (p == MAP_FAILED) {
-    p = nullptr;
-    throw_errno(errno, "", "mmap pager buffer");
-  }
-  if (dontfork) (void)::madvise(p, bytes, MADV_DONTFORK);
-  (void)::madvise(p, bytes, MADV_NOHUGEPAGE);
-}
-
-anon_map::~anon_map() {
-  if (p) ::munmap(p, len);
-}
-
-anon_map& anon_map::operator=(anon_map&& o) noexcept {
-  if (this != &o) {
-    if (p) ::munmap(p, len);
-    p = o.p;
-    len = o.len;
-    o.p = nullptr;
-    o.len = 0;
-  }
-  return *this;
-}
-
 pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt)
     : store_(std::move(store)), table_(0), budget_(stop_) {
   if (!store_) throw error(errc::invalid_argument, "", "map pager", "null store");
@@ -268,22 +242,20 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
     evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
     evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
     flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
-    if (!ro_) {
-      if (f.move) {
-        evict_staging_ = anon_map(evict_batch_pages_ * ps_, true);
-        flush_staging_ = anon_map(flush_batch_pages_ * ps_, true);
-        uffd_register(uffd_, evict_staging_.p, evict_staging_.len, UFFDIO_REGISTER_MODE_MISSING, name_);
-        uffd_register(uffd_, flush_staging_.p, flush_staging_.len, UFFDIO_REGISTER_MODE_MISSING, name_);
-      }
-      evict_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
-      verify_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
-      flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
-    }
     if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
       pagemap_fd_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
       if (pagemap_fd_ < 0 && mode_ == dirty_tracking::wp_async) {
         throw_errno(errno, "/proc/self/pagemap", "open");
       }
+    }
+    if (!ro_) {
+      if (f.move) {
+        evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, name_);
+        flush_staging_.open(uffd_, pagemap_fd_, base_, ps_, flush_batch_pages_, name_);
+      }
+      evict_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
+      verify_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
+      flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
     }
     stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     prefetch_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -324,8 +296,8 @@ pager_impl::~pager_impl() {
   }
 #endif
   uffd_unregister(uffd_, base_, cap_);
-  if (evict_staging_.p) uffd_unregister(uffd_, evict_staging_.p, evict_staging_.len);
-  if (flush_staging_.p) uffd_unregister(uffd_, flush_staging_.p, flush_staging_.len);
+  evict_staging_.close();
+  flush_staging_.close();
   ::close(uffd_);
   if (pagemap_fd_ >= 0) ::close(pagemap_fd_);
   ::close(stop_fd_);
@@ -348,28 +320,14 @@ std::string pager_impl::check_invariants() const {
   }
   std::int64_t occupied = 0, pinned = 0;
   std::vector<std::uint8_t> present(npages_, 0);
-  bool have_present = false;
-  if (pagemap_fd_ >= 0) {
-    page_region regs[256];
-    std::byte* a = base_;
-    std::byte* const e = base_ + cap_;
-    have_present = true;
-    while (a < e) {
-      std::uint64_t we = 0;
-      const long r = pagemap_scan(pagemap_fd_, a, e, 0, page_is_present, 0, regs, 256, &we);
-      if (r < 0) {
-        have_present = false;
-        break;
-      }
-      for (long k = 0; k < r; ++k) {
-        for (std::uint64_t x = regs[k].start; x < regs[k].end; x += os_page_size()) {
-          present[(x - reinterpret_cast<std::uintptr_t>(base_)) / ps_] = 1;
-        }
-      }
-      if (we <= reinterpret_cast<std::uint64_t>(a)) break;
-      a = reinterpret_cast<std::byte*>(we);
-    }
-  }
+  const bool have_present =
+      pagemap_fd_ >= 0 &&
+      pagemap_walk<256>(pagemap_fd_, base_, base_ + cap_, 0, page_is_present, 0,
+                        [&](const page_region& reg) {
+                          for (std::uint64_t x = reg.start; x < reg.end; x += os_page_size()) {
+                            present[(x - reinterpret_cast<std::uintptr_t>(base_)) / ps_] = 1;
+                          }
+                        }) >= 0;
   for (std::size_t p = 0; p < npages_; ++p) {
     const std::uint32_t s = table_.load(p);
     const std::uint32_t k = ps::kind(s);

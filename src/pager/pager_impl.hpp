@@ -27,25 +27,15 @@
 #include <thread>
 #include <vector>
 
+#include "pager/anon_map.hpp"
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/page_table.hpp"
+#include "pager/staging.hpp"
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
 
 namespace pheap::paging {
-
-// Anonymous private mapping owned by RAII (bounce buffers, staging ranges).
-struct anon_map {
-  void* p = nullptr;
-  std::size_t len = 0;
-  anon_map() = default;
-  anon_map(std::size_t bytes, bool dontfork);
-  ~anon_map();
-  anon_map(anon_map&& o) noexcept : p(o.p), len(o.len) { o.p = nullptr; o.len = 0; }
-  anon_map& operator=(anon_map&& o) noexcept;
-  std::byte* data() const noexcept { return static_cast<std::byte*>(p); }
-};
 
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
@@ -93,6 +83,11 @@ class pager_impl {
   unsigned read_ahead_ = 0;
 
   std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
+  // The pages [first, last] that a PAGEMAP_SCAN region of the region covers.
+  std::pair<std::size_t, std::size_t> pages_of(const page_region& r) const noexcept {
+    const auto b = reinterpret_cast<std::uintptr_t>(base_);
+    return {(r.start - b) / ps_, (r.end - 1 - b) / ps_};
+  }
 
   // --- descriptors ------------------------------------------------------------------------------
   int uffd_ = -1, pagemap_fd_ = -1, stop_fd_ = -1, prefetch_fd_ = -1;
@@ -132,7 +127,7 @@ class pager_impl {
   std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
   std::size_t evict_batch_pages_ = 1;
   std::size_t clock_hand_ = 0;
-  anon_map evict_staging_;  // registered with uffd_ (UFFDIO_MOVE destination)
+  staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed.
@@ -143,7 +138,7 @@ class pager_impl {
   // --- flush (dirty_tracker.cpp) -------------------------------------------------------------
   std::mutex flush_mu_;
   std::size_t flush_batch_pages_ = 1;
-  anon_map flush_staging_;  // registered with uffd_ (MOVE snapshots)
+  staging flush_staging_;  // pages are moved here for a tear-free copy, then back
   anon_map flush_bounce_;
   std::vector<std::size_t> collect_dirty();
   // Claims, copies out (per mode) and writes one chunk of candidate pages; returns pages written.
@@ -157,17 +152,6 @@ class pager_impl {
   error_channel errors_;  // store errors of fills and evictions, for the next flush
 
   mutable counters c_;
-  // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
-  void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
-  // After a UFFDIO_MOVE of `slots` UPages from the region into `stg`, says per slot whether
-  // the whole UPage arrived; a slot that arrived in part is moved back frame by frame, so every
-  // UPage ends up whole on one side. The ioctl's own result is not trusted: on Linux 6.18 it
-  // was seen to return EEXIST (move = -EEXIST) for a page it had moved, while PAGEMAP_SCAN
-  // write-protected ptes concurrently (wp_async).
-  std::vector<bool> arrived(std::byte* stg, const std::size_t* pages, std::size_t slots);
-  // Empties `stg` (n slots) back into the region after arrived() pages were copied: moves each
-  // slot back, then copies any frame still in staging and drops the staging range.
-  void return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved);
 };
 
 }  // namespace pheap::paging
