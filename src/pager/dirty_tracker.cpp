@@ -1,31 +1,26 @@
-// flush(): dirty-page collection per tracking mode, tear-free copy-out, write, commit.
+// Dirty tracking: which pages a flush must write, and how to copy them without tearing, per
+// tracking mode (pheap/pager.hpp describes the modes; flush.cpp is the protocol that uses
+// this).
 //
-// 1. Collect candidates (no claims yet):
-//      wp_sync       pages with the `dirty` bit;
-//      wp_async      one PAGEMAP_SCAN over the region with PM_SCAN_WP_MATCHING: collects the
-//                    written+present pages and write-protects them again atomically (writes
-//                    after this point are the next epoch's), plus pages with the `dirty` bit;
-//      all_resident  every resident page.
-//    A page still `filling` is waited for first: its fill may already have woken a writer
-//    whose write completed before flush() was called.
-// 2. Per chunk: claim (`flush` bit; skipped when the evictor owns the page — the evictor
-//    writes it and step 3 waits for that), take a consistent copy into the bounce buffer,
-//    write the chunk with one write_pages(), and only then release the claims (so a failed
-//    write can mark them dirty before the evictor could drop them). Consistent copy:
-//      wp_sync       clear `dirty`, UFFDIO_WRITEPROTECT the run, memcpy: writers block in a
-//                    WP fault (→ `wanted`) until the claim is released, then dirty the page
-//                    for the next epoch;
-//      wp_async      re-protect the run (WP_MATCHING), memcpy, then PAGEMAP_SCAN the run: a
-//                    page written during the memcpy is taken again with UFFDIO_MOVE out to
-//                    the flush staging range and back (atomic), and stays dirty;
-//      all_resident  UFFDIO_MOVE out and back for every run.
-// 3. Wait for an eviction batch in flight (its pages may hold writes older than this flush),
-//    report any store error recorded since the last flush, and commit.
-// Flushes are serialized by flush_mu_. A flush never waits for a fault worker, and the
-// evictor never waits for a flush, so flush and eviction cannot deadlock.
-#include <sys/mman.h>
-
+// Candidates (collect_dirty; no claims yet):
+//   wp_sync       pages with the `dirty` bit;
+//   wp_async      one PAGEMAP_SCAN over the region with PM_SCAN_WP_MATCHING: collects the
+//                 written+present pages and write-protects them again atomically (writes after
+//                 this point are the next epoch's), plus pages with the `dirty` bit;
+//   all_resident  every resident page.
+//   A page still `filling` is waited for first: its fill may already have woken a writer whose
+//   write completed before flush() was called.
+//
+// Tear-free copy of claimed pages (take_copies; the `flush` claim cleared `dirty`):
+//   wp_sync       UFFDIO_WRITEPROTECT the run, memcpy: writers block in a WP fault
+//                 (→ `wanted`) until the claim is released, then dirty the page for the next
+//                 epoch;
+//   wp_async      re-protect the run (WP_MATCHING), memcpy, then PAGEMAP_SCAN the run: a page
+//                 written during the memcpy is taken again with UFFDIO_MOVE out to the flush
+//                 staging range and back (atomic), and stays dirty;
+//   all_resident  UFFDIO_MOVE out and back for every run (take_by_move).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "pager/pager_impl.hpp"
@@ -108,6 +103,53 @@ std::vector<std::size_t> pager_impl::collect_dirty() {
   return cand;
 }
 
+void pager_impl::take_copies(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
+  if (mode_ == dirty_tracking::wp_sync) {
+    copy_write_protected(pages, n, dst);
+  } else if (mode_ == dirty_tracking::wp_async) {
+    copy_and_verify(pages, n, dst);
+  } else {
+    take_by_move(pages, n, dst);
+  }
+}
+
+void pager_impl::copy_write_protected(const std::size_t* pages, std::size_t n,
+                                      std::byte* const* dst) {
+  for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
+    const int rc = uffd_writeprotect(uffd_, page_addr(pages[i]), (j - i) * ps_, true);
+    if (rc != 0) {
+      std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT pages %zu..%zu: %s\n",
+                   name_.c_str(), pages[i], pages[j - 1], std::strerror(rc));
+    }
+    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(pages[k]), ps_);
+  });
+}
+
+void pager_impl::copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
+  std::vector<bool> w;
+  for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
+    // Re-protect only this claimed run (never unclaimed neighbours: that would hide their
+    // writes from the next flush).
+    (void)pagemap_walk<64>(pagemap_fd_, page_addr(pages[i]), page_addr(pages[j - 1] + 1),
+                           pm_scan_wp_matching | pm_scan_check_wpasync,
+                           page_is_written | page_is_present, 0, [](const page_region&) {});
+    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(pages[k]), ps_);
+    written_bitmap(pages[i], j - i, w);
+    std::vector<std::size_t> again;
+    std::vector<std::byte*> again_dst;
+    for (std::size_t k = i; k < j; ++k) {
+      if (w[k - i]) {
+        again.push_back(pages[k]);
+        again_dst.push_back(dst[k]);
+      }
+    }
+    if (!again.empty()) {
+      c_.flush_retakes.fetch_add(again.size(), std::memory_order_relaxed);
+      take_by_move(again.data(), again.size(), again_dst.data());
+    }
+  });
+}
+
 void pager_impl::take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
   for_each_run(pages, n, flush_batch_pages_, [&](std::size_t i, std::size_t j) {
     const std::vector<bool> moved = flush_staging_.move_out(pages + i, j - i);
@@ -118,91 +160,6 @@ void pager_impl::take_by_move(const std::size_t* pages, std::size_t n, std::byte
     }
     flush_staging_.move_back(pages + i, moved);
   });
-}
-
-std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
-  // ---- claim -------------------------------------------------------------------------------
-  std::vector<std::size_t> claimed;
-  claimed.reserve(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    if (table_.claim_flush(cand[k], mode_ == dirty_tracking::wp_sync)) claimed.push_back(cand[k]);
-  }
-  if (claimed.empty()) return 0;
-  const std::size_t m = claimed.size();
-  std::vector<std::byte*> dst(m);
-  for (std::size_t i = 0; i < m; ++i) dst[i] = flush_bounce_.data() + i * ps_;
-
-  auto for_runs = [&](auto&& fn) { for_each_run(claimed.data(), m, m, fn); };
-
-  // ---- consistent copy ---------------------------------------------------------------------
-  if (mode_ == dirty_tracking::wp_sync) {
-    for_runs([&](std::size_t i, std::size_t j) {
-      const int rc = uffd_writeprotect(uffd_, page_addr(claimed[i]), (j - i) * ps_, true);
-      if (rc != 0) {
-        std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT pages %zu..%zu: %s\n",
-                     name_.c_str(), claimed[i], claimed[j - 1], std::strerror(rc));
-      }
-      for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(claimed[k]), ps_);
-    });
-  } else if (mode_ == dirty_tracking::wp_async) {
-    std::vector<bool> w;
-    for_runs([&](std::size_t i, std::size_t j) {
-      // Re-protect only this claimed run (never unclaimed neighbours: that would hide their
-      // writes from the next flush).
-      (void)pagemap_walk<64>(pagemap_fd_, page_addr(claimed[i]), page_addr(claimed[j - 1] + 1),
-                             pm_scan_wp_matching | pm_scan_check_wpasync,
-                             page_is_written | page_is_present, 0, [](const page_region&) {});
-      for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(claimed[k]), ps_);
-      written_bitmap(claimed[i], j - i, w);
-      std::vector<std::size_t> again;
-      std::vector<std::byte*> again_dst;
-      for (std::size_t k = i; k < j; ++k) {
-        if (w[k - i]) {
-          again.push_back(claimed[k]);
-          again_dst.push_back(dst[k]);
-        }
-      }
-      if (!again.empty()) {
-        c_.flush_retakes.fetch_add(again.size(), std::memory_order_relaxed);
-        take_by_move(again.data(), again.size(), again_dst.data());
-      }
-    });
-  } else {
-    take_by_move(claimed.data(), m, dst.data());
-  }
-
-  // ---- write, then release -----------------------------------------------------------------
-  std::vector<page_write> writes(m);
-  for (std::size_t i = 0; i < m; ++i) writes[i] = {claimed[i], dst[i]};
-  try {
-    store_->write_pages(writes);
-  } catch (...) {
-    for (auto p : claimed) release_owned(p, ps::flush, ps::dirty);
-    throw;
-  }
-  for (auto p : claimed) release_owned(p, ps::flush);
-  c_.dirty_pages_written.fetch_add(m, std::memory_order_relaxed);
-  c_.bytes_written.fetch_add(m * ps_, std::memory_order_relaxed);
-  return m;
-}
-
-std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
-  std::lock_guard lk(flush_mu_);
-  if (ro_) throw error(errc::read_only, name_, "flush", "the store is open read-only");
-  const std::uint64_t t0 = now_ns();
-  errors_.throw_pending();
-  const std::vector<std::size_t> cand = collect_dirty();
-  for (std::size_t i = 0; i < cand.size(); i += flush_batch_pages_) {
-    flush_chunk(cand.data() + i, std::min(flush_batch_pages_, cand.size() - i));
-  }
-  // An eviction batch in flight may hold writes made before this flush: let it land.
-  { std::lock_guard b(evict_batch_mu_); }
-  errors_.throw_pending();
-  const std::uint64_t epoch = store_->commit(root);
-  if (!cand.empty()) budget_.set_writeback_failing(false);  // writes work again
-  c_.flushes.fetch_add(1, std::memory_order_relaxed);
-  c_.flush_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  return epoch;
 }
 
 }  // namespace pheap::paging

@@ -135,17 +135,31 @@ class pager_impl {
   // A victim has left the region: absent, its waiting faults woken.
   void finish_eviction(std::size_t page);
 
-  // --- flush (dirty_tracker.cpp) -------------------------------------------------------------
+  // --- flush (flush.cpp) -----------------------------------------------------------------------
   std::mutex flush_mu_;
   std::size_t flush_batch_pages_ = 1;
   staging flush_staging_;  // pages are moved here for a tear-free copy, then back
   anon_map flush_bounce_;
-  std::vector<std::size_t> collect_dirty();
-  // Claims, copies out (per mode) and writes one chunk of candidate pages; returns pages written.
+  // Claims, copies out and writes one chunk of candidate pages; returns pages written.
   std::size_t flush_chunk(const std::size_t* cand, std::size_t n);
-  // Copies claimed pages [pages, pages+n) (consecutive in `pages` order) into bounce slots
-  // atomically w.r.t. writers by moving each run out to flush_staging_ and back.
+  // Writes the copies of the claimed pages with one write_pages(), then releases the claims
+  // (marked dirty again if the write throws, which it passes on).
+  void write_and_release(const std::vector<std::size_t>& claimed,
+                         const std::vector<std::byte*>& copies);
+
+  // --- dirty tracking (dirty_tracker.cpp) ---------------------------------------------------
+  // The pages a flush must write, sorted (per tracking mode; no claims taken).
+  std::vector<std::size_t> collect_dirty();
+  // Copies claimed pages[0..n) into dst[0..n), each copy taken at one instant w.r.t. writers,
+  // the way the tracking mode allows: copy_write_protected (wp_sync), copy_and_verify
+  // (wp_async) or take_by_move (all_resident).
+  void take_copies(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  void copy_write_protected(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  void copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  // Moves each run out to flush_staging_ and back, copying in between.
   void take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  // Per page of [first, first+count): written since last re-protected (wp_async; all true when
+  // PAGEMAP_SCAN fails).
   void written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out);
 
   // --- errors ---------------------------------------------------------------------------------
