@@ -1,25 +1,27 @@
 // The evictor: keeps the bounded buffer (buffer_budget.hpp) within its watermarks.
 //
 // The evictor wakes at the high watermark (or when a worker waits) and evicts down to the low
-// watermark in batches. Victim choice: a clock hand with second chance (the `ref` bit set by
-// fills), clean pages first. A batch:
-//   1. claims victims (CAS: resident, unowned, unpinned → evict);
-//   2. read-only region: one MADV_DONTNEED per contiguous run; done.
-//   3. otherwise UFFDIO_MOVE each contiguous run into the staging range in one ioctl. The move
-//      is atomic per page: after it the region page is missing (an access faults to a worker,
-//      which sees `evict`, sets `wanted` and leaves the thread waiting), and the staging page
-//      holds every byte ever written to the region page. This closes the eviction race.
-//   4. decides which staged pages must be written: wp_sync: the `dirty` bit (writes to a
-//      clean page trap to a worker first, I5); all_resident: all; wp_async: `dirty` bit or
-//      PAGEMAP_SCAN said written before the claim; pages judged clean are compared with the
-//      store (or with zeros if the store has no data for them) because a write may have
-//      landed between the scan and the move and the uffd-wp bit does not travel with MOVE.
-//   5. writes them with one store write_pages() batch (through a bounce buffer, never from a
-//      registered range), drops the staging range with one MADV_DONTNEED, and only then marks
-//      the pages absent and wakes the faults waiting on them (they refill from the store,
-//      which now has the newest bytes).
-//   On a store write error, the staged pages are moved back into the region, marked dirty,
-//      and the error is kept for the next flush().
+// watermark in batches. A batch (pager_impl::evict_batch) runs these steps:
+//   1. claim_victims: a clock hand with second chance (the `ref` bit set by fills) picks
+//      victims, clean pages first, and claims them (page_table::claim_evict: resident,
+//      unowned, unpinned → evict).
+//   2. drop_victims, read-only region only: one MADV_DONTNEED per contiguous run; done.
+//   3. move_out_victims: UFFDIO_MOVE each contiguous run into the staging range (staging.hpp).
+//      The move is atomic per page: after it the region page is missing (an access faults to a
+//      worker, which sees `evict`, sets `wanted` and leaves the thread waiting), and the
+//      staging page holds every byte ever written to the region page. This closes the
+//      eviction race. A page that did not move is released untouched.
+//   4. victims_to_write: wp_sync: the `dirty` bit (writes to a clean page trap to a worker
+//      first, I5); all_resident: all; wp_async: `dirty` bit or PAGEMAP_SCAN said written
+//      before the claim; pages judged clean are compared with the store (or with zeros if the
+//      store has no data for them: add_changed) because a write may have landed between the
+//      scan and the move and the uffd-wp bit does not travel with MOVE.
+//   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
+//      registered range); then release_victims drops the staging range with one
+//      MADV_DONTNEED, and only then marks the pages absent and wakes the faults waiting on
+//      them (they refill from the store, which now has the newest bytes).
+//      On a store write error, restore_victims moves the staged pages back into the region,
+//      marked dirty, and the error is kept for the next flush() (error_channel.hpp).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -69,157 +71,185 @@ void pager_impl::evictor_main() {
 }
 
 std::size_t pager_impl::evict_batch(std::size_t want) {
-  // ---- 1. choose and claim victims --------------------------------------------------------
-  std::vector<std::size_t> victims;
-  std::vector<bool> victim_dirty;  // dirty as judged at claim time
-  std::vector<std::size_t> dirty_seen;
-  victims.reserve(want);
+  victim_batch v = claim_victims(want);
+  if (v.size() == 0) return 0;
+  if (ro_) return drop_victims(v);
+  move_out_victims(v);
+  const std::vector<std::size_t> out = victims_to_write(v);
+  if (!write_victims(v, out)) {
+    restore_victims(v);
+    return 0;
+  }
+  return release_victims(v);
+}
+
+// ---- 1. choose and claim victims ------------------------------------------------------------
+namespace {
+// Keep runs contiguous: sort by page (victims may wrap around the end of the region).
+void sort_by_page(victim_batch& v) {
+  std::vector<std::size_t> idx(v.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return v.pages[a] < v.pages[b]; });
+  std::vector<std::size_t> pages;
+  std::vector<bool> dirty;
+  for (auto i : idx) {
+    pages.push_back(v.pages[i]);
+    dirty.push_back(v.dirty[i]);
+  }
+  v.pages.swap(pages);
+  v.dirty.swap(dirty);
+}
+}  // namespace
+
+victim_batch pager_impl::claim_victims(std::size_t want) {
+  victim_batch v;
+  v.pages.reserve(want);
   const std::size_t window = std::min<std::size_t>(npages_, std::max<std::size_t>(256, want * 8));
-  std::vector<bool> written;
-  std::size_t steps = 0;
   const std::size_t max_steps = 2 * npages_ + window;
-  auto claim = [&](std::size_t p, bool dirty) {
-    std::uint32_t s = 0;
-    if (!table_.claim_evict(p, s)) return false;
-    victims.push_back(p);
-    victim_dirty.push_back(dirty || (s & ps::dirty) || mode_ == dirty_tracking::all_resident);
-    return true;
-  };
-  while (victims.size() < want && steps < max_steps) {
+  for (std::size_t steps = 0; v.size() < want && steps < max_steps;) {
     const std::size_t first = clock_hand_;
     const std::size_t count = std::min(window, npages_ - first);
-    if (mode_ == dirty_tracking::wp_async && !ro_) written_bitmap(first, count, written);
-    dirty_seen.clear();
-    for (std::size_t i = 0; i < count && victims.size() < want; ++i) {
-      const std::size_t p = first + i;
-      const std::uint32_t s = table_.load(p);
-      if (!ps::evictable(s)) continue;
-      if (s & ps::ref) {  // second chance
-        table_.clear_ref(p, s);
-        continue;
-      }
-      const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
-                              (mode_ == dirty_tracking::wp_async && written[i]));
-      if (d) {
-        dirty_seen.push_back(p);
-      } else {
-        claim(p, false);
-      }
-    }
-    for (std::size_t k = 0; k < dirty_seen.size() && victims.size() < want; ++k) {
-      claim(dirty_seen[k], true);
-    }
+    sweep_clock(first, count, want, v);
     steps += count;
     clock_hand_ = first + count >= npages_ ? 0 : first + count;
   }
-  if (victims.empty()) return 0;
-  // Keep runs contiguous: sort by page (victims may wrap around the end of the region).
-  {
-    std::vector<std::size_t> idx(victims.size());
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return victims[a] < victims[b]; });
-    std::vector<std::size_t> v2;
-    std::vector<bool> d2;
-    for (auto i : idx) {
-      v2.push_back(victims[i]);
-      d2.push_back(victim_dirty[i]);
+  sort_by_page(v);
+  return v;
+}
+
+void pager_impl::sweep_clock(std::size_t first, std::size_t count, std::size_t want,
+                             victim_batch& v) {
+  std::vector<bool> written;
+  if (mode_ == dirty_tracking::wp_async && !ro_) written_bitmap(first, count, written);
+  std::vector<std::size_t> dirty_seen;
+  for (std::size_t i = 0; i < count && v.size() < want; ++i) {
+    const std::size_t p = first + i;
+    const std::uint32_t s = table_.load(p);
+    if (!ps::evictable(s)) continue;
+    if (s & ps::ref) {  // second chance
+      table_.clear_ref(p, s);
+      continue;
     }
-    victims.swap(v2);
-    victim_dirty.swap(d2);
+    const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
+                            (mode_ == dirty_tracking::wp_async && written[i]));
+    if (d) {
+      dirty_seen.push_back(p);
+    } else {
+      claim_victim(p, false, v);
+    }
   }
-  const std::size_t n = victims.size();
-
-
-  // ---- 2. read-only: just drop -----------------------------------------------------------
-  if (ro_) {
-    for_each_run(victims.data(), n, n, [&](std::size_t i, std::size_t j) {
-      ::madvise(page_addr(victims[i]), (j - i) * ps_, MADV_DONTNEED);
-    });
-    for (auto p : victims) finish_eviction(p);
-    budget_.release(n);
-    c_.evictions.fetch_add(n, std::memory_order_relaxed);
-    return n;
+  for (std::size_t k = 0; k < dirty_seen.size() && v.size() < want; ++k) {
+    claim_victim(dirty_seen[k], true, v);
   }
+}
 
-  // ---- 3. move out, run by run; what moved is read from the page tables ----------------------
-  const std::vector<bool> moved = evict_staging_.move_out(victims.data(), n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) release_owned(victims[i], ps::evict);  // still in the region, untouched
+void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
+  std::uint32_t was = 0;
+  if (!table_.claim_evict(page, was)) return;
+  v.pages.push_back(page);
+  v.dirty.push_back(dirty || (was & ps::dirty) || mode_ == dirty_tracking::all_resident);
+}
+
+// ---- 2. read-only: just drop ----------------------------------------------------------------
+std::size_t pager_impl::drop_victims(const victim_batch& v) {
+  const std::size_t n = v.size();
+  for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
+    ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
+  });
+  for (auto p : v.pages) finish_eviction(p);
+  budget_.release(n);
+  c_.evictions.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
+// ---- 3. move out, run by run; what moved is read from the page tables -------------------------
+void pager_impl::move_out_victims(victim_batch& v) {
+  v.moved = evict_staging_.move_out(v.pages.data(), v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) release_owned(v.pages[i], ps::evict);  // still in the region, untouched
   }
+}
 
-  // ---- 4. judge ----------------------------------------------------------------------------
-  std::vector<std::size_t> out;  // indexes into victims of pages to write
+// ---- 4. judge -------------------------------------------------------------------------------
+std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
+  std::vector<std::size_t> out;
   std::vector<std::size_t> verify;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    if (victim_dirty[i] || (table_.load(victims[i]) & ps::dirty)) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) continue;
+    if (v.dirty[i] || (table_.load(v.pages[i]) & ps::dirty)) {
       out.push_back(i);
     } else if (mode_ == dirty_tracking::wp_async) {
       verify.push_back(i);
     }
   }
-  if (!verify.empty()) {
-    std::vector<page_read> reads;
-    std::vector<std::size_t> with_data;
-    for (std::size_t k = 0; k < verify.size(); ++k) {
-      const std::size_t i = verify[k];
-      if (store_->may_have_data(victims[i])) {
-        reads.push_back({victims[i], verify_bounce_.data() + reads.size() * ps_});
-        with_data.push_back(i);
-      } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
-        out.push_back(i);
-      }
-    }
-    if (!reads.empty()) {
-      c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
-      bool ok = true;
-      try {
-        store_->read_pages(reads);
-      } catch (...) {
-        ok = false;  // cannot prove them clean: write them
-      }
-      for (std::size_t k = 0; k < with_data.size(); ++k) {
-        const std::size_t i = with_data[k];
-        if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
-      }
-    }
-  }
+  if (!verify.empty()) add_changed(v, verify, out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
-  // ---- 5. write back, drop, release ----------------------------------------------------------
-  bool write_failed = false;
-  if (!out.empty()) {
-    std::sort(out.begin(), out.end());
-    std::vector<page_write> writes;
-    writes.reserve(out.size());
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      std::byte* b = evict_bounce_.data() + k * ps_;
-      std::memcpy(b, evict_staging_.slot(out[k]), ps_);
-      writes.push_back({victims[out[k]], b});
-    }
-    try {
-      store_->write_pages(writes);
-      budget_.set_writeback_failing(false);
-      c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
-      c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
-    } catch (...) {
-      errors_.record(std::current_exception());
-      budget_.set_writeback_failing(true);
-      write_failed = true;
+void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
+                             std::vector<std::size_t>& out) {
+  std::vector<page_read> reads;
+  std::vector<std::size_t> with_data;
+  for (const std::size_t i : verify) {
+    if (store_->may_have_data(v.pages[i])) {
+      reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
+      with_data.push_back(i);
+    } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
+      out.push_back(i);
     }
   }
+  if (reads.empty()) return;
+  c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
+  bool ok = true;
+  try {
+    store_->read_pages(reads);
+  } catch (...) {
+    ok = false;  // cannot prove them clean: write them
+  }
+  for (std::size_t k = 0; k < with_data.size(); ++k) {
+    const std::size_t i = with_data[k];
+    if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
+  }
+}
+
+// ---- 5. write back, then drop and release (or put back) -----------------------------------------
+bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+  if (out.empty()) return true;
+  std::vector<page_write> writes;
+  writes.reserve(out.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::byte* b = evict_bounce_.data() + k * ps_;
+    std::memcpy(b, evict_staging_.slot(out[k]), ps_);
+    writes.push_back({v.pages[out[k]], b});
+  }
+  try {
+    store_->write_pages(writes);
+  } catch (...) {
+    errors_.record(std::current_exception());
+    budget_.set_writeback_failing(true);
+    return false;
+  }
+  budget_.set_writeback_failing(false);
+  c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
+  c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
+  return true;
+}
+
+void pager_impl::restore_victims(const victim_batch& v) {
+  // Nothing may be lost: every staged page goes back into the region, marked dirty.
+  evict_staging_.move_back(v.pages.data(), v.moved);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.moved[i]) release_owned(v.pages[i], ps::evict, ps::dirty);
+  }
+}
+
+std::size_t pager_impl::release_victims(const victim_batch& v) {
+  evict_staging_.drop(v.size());
   std::size_t freed = 0;
-  if (write_failed) {
-    // Nothing may be lost: every staged page goes back into the region, marked dirty.
-    evict_staging_.move_back(victims.data(), moved);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (moved[i]) release_owned(victims[i], ps::evict, ps::dirty);
-    }
-    return 0;
-  }
-  evict_staging_.drop(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    finish_eviction(victims[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) continue;
+    finish_eviction(v.pages[i]);
     ++freed;
   }
   budget_.release(freed);

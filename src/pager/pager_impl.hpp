@@ -50,6 +50,14 @@ inline std::uint64_t now_ns() {
                                         .count());
 }
 
+// The victims of one eviction batch, sorted by page once claimed.
+struct victim_batch {
+  std::vector<std::size_t> pages;
+  std::vector<bool> dirty;  // dirty as judged at claim time
+  std::vector<bool> moved;  // arrived whole in the staging range (step 3)
+  std::size_t size() const noexcept { return pages.size(); }
+};
+
 class pager_impl {
  public:
   pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt);
@@ -130,8 +138,23 @@ class pager_impl {
   staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
   void evictor_main();
-  // Evicts up to `want` pages; returns how many were freed.
+  // Evicts up to `want` pages; returns how many were freed. The steps, in order:
   std::size_t evict_batch(std::size_t want);
+  victim_batch claim_victims(std::size_t want);
+  // One pass of the clock hand over [first, first+count).
+  void sweep_clock(std::size_t first, std::size_t count, std::size_t want, victim_batch& v);
+  void claim_victim(std::size_t page, bool dirty, victim_batch& v);
+  std::size_t drop_victims(const victim_batch& v);
+  void move_out_victims(victim_batch& v);
+  // Indexes into v of the pages to write back, sorted.
+  std::vector<std::size_t> victims_to_write(const victim_batch& v);
+  // Adds to `out` those of `verify` (judged clean) whose staged bytes differ from the store's.
+  void add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
+                   std::vector<std::size_t>& out);
+  // False (error recorded, write-back marked failing) when the store write throws.
+  bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
+  void restore_victims(const victim_batch& v);
+  std::size_t release_victims(const victim_batch& v);
   // A victim has left the region: absent, its waiting faults woken.
   void finish_eviction(std::size_t page);
 
