@@ -132,9 +132,30 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
 
 namespace paging {
 
+// Construction: the steps below, in this order. Nothing is started before the last one, so a
+// step that throws leaves only descriptors and mappings to release (the anon_maps unmap
+// themselves).
 pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt)
     : store_(std::move(store)), table_(0), budget_(stop_) {
   if (!store_) throw error(errc::invalid_argument, "", "map pager", "null store");
+  set_geometry(opt);
+  const uffd_features& f = probe_features(name_);
+  choose_tracking(opt.tracking, f);
+  try {
+    open_descriptors(f);
+    map_region();
+    map_buffers(f);
+    start_threads(opt.fault_threads);
+  } catch (...) {
+    stop_threads();
+    close_descriptors();
+    throw;
+  }
+}
+
+// Page size and capacity from the store, options checked; the page table, the buffer budget
+// and the batch sizes.
+void pager_impl::set_geometry(const pager_options& opt) {
   name_ = store_->path();
   validate(opt, name_);
   ps_ = store_->page_size();
@@ -147,18 +168,21 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
   }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
-
-
-  // ---- buffer geometry ---------------------------------------------------------------------
   budget_.configure(npages_, ps_, opt.buffer_size, opt.high_watermark, opt.low_watermark);
+  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page.
+  evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
+  evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
+  flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
+}
+
+// The tracking mode: the one asked for if this kernel has what it needs, else errc::unavailable
+// naming what is missing; `automatic` takes the first that works.
+void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
+  have_move_ = f.move;
+  have_poison_ = f.poison;
   // Read-only regions evict with MADV_DONTNEED (nothing can be written), so only writable
   // bounded regions need UFFDIO_MOVE.
   const bool bounded = budget_.evicts() && !ro_;
-
-  // ---- features and tracking mode ------------------------------------------------------------
-  const uffd_features& f = probe_features(name_);
-  have_move_ = f.move;
-  have_poison_ = f.poison;
   const bool can_async = f.wp && f.wp_async && f.pagemap_scan && f.move;
   const bool can_sync = f.wp && (f.move || !bounded);
   const bool can_all = f.move || !bounded;
@@ -166,7 +190,7 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
     throw error(errc::unavailable, name_, std::string("map pager (dirty tracking ") + mode + ")",
                 std::string("this kernel lacks ") + need);
   };
-  switch (opt.tracking) {
+  switch (asked) {
     case dirty_tracking::automatic:
       if (can_async) mode_ = dirty_tracking::wp_async;
       else if (can_sync) mode_ = dirty_tracking::wp_sync;
@@ -191,100 +215,106 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
       break;
   }
   wp_registered_ = !ro_ && (mode_ == dirty_tracking::wp_async || mode_ == dirty_tracking::wp_sync);
+}
 
-  // ---- descriptors ---------------------------------------------------------------------------
-  auto cleanup = [&] {
-    if (uffd_ >= 0) ::close(uffd_);
-    if (pagemap_fd_ >= 0) ::close(pagemap_fd_);
-    if (stop_fd_ >= 0) ::close(stop_fd_);
-    if (prefetch_fd_ >= 0) ::close(prefetch_fd_);
-    uffd_ = pagemap_fd_ = stop_fd_ = prefetch_fd_ = -1;
-  };
-  try {
-    const uffd_open_result r = open_userfaultfd(name_);
-    uffd_ = r.fd;
-    source_ = r.source;
-    std::uint64_t feats = 0;
-    if (wp_registered_) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
-    if (wp_registered_ && mode_ == dirty_tracking::wp_async) feats |= feat_wp_async;
-    if (f.move) feats |= feat_move;
-    if (f.poison) feats |= feat_poison;
-    else feats |= UFFD_FEATURE_THREAD_ID;  // tgkill fallback for read errors
-    uffd_api(uffd_, feats, name_);
+// The userfaultfd with the features the mode needs, /proc/self/pagemap (wp_async needs it;
+// staging and the invariant check use it where PAGEMAP_SCAN works), and the two eventfds that
+// wake the fault workers (stop, prefetch).
+void pager_impl::open_descriptors(const uffd_features& f) {
+  const uffd_open_result r = open_userfaultfd(name_);
+  uffd_ = r.fd;
+  source_ = r.source;
+  std::uint64_t feats = 0;
+  if (wp_registered_) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+  if (wp_registered_ && mode_ == dirty_tracking::wp_async) feats |= feat_wp_async;
+  if (f.move) feats |= feat_move;
+  if (f.poison) feats |= feat_poison;
+  else feats |= UFFD_FEATURE_THREAD_ID;  // tgkill fallback for read errors
+  uffd_api(uffd_, feats, name_);
+  if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
+    pagemap_fd_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (pagemap_fd_ < 0 && mode_ == dirty_tracking::wp_async) {
+      throw_errno(errno, "/proc/self/pagemap", "open");
+    }
+  }
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  prefetch_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0 || prefetch_fd_ < 0) throw_errno(errno, name_, "eventfd");
+}
 
-    // ---- the region, page_size aligned, exactly cap_ bytes -------------------------------------
-    const int prot = ro_ ? PROT_READ : (PROT_READ | PROT_WRITE);
-    void* raw = ::mmap(nullptr, cap_ + ps_, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) throw_errno(errno, name_, "mmap region");
-    const auto a = reinterpret_cast<std::uintptr_t>(raw);
-    const std::uintptr_t aligned = (a + ps_ - 1) & ~(std::uintptr_t(ps_) - 1);
-    if (aligned > a) ::munmap(raw, aligned - a);
-    const std::uintptr_t tail = aligned + cap_;
-    if (a + cap_ + ps_ > tail) ::munmap(reinterpret_cast<void*>(tail), a + cap_ + ps_ - tail);
-    base_ = reinterpret_cast<std::byte*>(aligned);
-    region_map_.p = base_;
-    region_map_.len = cap_;
-    (void)::madvise(base_, cap_, MADV_DONTFORK);
-    (void)::madvise(base_, cap_, MADV_NOHUGEPAGE);
-    const std::uint64_t ioctls = uffd_register(
-        uffd_, base_, cap_,
-        UFFDIO_REGISTER_MODE_MISSING | (wp_registered_ ? UFFDIO_REGISTER_MODE_WP : 0), name_);
-    if (!(ioctls & (1ull << _UFFDIO_COPY))) {
-      throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_COPY not offered for the region");
-    }
-    if (wp_registered_ && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
-      throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_WRITEPROTECT not offered");
-    }
+// The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
+// WP when the mode tracks writes with write-protection).
+void pager_impl::map_region() {
+  const int prot = ro_ ? PROT_READ : (PROT_READ | PROT_WRITE);
+  void* raw = ::mmap(nullptr, cap_ + ps_, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) throw_errno(errno, name_, "mmap region");
+  const auto a = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (a + ps_ - 1) & ~(std::uintptr_t(ps_) - 1);
+  if (aligned > a) ::munmap(raw, aligned - a);
+  const std::uintptr_t tail = aligned + cap_;
+  if (a + cap_ + ps_ > tail) ::munmap(reinterpret_cast<void*>(tail), a + cap_ + ps_ - tail);
+  base_ = reinterpret_cast<std::byte*>(aligned);
+  region_map_.p = base_;
+  region_map_.len = cap_;
+  (void)::madvise(base_, cap_, MADV_DONTFORK);
+  (void)::madvise(base_, cap_, MADV_NOHUGEPAGE);
+  const std::uint64_t ioctls = uffd_register(
+      uffd_, base_, cap_,
+      UFFDIO_REGISTER_MODE_MISSING | (wp_registered_ ? UFFDIO_REGISTER_MODE_WP : 0), name_);
+  if (!(ioctls & (1ull << _UFFDIO_COPY))) {
+    throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_COPY not offered for the region");
+  }
+  if (wp_registered_ && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
+    throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_WRITEPROTECT not offered");
+  }
+}
 
-    zero_ = anon_map(ps_, true);
-    std::memset(zero_.data(), 0, ps_);  // populate: UFFDIO_COPY reads it
-    // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page.
-    evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
-    evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
-    flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
-    if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
-      pagemap_fd_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-      if (pagemap_fd_ < 0 && mode_ == dirty_tracking::wp_async) {
-        throw_errno(errno, "/proc/self/pagemap", "open");
-      }
-    }
-    if (!ro_) {
-      if (f.move) {
-        evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, name_);
-        flush_staging_.open(uffd_, pagemap_fd_, base_, ps_, flush_batch_pages_, name_);
-      }
-      evict_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
-      verify_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
-      flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
-    }
-    stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    prefetch_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (stop_fd_ < 0 || prefetch_fd_ < 0) throw_errno(errno, name_, "eventfd");
+// The zero page (source of zero fills) and, for a writable region, the staging ranges (where
+// UFFDIO_MOVE exists) and the bounce buffers of eviction and flush.
+void pager_impl::map_buffers(const uffd_features& f) {
+  zero_ = anon_map(ps_, true);
+  std::memset(zero_.data(), 0, ps_);  // populate: UFFDIO_COPY reads it
+  if (ro_) return;
+  if (f.move) {
+    evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, name_);
+    flush_staging_.open(uffd_, pagemap_fd_, base_, ps_, flush_batch_pages_, name_);
+  }
+  evict_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
+  verify_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
+  flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
+}
 
-    for (unsigned i = 0; i < opt.fault_threads; ++i) {
-      workers_.emplace_back([this, i] { worker_main(i); });
-    }
-    evictor_ = std::thread([this] { evictor_main(); });
-  } catch (...) {
-    stop_.store(true);
-    if (stop_fd_ >= 0) {
-      const std::uint64_t one = 1;
-      (void)!::write(stop_fd_, &one, sizeof one);
-    }
-    for (auto& t : workers_) t.join();
-    workers_.clear();
-    cleanup();
-    throw;
+void pager_impl::start_threads(unsigned fault_threads) {
+  for (unsigned i = 0; i < fault_threads; ++i) {
+    workers_.emplace_back([this, i] { worker_main(i); });
+  }
+  evictor_ = std::thread([this] { evictor_main(); });
+}
+
+// Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
+// wait, a fault waiting for a slot), then joins them. Also undoes a start_threads() that threw
+// half-way.
+void pager_impl::stop_threads() noexcept {
+  stop_.store(true);
+  if (stop_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    (void)!::write(stop_fd_, &one, sizeof one);
+  }
+  budget_.wake_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  if (evictor_.joinable()) evictor_.join();
+}
+
+void pager_impl::close_descriptors() noexcept {
+  for (int* fd : {&uffd_, &pagemap_fd_, &stop_fd_, &prefetch_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
 }
 
 pager_impl::~pager_impl() {
-  stop_.store(true, std::memory_order_release);
-  const std::uint64_t one = 1;
-  (void)!::write(stop_fd_, &one, sizeof one);
-  budget_.wake_all();
-  for (auto& t : workers_) t.join();
-  if (evictor_.joinable()) evictor_.join();
+  stop_threads();
 #ifndef NDEBUG
   {
     const std::string bad = check_invariants();
@@ -298,10 +328,7 @@ pager_impl::~pager_impl() {
   uffd_unregister(uffd_, base_, cap_);
   evict_staging_.close();
   flush_staging_.close();
-  ::close(uffd_);
-  if (pagemap_fd_ >= 0) ::close(pagemap_fd_);
-  ::close(stop_fd_);
-  ::close(prefetch_fd_);
+  close_descriptors();
   // region_map_ and the other anon_maps unmap themselves.
 }
 

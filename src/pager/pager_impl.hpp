@@ -63,6 +63,16 @@ class pager_impl {
   pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt);
   ~pager_impl();
 
+  // --- construction steps (pager.cpp), in order; then teardown ------------------------------
+  void set_geometry(const pager_options& opt);
+  void choose_tracking(dirty_tracking asked, const uffd_features& f);
+  void open_descriptors(const uffd_features& f);
+  void map_region();
+  void map_buffers(const uffd_features& f);
+  void start_threads(unsigned fault_threads);
+  void stop_threads() noexcept;
+  void close_descriptors() noexcept;
+
   // --- public API backends -------------------------------------------------------------------
   std::uint64_t flush(std::span<const std::byte> root);
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
