@@ -178,7 +178,21 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
 
 void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
-  // 1. Read what the store has; never-written pages come from the zero buffer.
+  const std::vector<const std::byte*> src = read_fills(pages, n, fault, tid, bounce);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (src[i]) {
+      install_fill(pages[i], src[i], write && i == 0);
+    } else if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
+      forget_fill(pages[i]);
+    }  // else: the faulting page, poisoned by read_fills
+  }
+  budget_.note_peak();
+}
+
+std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, std::size_t n,
+                                                     bool fault, std::uint32_t tid,
+                                                     std::byte* bounce) {
+  // Never-written pages come from the zero buffer; the others are read into their bounce slot.
   std::vector<page_read> reads;
   std::vector<const std::byte*> src(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -189,72 +203,63 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
       src[i] = zero_.data();
     }
   }
-  std::vector<bool> failed(n, false);
-  if (!reads.empty()) {
-    try {
-      store_->read_pages(reads);
-    } catch (...) {
-      // Find out page by page which ones fail.
-      for (std::size_t i = 0; i < n; ++i) {
-        if (src[i] == zero_.data()) continue;
-        page_read one{pages[i], bounce + i * ps_};
-        try {
-          store_->read_pages(std::span<const page_read>(&one, 1));
-        } catch (const std::exception& e) {
-          failed[i] = true;
-          if (fault && i == 0) {
-            errors_.record(std::current_exception());
-            poison_page(pages[i], tid, e.what());
-          }
+  if (reads.empty()) return src;
+  try {
+    store_->read_pages(reads);
+  } catch (...) {
+    // Find out page by page which ones fail.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (src[i] == zero_.data()) continue;
+      page_read one{pages[i], bounce + i * ps_};
+      try {
+        store_->read_pages(std::span<const page_read>(&one, 1));
+      } catch (const std::exception& e) {
+        src[i] = nullptr;
+        if (fault && i == 0) {
+          errors_.record(std::current_exception());
+          poison_page(pages[i], tid, e.what());
         }
       }
     }
   }
-  // 2. Install. Read fills are write-protected where tracking needs it, so the first write is
-  // seen (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t p = pages[i];
-    if (failed[i]) {
-      if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
-        table_.abandon_fill(p);
-        budget_.release(1);
-        // A fault on this page while we were filling it saw `filling` and waits for our
-        // install; there is none, so wake it: its retry faults on the absent page and reads
-        // (and, if the read fails again, gets the documented SIGBUS instead of a hang).
-        wake_page(p);
-      }
-      continue;
-    }
-    // Counted before the install: the install wakes the faulting thread, which may read the
-    // statistics at once.
-    (src[i] == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
-    const bool w = write && i == 0;
-    std::uint64_t mode = 0;
-    if (wp_registered_ && !w) mode = UFFDIO_COPY_MODE_WP;
-    int rc;
-    if (ro_ && src[i] == zero_.data()) {
-      rc = uffd_zeropage(uffd_, page_addr(p), ps_);
-    } else {
-      rc = uffd_copy(uffd_, page_addr(p), src[i], ps_, mode);
-    }
-    if (rc == EEXIST) {
-      // Cannot happen while we own `filling` (I1); report instead of corrupting state.
-      std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
-                   name_.c_str(), p);
-      wake_page(p);
-    } else if (rc != 0) {
-      std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
-                   std::strerror(rc));
-      table_.abandon_fill(p);
-      budget_.release(1);
-      wake_page(p);
-      continue;
-    }
-    const std::uint32_t extra =
-        ps::ref | ((w && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u);
-    table_.install(p, extra);
+  return src;
+}
+
+void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
+  // Counted before the install: the install wakes the faulting thread, which may read the
+  // statistics at once.
+  (src == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
+  // Read fills are write-protected where tracking needs it, so the first write is seen
+  // (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
+  std::uint64_t mode = 0;
+  if (wp_registered_ && !write) mode = UFFDIO_COPY_MODE_WP;
+  int rc;
+  if (ro_ && src == zero_.data()) {
+    rc = uffd_zeropage(uffd_, page_addr(p), ps_);
+  } else {
+    rc = uffd_copy(uffd_, page_addr(p), src, ps_, mode);
   }
-  budget_.note_peak();
+  if (rc == EEXIST) {
+    // Cannot happen while we own `filling` (I1); report instead of corrupting state.
+    std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
+                 name_.c_str(), p);
+    wake_page(p);
+  } else if (rc != 0) {
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
+                 std::strerror(rc));
+    forget_fill(p);
+    return;
+  }
+  table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
+}
+
+void pager_impl::forget_fill(std::size_t p) {
+  table_.abandon_fill(p);
+  budget_.release(1);
+  // A fault on this page while we were filling it saw `filling` and waits for our install;
+  // there is none, so wake it: its retry faults on the absent page and reads (and, if the read
+  // fails again, gets the documented SIGBUS instead of a hang).
+  wake_page(p);
 }
 
 void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::string& why) {

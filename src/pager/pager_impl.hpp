@@ -129,6 +129,14 @@ class pager_impl {
   // on it is poisoned; read errors on the others just return them to absent.
   void fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                   std::uint32_t tid, std::byte* bounce);
+  // fill_pages' steps. read_fills: per page, where its bytes are (the zero page or its bounce
+  // slot), nullptr where the store read failed (the faulting page is then poisoned already).
+  std::vector<const std::byte*> read_fills(const std::size_t* pages, std::size_t n, bool fault,
+                                           std::uint32_t tid, std::byte* bounce);
+  // UFFDIO_COPY (or ZEROPAGE) of one claimed page, then filling → resident.
+  void install_fill(std::size_t page, const std::byte* src, bool write);
+  // A claimed page that will not be installed: back to absent, slot released, waiters woken.
+  void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
   bool prefetch_step(std::byte* bounce);
   void poison_page(std::size_t page, std::uint32_t tid, const std::string& why);
