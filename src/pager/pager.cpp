@@ -178,7 +178,6 @@ void pager_impl::set_geometry(const pager_options& opt) {
 // The tracking mode: the one asked for if this kernel has what it needs, else errc::unavailable
 // naming what is missing; `automatic` takes the first that works.
 void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
-  have_move_ = f.move;
   have_poison_ = f.poison;
   // Read-only regions evict with MADV_DONTNEED (nothing can be written), so only writable
   // bounded regions need UFFDIO_MOVE.

@@ -1,10 +1,21 @@
-// src/pager/pager_impl.hpp — internals of pheap::pager, shared by the files of src/pager:
-//   pager.cpp          construction (feature choice, mapping, registration), teardown, pin,
-//                      prefetch queue, options, statistics
-//   fault_workers.cpp  workers reading the uffd; fills (store read → bounce → UFFDIO_COPY),
-//                      read-ahead, prefetch, poisoning on read errors
-//   evictor.cpp        the bounded buffer: slot reservation and the background evictor
-//   dirty_tracker.cpp  flush(): collecting dirty pages per tracking mode, copy-out, commit
+// src/pager/pager_impl.hpp — internals of pheap::pager. One file per concept:
+//   uffd.{hpp,cpp}           OS boundary: userfaultfd acquisition, feature probe, the ioctls,
+//                            PAGEMAP_SCAN (pagemap_walk)
+//   page_table.hpp           the page word, its invariants I1-I6 and its named transitions
+//   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B3)
+//   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
+//                            move back
+//   error_channel.hpp        store errors of background threads, for the next flush
+//   anon_map.{hpp,cpp}       private anonymous mappings (region, staging, bounce buffers)
+//   pager.cpp                options (PHEAP_* env), construction as named steps, teardown,
+//                            pin, prefetch queue, statistics, the public facade
+//   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
+//                            UFFDIO_COPY), read-ahead, prefetch, poisoning on read errors
+//   evictor.cpp              the background evictor; evict_batch as named steps
+//   flush.cpp                flush(): the protocol, claim/copy/write per chunk, commit
+//   dirty_tracker.cpp        per tracking mode: the pages to flush and their tear-free copy
+//   invariants.cpp           check_invariants, the quiescent self-check
+//   test_access.hpp          the white-box tests' way in
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
 // Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
@@ -17,7 +28,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -97,7 +107,7 @@ class pager_impl {
   bool ro_ = false;
   dirty_tracking mode_ = dirty_tracking::all_resident;
   bool wp_registered_ = false;  // region registered with MODE_WP
-  bool have_move_ = false, have_poison_ = false;
+  bool have_poison_ = false;  // UFFDIO_POISON (else read errors are signalled with tgkill)
   unsigned read_ahead_ = 0;
 
   std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
