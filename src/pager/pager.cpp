@@ -344,12 +344,18 @@ void pager_impl::prefetch(std::span<const std::pair<std::size_t, std::size_t>> r
   (void)!::write(prefetch_fd_, &one, sizeof one);
 }
 
+std::pair<std::size_t, std::size_t> pager_impl::pages_covering(std::size_t offset,
+                                                                std::size_t len,
+                                                                const char* op) const {
+  if (offset >= cap_ || len > cap_ - offset) {
+    throw error(errc::invalid_argument, name_, op, "range outside the region");
+  }
+  return {offset / ps_, (offset + len - 1) / ps_};
+}
+
 void pager_impl::pin(std::size_t offset, std::size_t len) {
   if (len == 0) return;
-  if (offset >= cap_ || len > cap_ - offset) {
-    throw error(errc::invalid_argument, name_, "pin", "range outside the region");
-  }
-  const std::size_t first = offset / ps_, last = (offset + len - 1) / ps_;
+  const auto [first, last] = pages_covering(offset, len, "pin");
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
     if (!table_.add_pin(p, was)) throw error(errc::invalid_argument, name_, "pin", "pin count overflow");
@@ -365,10 +371,7 @@ void pager_impl::pin(std::size_t offset, std::size_t len) {
 
 void pager_impl::unpin(std::size_t offset, std::size_t len) {
   if (len == 0) return;
-  if (offset >= cap_ || len > cap_ - offset) {
-    throw error(errc::invalid_argument, name_, "unpin", "range outside the region");
-  }
-  const std::size_t first = offset / ps_, last = (offset + len - 1) / ps_;
+  const auto [first, last] = pages_covering(offset, len, "unpin");
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
     if (!table_.drop_pin(p, was)) throw error(errc::invalid_argument, name_, "unpin", "page not pinned");

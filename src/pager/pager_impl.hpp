@@ -111,6 +111,10 @@ class pager_impl {
   unsigned read_ahead_ = 0;
 
   std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
+  // The pages [first, last] covering [offset, offset+len) (len > 0); throws invalid_argument
+  // naming `op` when the range leaves the region.
+  std::pair<std::size_t, std::size_t> pages_covering(std::size_t offset, std::size_t len,
+                                                     const char* op) const;
   // The pages [first, last] that a PAGEMAP_SCAN region of the region covers.
   std::pair<std::size_t, std::size_t> pages_of(const page_region& r) const noexcept {
     const auto b = reinterpret_cast<std::uintptr_t>(base_);
