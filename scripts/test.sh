@@ -13,7 +13,7 @@
 #   unprivileged  the same build/ tests again as uid/gid 65534 (nobody/nogroup, no supplementary
 #                 groups, no capabilities) with vm.unprivileged_userfaultfd=0, so the pager must
 #                 get userfaultfd with UFFD_USER_MODE_ONLY (PHEAP_EXPECT_UNPRIVILEGED=1 makes
-#                 pager_uffd.source_is_the_path_this_process_is_allowed assert it); `ctest -LE root`.
+#                 PagerUffd.SourceIsThePathThisProcessIsAllowed assert it); `ctest -LE root`.
 #                 HOME and TMPDIR point at a fresh 0700 directory owned by 65534; the sysctl's old
 #                 value is restored on exit, INT, TERM and HUP (trap). Needs root (else skipped, or a
 #                 failure under CI=true).

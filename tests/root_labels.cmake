@@ -9,7 +9,7 @@
 
 # Switches a child to uid 65534 (setuid) after reading vm.unprivileged_userfaultfd.
 pheap_add_test_labels(pager_behaviour_test LABELS root
-  TESTS "^pager_uffd\\.unprivileged_user_gets_a_working_region$")
+  TESTS "^PagerUffd\\.UnprivilegedUserGetsAWorkingRegion$")
 
 # mkfs + mount -o loop of a small ext4 image (CAP_SYS_ADMIN).
 if(TARGET rel_full_disk_test)

@@ -1,113 +1,43 @@
-// The bounded buffer and its evictor.
-//
-// Slots: a fill takes a slot before it claims a page (occupied_ counts filling + resident
-// pages; pinned pages are outside the budget). When the budget is used up, a fault worker
-// waits on free_cv_ for the evictor; read-ahead and prefetch only take slots below the high
-// watermark and never wait.
+// The evictor: keeps the bounded buffer (buffer_budget.hpp) within its watermarks.
 //
 // The evictor wakes at the high watermark (or when a worker waits) and evicts down to the low
-// watermark in batches. Victim choice: a clock hand with second chance (the `ref` bit set by
-// fills), clean pages first. A batch:
-//   1. claims victims (CAS: resident, unowned, unpinned → evict);
-//   2. read-only region: one MADV_DONTNEED per contiguous run; done.
-//   3. otherwise UFFDIO_MOVE each contiguous run into the staging range in one ioctl. The move
-//      is atomic per page: after it the region page is missing (an access faults to a worker,
-//      which sees `evict`, sets `wanted` and leaves the thread waiting), and the staging page
-//      holds every byte ever written to the region page. This closes the eviction race.
-//   4. decides which staged pages must be written: wp_sync: the `dirty` bit (writes to a
-//      clean page trap to a worker first, I5); all_resident: all; wp_async: `dirty` bit or
-//      PAGEMAP_SCAN said written before the claim; pages judged clean are compared with the
-//      store (or with zeros if the store has no data for them) because a write may have
-//      landed between the scan and the move and the uffd-wp bit does not travel with MOVE.
-//   5. writes them with one store write_pages() batch (through a bounce buffer, never from a
-//      registered range), drops the staging range with one MADV_DONTNEED, and only then marks
-//      the pages absent and wakes the faults waiting on them (they refill from the store,
-//      which now has the newest bytes).
-//   On a store write error, the staged pages are moved back into the region, marked dirty,
-//      and the error is kept for the next flush().
+// watermark in batches. A batch (pager_impl::evict_batch) runs these steps:
+//   1. claim_victims: a clock hand with second chance (the `ref` bit set by fills) picks
+//      victims, clean pages first, and claims them (page_table::claim_evict: resident,
+//      unowned, unpinned → evict).
+//   2. drop_victims, read-only region only: one MADV_DONTNEED per contiguous run; done.
+//   3. move_out_victims: UFFDIO_MOVE each contiguous run into the staging range (staging.hpp).
+//      The move is atomic per page: after it the region page is missing (an access faults to a
+//      worker, which sees `evict`, sets `wanted` and leaves the thread waiting), and the
+//      staging page holds every byte ever written to the region page. This closes the
+//      eviction race. A page that did not move is released untouched.
+//   4. victims_to_write: wp_sync: the `dirty` bit (writes to a clean page trap to a worker
+//      first, I5); all_resident: all; wp_async: `dirty` bit or PAGEMAP_SCAN said written
+//      before the claim; pages judged clean are compared with the store (or with zeros if the
+//      store has no data for them: add_changed) because a write may have landed between the
+//      scan and the move and the uffd-wp bit does not travel with MOVE.
+//   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
+//      registered range); then release_victims drops the staging range with one
+//      MADV_DONTNEED, and only then marks the pages absent and wakes the faults waiting on
+//      them (they refill from the store, which now has the newest bytes).
+//      On a store write error, restore_victims moves the staged pages back into the region,
+//      marked dirty, and the error is kept for the next flush() (error_channel.hpp).
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
-#include <cassert>
 #include <cstring>
 
 #include "pager/pager_impl.hpp"
 
 namespace pheap::paging {
 
-void pager_impl::note_resident_peak() {
-  const auto occ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, occupied_.load()));
-  std::uint64_t peak = c_.peak_resident.load(std::memory_order_relaxed);
-  while (occ > peak && !c_.peak_resident.compare_exchange_weak(peak, occ)) {
-  }
-}
-
-bool pager_impl::try_reserve_slot(std::size_t limit) {
-  std::int64_t o = occupied_.load(std::memory_order_acquire);
-  for (;;) {
-    if (o - pinned_.load(std::memory_order_acquire) >= static_cast<std::int64_t>(limit)) {
-      return false;
-    }
-    if (occupied_.compare_exchange_weak(o, o + 1, std::memory_order_acq_rel)) break;
-  }
-  if (o + 1 - pinned_.load(std::memory_order_acquire) >= static_cast<std::int64_t>(high_pages_) &&
-      buffer_pages_ < npages_) {
-    kick_evictor();
-  }
-  return true;
-}
-
-bool pager_impl::reserve_slot() {
-  if (try_reserve_slot(buffer_pages_)) return true;
-  c_.buffer_waits.fetch_add(1, std::memory_order_relaxed);
-  slot_waiters_.fetch_add(1);
-  bool ok = false;
-  for (;;) {
-    kick_evictor();
-    if (try_reserve_slot(buffer_pages_)) {
-      ok = true;
-      break;
-    }
-    if (stop_.load(std::memory_order_acquire)) break;
-    if (evict_failing_.load(std::memory_order_acquire)) {
-      // Write-back is failing: evicting would lose data, waiting would hang the faulting
-      // thread. Overflow the buffer instead (documented); the error surfaces at flush().
-      occupied_.fetch_add(1, std::memory_order_acq_rel);
-      ok = true;
-      break;
-    }
-    std::unique_lock lk(free_mu_);
-    free_cv_.wait_for(lk, std::chrono::milliseconds(5));
-  }
-  slot_waiters_.fetch_sub(1);
-  return ok;
-}
-
-void pager_impl::release_slots(std::size_t n) {
-  occupied_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
-  if (slot_waiters_.load(std::memory_order_acquire) > 0) {
-    std::lock_guard lk(free_mu_);
-    free_cv_.notify_all();
-  }
-}
-
-void pager_impl::kick_evictor() {
-  {
-    std::lock_guard lk(evict_mu_);
-    if (evict_kick_) return;
-    evict_kick_ = true;
-  }
-  evict_cv_.notify_one();
-}
-
 void pager_impl::wait_evictor_idle() {
   for (;;) {
     {
       std::lock_guard b(evict_batch_mu_);
-      std::lock_guard lk(evict_mu_);
-      if (!evict_kick_ && budget_used() <= static_cast<std::int64_t>(high_pages_)) return;
+      if (budget_.evictor_idle()) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -115,308 +45,221 @@ void pager_impl::wait_evictor_idle() {
 
 void pager_impl::evictor_main() {
   for (;;) {
-    {
-      std::unique_lock lk(evict_mu_);
-      evict_cv_.wait(lk, [&] { return evict_kick_ || stop_.load(); });
-      if (stop_.load()) return;
-    }
+    if (!budget_.wait_for_kick()) return;
     bool idle_round = false;
     {
       std::lock_guard batch(evict_batch_mu_);
       // Evict down to the low watermark; with waiters, at least one page each round.
       for (;;) {
         if (stop_.load()) return;
-        const std::int64_t used = budget_used();
-        std::int64_t excess = used - static_cast<std::int64_t>(low_pages_);
-        if (excess <= 0 && slot_waiters_.load() > 0) excess = 1;
-        if (excess <= 0) break;
-        const std::size_t want =
-            std::min<std::size_t>(static_cast<std::size_t>(excess), evict_batch_pages_);
+        const std::size_t excess = budget_.to_evict();
+        if (excess == 0) break;
+        const std::size_t want = std::min(excess, evict_batch_pages_);
         const std::uint64_t t0 = now_ns();
         const std::size_t freed = evict_batch(want);
         c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        {
-          std::lock_guard lk(free_mu_);
-          free_cv_.notify_all();
-        }
+        budget_.notify_freed();
         if (freed == 0) {
           idle_round = true;  // everything owned, pinned or failing: back off briefly
           break;
         }
       }
     }
-    {
-      std::lock_guard lk(evict_mu_);
-      evict_kick_ = false;
-      if (idle_round || slot_waiters_.load() > 0 ||
-          budget_used() >= static_cast<std::int64_t>(high_pages_)) {
-        evict_kick_ = budget_used() > static_cast<std::int64_t>(low_pages_) ||
-                      slot_waiters_.load() > 0;
-      }
-    }
+    budget_.end_round(idle_round);
     if (idle_round) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
 std::size_t pager_impl::evict_batch(std::size_t want) {
-  // ---- 1. choose and claim victims --------------------------------------------------------
-  std::vector<std::size_t> victims;
-  std::vector<bool> victim_dirty;  // dirty as judged at claim time
-  std::vector<std::size_t> dirty_seen;
-  victims.reserve(want);
+  victim_batch v = claim_victims(want);
+  if (v.size() == 0) return 0;
+  if (ro_) return drop_victims(v);
+  move_out_victims(v);
+  const std::vector<std::size_t> out = victims_to_write(v);
+  if (!write_victims(v, out)) {
+    restore_victims(v);
+    return 0;
+  }
+  return release_victims(v);
+}
+
+// ---- 1. choose and claim victims ------------------------------------------------------------
+namespace {
+// Keep runs contiguous: sort by page (victims may wrap around the end of the region).
+void sort_by_page(victim_batch& v) {
+  std::vector<std::size_t> idx(v.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return v.pages[a] < v.pages[b]; });
+  std::vector<std::size_t> pages;
+  std::vector<bool> dirty;
+  for (auto i : idx) {
+    pages.push_back(v.pages[i]);
+    dirty.push_back(v.dirty[i]);
+  }
+  v.pages.swap(pages);
+  v.dirty.swap(dirty);
+}
+}  // namespace
+
+victim_batch pager_impl::claim_victims(std::size_t want) {
+  victim_batch v;
+  v.pages.reserve(want);
   const std::size_t window = std::min<std::size_t>(npages_, std::max<std::size_t>(256, want * 8));
-  std::vector<bool> written;
-  std::size_t steps = 0;
   const std::size_t max_steps = 2 * npages_ + window;
-  auto claim = [&](std::size_t p, bool dirty) {
-    std::uint32_t s = table_.load(p);
-    for (;;) {
-      if (ps::kind(s) != ps::resident || (s & ps::owned) || ps::pins(s) != 0) return false;
-      if (table_.cas(p, s, (s | ps::evict) & ~ps::ref)) break;
-    }
-    victims.push_back(p);
-    victim_dirty.push_back(dirty || (s & ps::dirty) || mode_ == dirty_tracking::all_resident);
-    return true;
-  };
-  while (victims.size() < want && steps < max_steps) {
+  for (std::size_t steps = 0; v.size() < want && steps < max_steps;) {
     const std::size_t first = clock_hand_;
     const std::size_t count = std::min(window, npages_ - first);
-    if (mode_ == dirty_tracking::wp_async && !ro_) written_bitmap(first, count, written);
-    dirty_seen.clear();
-    for (std::size_t i = 0; i < count && victims.size() < want; ++i) {
-      const std::size_t p = first + i;
-      std::uint32_t s = table_.load(p);
-      if (ps::kind(s) != ps::resident || (s & ps::owned) || ps::pins(s) != 0) continue;
-      if (s & ps::ref) {  // second chance
-        table_.cas(p, s, s & ~ps::ref);
-        continue;
-      }
-      const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
-                              (mode_ == dirty_tracking::wp_async && written[i]));
-      if (d) {
-        dirty_seen.push_back(p);
-      } else {
-        claim(p, false);
-      }
-    }
-    for (std::size_t k = 0; k < dirty_seen.size() && victims.size() < want; ++k) {
-      claim(dirty_seen[k], true);
-    }
+    sweep_clock(first, count, want, v);
     steps += count;
     clock_hand_ = first + count >= npages_ ? 0 : first + count;
   }
-  if (victims.empty()) return 0;
-  // Keep runs contiguous: sort by page (victims may wrap around the end of the region).
-  {
-    std::vector<std::size_t> idx(victims.size());
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return victims[a] < victims[b]; });
-    std::vector<std::size_t> v2;
-    std::vector<bool> d2;
-    for (auto i : idx) {
-      v2.push_back(victims[i]);
-      d2.push_back(victim_dirty[i]);
-    }
-    victims.swap(v2);
-    victim_dirty.swap(d2);
-  }
-  const std::size_t n = victims.size();
+  sort_by_page(v);
+  return v;
+}
 
-  auto finish = [&](std::size_t p) {  // evicted: absent (one CAS), then wake waiters
-    std::uint32_t s = table_.load(p);
-    while (!table_.cas(p, s, (s & ps::pin_mask) | ps::absent)) {
+void pager_impl::sweep_clock(std::size_t first, std::size_t count, std::size_t want,
+                             victim_batch& v) {
+  std::vector<bool> written;
+  if (mode_ == dirty_tracking::wp_async && !ro_) written_bitmap(first, count, written);
+  std::vector<std::size_t> dirty_seen;
+  for (std::size_t i = 0; i < count && v.size() < want; ++i) {
+    const std::size_t p = first + i;
+    const std::uint32_t s = table_.load(p);
+    if (!ps::evictable(s)) continue;
+    if (s & ps::ref) {  // second chance
+      table_.clear_ref(p, s);
+      continue;
     }
-    if (s & ps::wanted) wake_page(p);  // they refault and refill from the store
-  };
-
-  // ---- 2. read-only: just drop -----------------------------------------------------------
-  if (ro_) {
-    for (std::size_t i = 0; i < n;) {
-      std::size_t j = i + 1;
-      while (j < n && victims[j] == victims[j - 1] + 1) ++j;
-      ::madvise(page_addr(victims[i]), (j - i) * ps_, MADV_DONTNEED);
-      i = j;
+    const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
+                            (mode_ == dirty_tracking::wp_async && written[i]));
+    if (d) {
+      dirty_seen.push_back(p);
+    } else {
+      claim_victim(p, false, v);
     }
-    for (auto p : victims) {
-      std::uint32_t s = table_.load(p);
-      while (!table_.cas(p, s, ps::with_kind(s & ~(ps::evict | ps::ref | ps::wanted), ps::absent))) {
-      }
-      if (s & ps::wanted) wake_page(p);
-    }
-    release_slots(n);
-    c_.evictions.fetch_add(n, std::memory_order_relaxed);
-    return n;
   }
+  for (std::size_t k = 0; k < dirty_seen.size() && v.size() < want; ++k) {
+    claim_victim(dirty_seen[k], true, v);
+  }
+}
 
-  // ---- 3. move out, run by run; what moved is read from the page tables ----------------------
-  std::byte* stg = evict_staging_.data();
-  for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;
-    while (j < n && victims[j] == victims[j - 1] + 1) ++j;
-    std::size_t done = 0;
-    (void)uffd_move(uffd_, stg + i * ps_, page_addr(victims[i]), (j - i) * ps_, &done);
-    i = j;
-  }
-  const std::vector<bool> moved = arrived(stg, victims.data(), n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) release_owned(victims[i], ps::evict);  // still in the region, untouched
-  }
+void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
+  std::uint32_t was = 0;
+  if (!table_.claim_evict(page, was)) return;
+  v.pages.push_back(page);
+  v.dirty.push_back(dirty || (was & ps::dirty) || mode_ == dirty_tracking::all_resident);
+}
 
-  // ---- 4. judge ----------------------------------------------------------------------------
-  std::vector<std::size_t> out;  // indexes into victims of pages to write
+// ---- 2. read-only: just drop ----------------------------------------------------------------
+std::size_t pager_impl::drop_victims(const victim_batch& v) {
+  const std::size_t n = v.size();
+  for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
+    ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
+  });
+  for (auto p : v.pages) finish_eviction(p);
+  budget_.release(n);
+  c_.evictions.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
+// ---- 3. move out, run by run; what moved is read from the page tables -------------------------
+void pager_impl::move_out_victims(victim_batch& v) {
+  v.moved = evict_staging_.move_out(v.pages.data(), v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) release_owned(v.pages[i], ps::evict);  // still in the region, untouched
+  }
+}
+
+// ---- 4. judge -------------------------------------------------------------------------------
+std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
+  std::vector<std::size_t> out;
   std::vector<std::size_t> verify;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    if (victim_dirty[i] || (table_.load(victims[i]) & ps::dirty)) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) continue;
+    if (v.dirty[i] || (table_.load(v.pages[i]) & ps::dirty)) {
       out.push_back(i);
     } else if (mode_ == dirty_tracking::wp_async) {
       verify.push_back(i);
     }
   }
-  if (!verify.empty()) {
-    std::vector<page_read> reads;
-    std::vector<std::size_t> with_data;
-    for (std::size_t k = 0; k < verify.size(); ++k) {
-      const std::size_t i = verify[k];
-      if (store_->may_have_data(victims[i])) {
-        reads.push_back({victims[i], verify_bounce_.data() + reads.size() * ps_});
-        with_data.push_back(i);
-      } else if (std::memcmp(stg + i * ps_, zero_.data(), ps_) != 0) {
-        out.push_back(i);
-      }
-    }
-    if (!reads.empty()) {
-      c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
-      bool ok = true;
-      try {
-        store_->read_pages(reads);
-      } catch (...) {
-        ok = false;  // cannot prove them clean: write them
-      }
-      for (std::size_t k = 0; k < with_data.size(); ++k) {
-        const std::size_t i = with_data[k];
-        if (!ok || std::memcmp(stg + i * ps_, reads[k].buf, ps_) != 0) out.push_back(i);
-      }
-    }
-  }
+  if (!verify.empty()) add_changed(v, verify, out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
-  // ---- 5. write back, drop, release ----------------------------------------------------------
-  bool write_failed = false;
-  if (!out.empty()) {
-    std::sort(out.begin(), out.end());
-    std::vector<page_write> writes;
-    writes.reserve(out.size());
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      std::byte* b = evict_bounce_.data() + k * ps_;
-      std::memcpy(b, stg + out[k] * ps_, ps_);
-      writes.push_back({victims[out[k]], b});
-    }
-    try {
-      store_->write_pages(writes);
-      evict_failing_.store(false, std::memory_order_release);
-      c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
-      c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
-    } catch (...) {
-      record_error(std::current_exception());
-      evict_failing_.store(true, std::memory_order_release);
-      write_failed = true;
+void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
+                             std::vector<std::size_t>& out) {
+  std::vector<page_read> reads;
+  std::vector<std::size_t> with_data;
+  for (const std::size_t i : verify) {
+    if (store_->may_have_data(v.pages[i])) {
+      reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
+      with_data.push_back(i);
+    } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
+      out.push_back(i);
     }
   }
+  if (reads.empty()) return;
+  c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
+  bool ok = true;
+  try {
+    store_->read_pages(reads);
+  } catch (...) {
+    ok = false;  // cannot prove them clean: write them
+  }
+  for (std::size_t k = 0; k < with_data.size(); ++k) {
+    const std::size_t i = with_data[k];
+    if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
+  }
+}
+
+// ---- 5. write back, then drop and release (or put back) -----------------------------------------
+bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+  if (out.empty()) return true;
+  std::vector<page_write> writes;
+  writes.reserve(out.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::byte* b = evict_bounce_.data() + k * ps_;
+    std::memcpy(b, evict_staging_.slot(out[k]), ps_);
+    writes.push_back({v.pages[out[k]], b});
+  }
+  try {
+    store_->write_pages(writes);
+  } catch (...) {
+    errors_.record(std::current_exception());
+    budget_.set_writeback_failing(true);
+    return false;
+  }
+  budget_.set_writeback_failing(false);
+  c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
+  c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
+  return true;
+}
+
+void pager_impl::restore_victims(const victim_batch& v) {
+  // Nothing may be lost: every staged page goes back into the region, marked dirty.
+  evict_staging_.move_back(v.pages.data(), v.moved);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.moved[i]) release_owned(v.pages[i], ps::evict, ps::dirty);
+  }
+}
+
+std::size_t pager_impl::release_victims(const victim_batch& v) {
+  evict_staging_.drop(v.size());
   std::size_t freed = 0;
-  if (write_failed) {
-    // Nothing may be lost: every staged page goes back into the region, marked dirty.
-    return_staged(stg, victims.data(), moved);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (moved[i]) release_owned(victims[i], ps::evict, ps::dirty);
-    }
-    return 0;
-  }
-  ::madvise(stg, n * ps_, MADV_DONTNEED);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    finish(victims[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v.moved[i]) continue;
+    finish_eviction(v.pages[i]);
     ++freed;
   }
-  release_slots(freed);
+  budget_.release(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
   return freed;
 }
 
-void pager_impl::present_frames(const std::byte* addr, std::size_t len,
-                                std::vector<bool>& out) const {
-  const std::size_t os = os_page_size();
-  out.assign(len / os, false);
-  page_region regs[128];
-  const std::byte* a = addr;
-  const std::byte* const e = addr + len;
-  while (a < e) {
-    std::uint64_t we = 0;
-    const long r = pagemap_scan(pagemap_fd_, const_cast<std::byte*>(a), const_cast<std::byte*>(e), 0,
-                                page_is_present, 0, regs, 128, &we);
-    if (r < 0) {
-      std::fprintf(stderr, "pheap: pager %s: PAGEMAP_SCAN failed: %s\n", name_.c_str(),
-                   std::strerror(static_cast<int>(-r)));
-      std::abort();  // cannot tell where a page is: continuing could lose data
-    }
-    for (long k = 0; k < r; ++k) {
-      for (std::uint64_t x = regs[k].start; x < regs[k].end; x += os) {
-        out[(x - reinterpret_cast<std::uintptr_t>(addr)) / os] = true;
-      }
-    }
-    if (we <= reinterpret_cast<std::uint64_t>(a)) break;
-    a = reinterpret_cast<const std::byte*>(we);
-  }
-}
-
-std::vector<bool> pager_impl::arrived(std::byte* stg, const std::size_t* pages, std::size_t slots) {
-  const std::size_t os = os_page_size(), fpp = ps_ / os;
-  std::vector<bool> frames;
-  present_frames(stg, slots * ps_, frames);
-  std::vector<bool> moved(slots, false);
-  for (std::size_t i = 0; i < slots; ++i) {
-    std::size_t have = 0;
-    for (std::size_t f = 0; f < fpp; ++f) have += frames[i * fpp + f];
-    if (have == fpp) {
-      moved[i] = true;
-    } else if (have > 0) {  // split UPage: make it whole in the region again
-      for (std::size_t f = 0; f < fpp; ++f) {
-        if (!frames[i * fpp + f]) continue;
-        std::byte* from = stg + i * ps_ + f * os;
-        std::byte* to = page_addr(pages[i]) + f * os;
-        std::size_t back = 0;
-        if (uffd_move(uffd_, to, from, os, &back) != 0 && back == 0) {
-          std::vector<bool> chk;
-          present_frames(from, os, chk);
-          if (chk[0] && uffd_copy(uffd_, to, from, os, 0) == 0) (void)::madvise(from, os, MADV_DONTNEED);
-        }
-      }
-    }
-  }
-  return moved;
-}
-
-void pager_impl::return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved) {
-  const std::size_t n = moved.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!moved[i]) continue;
-    std::size_t back = 0;
-    (void)uffd_move(uffd_, page_addr(pages[i]), stg + i * ps_, ps_, &back);
-  }
-  // Whatever is still staged (a move back that failed, or failed in part): copy it in.
-  std::vector<bool> frames;
-  present_frames(stg, n * ps_, frames);
-  const std::size_t os = os_page_size();
-  for (std::size_t f = 0; f < frames.size(); ++f) {
-    if (!frames[f]) continue;
-    const std::size_t i = f / (ps_ / os);
-    std::byte* to = page_addr(pages[i]) + (f % (ps_ / os)) * os;
-    const int rc = uffd_copy(uffd_, to, stg + f * os, os, 0);
-    if (rc != 0 && rc != EEXIST) {
-      std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu: %s\n", name_.c_str(),
-                   pages[i], std::strerror(rc));
-    }
-  }
-  ::madvise(stg, n * ps_, MADV_DONTNEED);
+void pager_impl::finish_eviction(std::size_t page) {
+  // Faults that waited on it refault and refill from the store, which has its newest bytes.
+  if (table_.finish_eviction(page) & ps::wanted) wake_page(page);
 }
 
 }  // namespace pheap::paging

@@ -1,14 +1,14 @@
 // Fault workers: each reads the uffd itself (poll + batched read of uffd_msg), so a fault is
-// handled by exactly one thread with no hand-off queue. Per-page state is changed by CAS in
-// the page table; two faults on one page are resolved once: the first claims `filling`, the
-// later ones see `filling` and return (the filler's UFFDIO_COPY wakes every waiter on the
-// range), or see `resident` and issue UFFDIO_WAKE (the fault raced with the install).
+// handled by exactly one thread with no hand-off queue. Per-page state changes only through
+// page_table's transitions (lock-free); two faults on one page are resolved once: the first
+// claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY wakes
+// every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced with
+// the install).
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,10 +22,7 @@ namespace pheap::paging {
 void pager_impl::wake_page(std::size_t page) noexcept { (void)uffd_wake(uffd_, page_addr(page), ps_); }
 
 void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {
-  std::uint32_t s = table_.load(page);
-  while (!table_.cas(page, s, (s & ~(clear_bits | ps::wanted)) | set_bits)) {
-  }
-  if (s & ps::wanted) wake_page(page);
+  if (table_.release(page, clear_bits, set_bits) & ps::wanted) wake_page(page);
 }
 
 void pager_impl::worker_main(unsigned index) {
@@ -78,20 +75,15 @@ void pager_impl::worker_main(unsigned index) {
 
 void pager_impl::handle_wp(std::size_t page) {
   c_.wp_faults.fetch_add(1, std::memory_order_relaxed);
-  std::uint32_t s = table_.load(page);
-  for (;;) {
-    if (ps::kind(s) != ps::resident) {  // moved out meanwhile: the retry faults as missing
+  switch (table_.on_wp_fault(page)) {
+    case wp_fault::gone:  // moved out meanwhile: the retry faults as missing
       wake_page(page);
       return;
-    }
-    if (s & (ps::evict | ps::flush)) {  // the owner wakes us when it lets go (I3)
-      if (table_.cas(page, s, s | ps::wanted)) return;
-      continue;
-    }
-    if (s & ps::wpclear) {  // another worker is un-protecting it right now; its ioctl wakes us
+    case wp_fault::owner_wakes:  // the owner wakes us when it lets go (I3)
+    case wp_fault::in_progress:  // another worker is un-protecting it; its ioctl wakes us
       return;
-    }
-    if (table_.cas(page, s, s | ps::dirty | ps::ref | ps::wpclear)) break;
+    case wp_fault::unprotect:
+      break;
   }
   // dirty is recorded before the page becomes writable (I5); wpclear keeps flush/evictor off
   // the page until the un-protect is done.
@@ -106,36 +98,22 @@ void pager_impl::handle_wp(std::size_t page) {
 
 void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
                                 std::byte* bounce) {
-  std::uint32_t s = table_.load(page);
   for (;;) {
-    switch (ps::kind(s)) {
-      case ps::filling:
-        return;  // the filler's UFFDIO_COPY wakes this waiter
-      case ps::poisoned:
-        wake_page(page);  // raced with the poisoning; the retry gets SIGBUS
+    switch (table_.on_missing_fault(page)) {
+      case missing_fault::being_filled:  // the filler's UFFDIO_COPY wakes this waiter
+      case missing_fault::owner_wakes:   // the owner wakes it when it lets go (I3)
         return;
-      case ps::resident:
-        if (s & (ps::evict | ps::flush)) {
-          if (table_.cas(page, s, s | ps::wanted)) return;
-          continue;
-        }
-        wake_page(page);  // installed after this fault was queued
+      case missing_fault::poisoned:   // raced with the poisoning; the retry gets SIGBUS
+      case missing_fault::installed:  // installed after this fault was queued
+        wake_page(page);
         return;
-      default:
+      case missing_fault::absent:
         break;
     }
     // absent: take a buffer slot, then claim the page.
-    if (!reserve_slot()) return;  // stopping
-    s = table_.load(page);
-    bool claimed = false;
-    while (ps::kind(s) == ps::absent) {
-      if (table_.cas(page, s, ps::with_kind(s, ps::filling))) {
-        claimed = true;
-        break;
-      }
-    }
-    if (claimed) break;
-    release_slots(1);  // someone else got it; re-examine
+    if (!budget_.reserve()) return;  // stopping
+    if (table_.claim_fill(page)) break;
+    budget_.release(1);  // someone else got it; re-examine
   }
   // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
   // Recorded before the fill wakes the faulting thread: its next fault, possibly handled by
@@ -155,17 +133,9 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
   std::vector<std::size_t> got;
   got.reserve(read_ahead_);
   for (std::size_t p = first; p < npages_ && got.size() < read_ahead_; ++p) {
-    if (!try_reserve_slot(high_pages_)) break;
-    std::uint32_t s = table_.load(p);
-    bool claimed = false;
-    while (ps::kind(s) == ps::absent) {
-      if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
-        claimed = true;
-        break;
-      }
-    }
-    if (!claimed) {
-      release_slots(1);
+    if (!budget_.try_reserve_below_high()) break;
+    if (!table_.claim_fill(p)) {
+      budget_.release(1);
       break;
     }
     got.push_back(p);
@@ -189,23 +159,15 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
         continue;
       }
       const std::size_t p = r.first;
-      if (!try_reserve_slot(high_pages_)) {  // buffer at its high watermark: stop prefetching
+      if (!budget_.try_reserve_below_high()) {  // buffer at its high watermark: stop prefetching
         pf_q_.clear();
         break;
       }
-      std::uint32_t s = table_.load(p);
-      bool claimed = false;
-      while (ps::kind(s) == ps::absent) {
-        if (table_.cas(p, s, ps::with_kind(s, ps::filling))) {
-          claimed = true;
-          break;
-        }
-      }
       ++r.first;
-      if (claimed) {
+      if (table_.claim_fill(p)) {
         got.push_back(p);
       } else {
-        release_slots(1);
+        budget_.release(1);
       }
     }
   }
@@ -217,7 +179,21 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
 
 void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
-  // 1. Read what the store has; never-written pages come from the zero buffer.
+  const std::vector<const std::byte*> src = read_fills(pages, n, fault, tid, bounce);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (src[i]) {
+      install_fill(pages[i], src[i], write && i == 0);
+    } else if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
+      forget_fill(pages[i]);
+    }  // else: the faulting page, poisoned by read_fills
+  }
+  budget_.note_peak();
+}
+
+std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, std::size_t n,
+                                                     bool fault, std::uint32_t tid,
+                                                     std::byte* bounce) {
+  // Never-written pages come from the zero buffer; the others are read into their bounce slot.
   std::vector<page_read> reads;
   std::vector<const std::byte*> src(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -228,79 +204,63 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
       src[i] = zero_.data();
     }
   }
-  std::vector<bool> failed(n, false);
-  if (!reads.empty()) {
-    try {
-      store_->read_pages(reads);
-    } catch (...) {
-      // Find out page by page which ones fail.
-      for (std::size_t i = 0; i < n; ++i) {
-        if (src[i] == zero_.data()) continue;
-        page_read one{pages[i], bounce + i * ps_};
-        try {
-          store_->read_pages(std::span<const page_read>(&one, 1));
-        } catch (const std::exception& e) {
-          failed[i] = true;
-          if (fault && i == 0) {
-            record_error(std::current_exception());
-            poison_page(pages[i], tid, e.what());
-          }
+  if (reads.empty()) return src;
+  try {
+    store_->read_pages(reads);
+  } catch (...) {
+    // Find out page by page which ones fail.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (src[i] == zero_.data()) continue;
+      page_read one{pages[i], bounce + i * ps_};
+      try {
+        store_->read_pages(std::span<const page_read>(&one, 1));
+      } catch (const std::exception& e) {
+        src[i] = nullptr;
+        if (fault && i == 0) {
+          errors_.record(std::current_exception());
+          poison_page(pages[i], tid, e.what());
         }
       }
     }
   }
-  // 2. Install. Read fills are write-protected where tracking needs it, so the first write is
-  // seen (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t p = pages[i];
-    if (failed[i]) {
-      if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
-        std::uint32_t s = table_.load(p);
-        while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
-        }
-        release_slots(1);
-        // A fault on this page while we were filling it saw `filling` and waits for our
-        // install; there is none, so wake it: its retry faults on the absent page and reads
-        // (and, if the read fails again, gets the documented SIGBUS instead of a hang).
-        wake_page(p);
-      }
-      continue;
-    }
-    // Counted before the install: the install wakes the faulting thread, which may read the
-    // statistics at once.
-    (src[i] == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
-    const bool w = write && i == 0;
-    std::uint64_t mode = 0;
-    if (wp_registered_ && !w) mode = UFFDIO_COPY_MODE_WP;
-    int rc;
-    if (ro_ && src[i] == zero_.data()) {
-      rc = uffd_zeropage(uffd_, page_addr(p), ps_);
-    } else {
-      rc = uffd_copy(uffd_, page_addr(p), src[i], ps_, mode);
-    }
-    if (rc == EEXIST) {
-      // Cannot happen while we own `filling` (I1); report instead of corrupting state.
-      std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
-                   name_.c_str(), p);
-      wake_page(p);
-    } else if (rc != 0) {
-      std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
-                   std::strerror(rc));
-      std::uint32_t s = table_.load(p);
-      while (!table_.cas(p, s, ps::with_kind(s, ps::absent))) {
-      }
-      release_slots(1);
-      wake_page(p);
-      continue;
-    }
-    const std::uint32_t extra =
-        ps::ref | ((w && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u);
-    std::uint32_t s = table_.load(p);
-    assert(ps::kind(s) == ps::filling);
-    while (!table_.cas(p, s, ps::with_kind(s, ps::resident) | extra)) {
-    }
+  return src;
+}
+
+void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
+  // Counted before the install: the install wakes the faulting thread, which may read the
+  // statistics at once.
+  (src == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
+  // Read fills are write-protected where tracking needs it, so the first write is seen
+  // (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
+  std::uint64_t mode = 0;
+  if (wp_registered_ && !write) mode = UFFDIO_COPY_MODE_WP;
+  int rc;
+  if (ro_ && src == zero_.data()) {
+    rc = uffd_zeropage(uffd_, page_addr(p), ps_);
+  } else {
+    rc = uffd_copy(uffd_, page_addr(p), src, ps_, mode);
   }
-  note_resident_peak();
+  if (rc == EEXIST) {
+    // Cannot happen while we own `filling` (I1); report instead of corrupting state.
+    std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
+                 name_.c_str(), p);
+    wake_page(p);
+  } else if (rc != 0) {
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
+                 std::strerror(rc));
+    forget_fill(p);
+    return;
+  }
+  table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
+}
+
+void pager_impl::forget_fill(std::size_t p) {
+  table_.abandon_fill(p);
+  budget_.release(1);
+  // A fault on this page while we were filling it saw `filling` and waits for our install;
+  // there is none, so wake it: its retry faults on the absent page and reads (and, if the read
+  // fails again, gets the documented SIGBUS instead of a hang).
+  wake_page(p);
 }
 
 void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::string& why) {
@@ -309,22 +269,19 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::str
                "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
                "SIGBUS and the next flush() reports it\n",
                name_.c_str(), page, page * ps_, why.c_str());
-  std::uint32_t s = table_.load(page);
   if (have_poison_) {
     const int rc = uffd_poison(uffd_, page_addr(page), ps_);
     if (rc == 0) {
-      while (!table_.cas(page, s, ps::with_kind(s, ps::poisoned))) {
-      }
-      release_slots(1);
+      table_.mark_poisoned(page);
+      budget_.release(1);
       return;
     }
     std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", name_.c_str(), page,
                  std::strerror(rc));
   }
   // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly.
-  while (!table_.cas(page, s, ps::with_kind(s, ps::absent))) {
-  }
-  release_slots(1);
+  table_.abandon_fill(page);
+  budget_.release(1);
   if (tid != 0) {
     (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);
   } else {

@@ -22,12 +22,21 @@
 //   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor.
 //   I5  wp_sync: resident, not dirty, not owned ⇒ write-protected in the page tables.
 //   I6  occupied == number of filling + resident pages.
+//
+// Every change of a word is one of the named transitions of page_table below; each says which
+// invariants it keeps and what its caller must do around it (the page-table operation that
+// makes I1/I5 true, the buffer slot of I6, the wake-up that `wanted` asks for). All of them
+// read with acquire and swap with acq_rel (acquire on failure), so the bytes a transition's
+// owner wrote before it are visible to whoever sees its result.
 #pragma once
 
 #include <atomic>
+#include <cassert>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <thread>
 
 namespace pheap::paging {
 
@@ -51,27 +60,221 @@ inline constexpr std::uint32_t pin_mask = 0xFFFFu << pin_shift;
 constexpr std::uint32_t kind(std::uint32_t s) { return s & kind_mask; }
 constexpr std::uint32_t pins(std::uint32_t s) { return s >> pin_shift; }
 constexpr std::uint32_t with_kind(std::uint32_t s, std::uint32_t k) { return (s & ~kind_mask) | k; }
+// The evictor may claim the page: resident, no owner (I2), not pinned (I4).
+constexpr bool evictable(std::uint32_t s) {
+  return kind(s) == resident && !(s & owned) && pins(s) == 0;
+}
 }  // namespace ps
+
+// What a fault worker does about a missing-page fault (page_table::on_missing_fault).
+enum class missing_fault {
+  being_filled,  // another worker fills it; its UFFDIO_COPY wakes this fault
+  poisoned,      // wake: the retry gets SIGBUS
+  installed,     // resident since the fault was queued: wake it
+  owner_wakes,   // evict/flush owns it; `wanted` is set and the owner wakes the fault (I3)
+  absent,        // nobody has it: take a buffer slot, then claim_fill()
+};
+
+// What a fault worker does about a write-protect fault (page_table::on_wp_fault).
+enum class wp_fault {
+  gone,         // not resident any more: wake, the retry faults as missing
+  owner_wakes,  // evict/flush owns it; `wanted` is set and the owner wakes the fault (I3)
+  in_progress,  // another worker is un-protecting it; its ioctl wakes the fault
+  unprotect,    // claimed with dirty|ref|wpclear: write-unprotect, then release(wpclear)
+};
 
 class page_table {
  public:
-  explicit page_table(std::size_t pages)
-      : n_(pages), w_(std::make_unique<std::atomic<std::uint32_t>[]>(pages)) {
+  explicit page_table(std::size_t pages) : w_(std::make_unique<std::atomic<std::uint32_t>[]>(pages)) {
     for (std::size_t i = 0; i < pages; ++i) w_[i].store(ps::absent, std::memory_order_relaxed);
   }
-  std::size_t size() const noexcept { return n_; }
-  std::atomic<std::uint32_t>& operator[](std::size_t i) noexcept { return w_[i]; }
-  const std::atomic<std::uint32_t>& operator[](std::size_t i) const noexcept { return w_[i]; }
-
   std::uint32_t load(std::size_t i) const noexcept { return w_[i].load(std::memory_order_acquire); }
+
+  // ---- fault workers ---------------------------------------------------------------------------
+  // Classifies a missing fault on page i; on an owned page sets `wanted` (I3).
+  missing_fault on_missing_fault(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      switch (ps::kind(s)) {
+        case ps::filling: return missing_fault::being_filled;
+        case ps::poisoned: return missing_fault::poisoned;
+        case ps::resident:
+          if (!(s & (ps::evict | ps::flush))) return missing_fault::installed;
+          if (cas(i, s, s | ps::wanted)) return missing_fault::owner_wakes;
+          continue;
+        default: return missing_fault::absent;
+      }
+    }
+  }
+
+  // absent → filling. The caller holds a buffer slot for it (I6) and now owns the install (I1);
+  // false when the page was not absent (the caller gives the slot back).
+  bool claim_fill(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::kind(s) == ps::absent) {
+      if (cas(i, s, ps::with_kind(s, ps::filling))) return true;
+    }
+    return false;
+  }
+
+  // filling → resident | extra, after the page-table entry was installed (I1).
+  void install(std::size_t i, std::uint32_t extra) noexcept {
+    std::uint32_t s = load(i);
+    assert(ps::kind(s) == ps::filling);
+    while (!cas(i, s, ps::with_kind(s, ps::resident) | extra)) {
+    }
+  }
+
+  // filling → absent: the fill installed nothing (I1); the caller releases its slot (I6) and
+  // wakes the page (a fault that saw `filling` waits for an install that will not come).
+  void abandon_fill(std::size_t i) noexcept { leave_filling(i, ps::absent); }
+
+  // filling → poisoned, after UFFDIO_POISON installed the poison marker; the caller releases
+  // the slot (I6: a poisoned page holds no memory).
+  void mark_poisoned(std::size_t i) noexcept { leave_filling(i, ps::poisoned); }
+
+  // A write-protect fault on page i (wp_sync). On an unowned resident page sets dirty before
+  // the page becomes writable (I5) and wpclear, which keeps flush and evictor off the page
+  // until the un-protect is done (I2); on an owned one sets `wanted` (I3).
+  wp_fault on_wp_fault(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      if (ps::kind(s) != ps::resident) return wp_fault::gone;
+      if (s & (ps::evict | ps::flush)) {
+        if (cas(i, s, s | ps::wanted)) return wp_fault::owner_wakes;
+        continue;
+      }
+      if (s & ps::wpclear) return wp_fault::in_progress;
+      if (cas(i, s, s | ps::dirty | ps::ref | ps::wpclear)) return wp_fault::unprotect;
+    }
+  }
+
+  // ---- evictor ---------------------------------------------------------------------------------
+  // Second chance: clears `ref` if the word is still `seen` (one attempt; losing a race only
+  // means the page is looked at again on the next pass).
+  void clear_ref(std::size_t i, std::uint32_t seen) noexcept { (void)cas(i, seen, seen & ~ps::ref); }
+
+  // An evictable page (resident, unowned: I2, unpinned: I4) → evict, ref cleared. `was` gets
+  // the word before the claim (its dirty bit).
+  bool claim_evict(std::size_t i, std::uint32_t& was) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::evictable(s)) {
+      if (cas(i, s, (s | ps::evict) & ~ps::ref)) {
+        was = s;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // evict → absent, keeping only the pin count, once the page has left the region (I1: moved
+  // out or dropped; its bytes are in the store). Returns the word before: the caller wakes the
+  // page if it was `wanted` (I3) and releases the slot (I6).
+  std::uint32_t finish_eviction(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    assert(s & ps::evict);
+    while (!cas(i, s, (s & ps::pin_mask) | ps::absent)) {
+    }
+    return s;
+  }
+
+  // ---- flush -----------------------------------------------------------------------------------
+  // A resident page → flush, dirty cleared (it is being taken for this epoch; a write after
+  // the copy dirties it again). Waits out the passing states first: filling (its fill may have
+  // woken a writer whose write precedes the flush) and wpclear (I2). False when the page is
+  // not resident, the evictor owns it (it writes the page itself; I2), or `dirty_only` and the
+  // page is clean.
+  bool claim_flush(std::size_t i, bool dirty_only) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      if (ps::kind(s) == ps::filling) {
+        wait_not_filling(i);
+        s = load(i);
+        continue;
+      }
+      if (ps::kind(s) != ps::resident || (s & ps::evict)) return false;
+      if (s & ps::wpclear) {
+        std::this_thread::yield();
+        s = load(i);
+        continue;
+      }
+      assert(!(s & ps::flush));
+      if (dirty_only && !(s & ps::dirty)) return false;
+      if (cas(i, s, (s & ~ps::dirty) | ps::flush)) return true;
+    }
+  }
+
+  // Waits until page i is not `filling` (a fill takes one store read).
+  void wait_not_filling(std::size_t i) const noexcept {
+    for (unsigned spins = 0; ps::kind(load(i)) == ps::filling; ++spins) {
+      if (spins < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+
+  // ---- any owner -------------------------------------------------------------------------------
+  // The owner lets go: clears `clear_bits` (its owner bit, I2) and `wanted`, sets `set_bits`
+  // (dirty after a failed write-back). Returns the word before: the caller wakes the page if
+  // it was `wanted` (I3).
+  std::uint32_t release(std::size_t i, std::uint32_t clear_bits, std::uint32_t set_bits) noexcept {
+    std::uint32_t s = load(i);
+    assert(s & clear_bits);
+    while (!cas(i, s, (s & ~(clear_bits | ps::wanted)) | set_bits)) {
+    }
+    return s;
+  }
+
+  // ---- pins (I4) -------------------------------------------------------------------------------
+  // Adds one pin in any state; false when the count is at its maximum. `was`: the word before.
+  bool add_pin(std::size_t i, std::uint32_t& was) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      if (ps::pins(s) == 0xFFFF) return false;
+      if (cas(i, s, s + ps::pin_one)) break;
+    }
+    was = s;
+    return true;
+  }
+  // Removes one pin; false when the page is not pinned. `was`: the word before.
+  bool drop_pin(std::size_t i, std::uint32_t& was) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      if (ps::pins(s) == 0) return false;
+      if (cas(i, s, s - ps::pin_one)) break;
+    }
+    was = s;
+    return true;
+  }
+
+ private:
   bool cas(std::size_t i, std::uint32_t& expected, std::uint32_t desired) noexcept {
     return w_[i].compare_exchange_weak(expected, desired, std::memory_order_acq_rel,
                                        std::memory_order_acquire);
   }
+  // filling → `k`, other bits (the pin count) kept.
+  void leave_filling(std::size_t i, std::uint32_t k) noexcept {
+    std::uint32_t s = load(i);
+    assert(ps::kind(s) == ps::filling);
+    while (!cas(i, s, ps::with_kind(s, k))) {
+    }
+  }
 
- private:
-  std::size_t n_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> w_;
 };
+
+// Calls fn(i, j) for each run pages[i..j) of consecutive page numbers in `pages` (sorted),
+// at most `max_run` long: the unit of one ioctl over the region.
+template <class Fn>
+void for_each_run(const std::size_t* pages, std::size_t n, std::size_t max_run, Fn&& fn) {
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && pages[j] == pages[j - 1] + 1 && j - i < max_run) ++j;
+    fn(i, j);
+    i = j;
+  }
+}
 
 }  // namespace pheap::paging

@@ -1,56 +1,57 @@
-// src/pager/pager_impl.hpp — internals of pheap::pager, shared by the files of src/pager:
-//   pager.cpp          construction (feature choice, mapping, registration), teardown, pin,
-//                      prefetch queue, options, statistics
-//   fault_workers.cpp  workers reading the uffd; fills (store read → bounce → UFFDIO_COPY),
-//                      read-ahead, prefetch, poisoning on read errors
-//   evictor.cpp        the bounded buffer: slot reservation and the background evictor
-//   dirty_tracker.cpp  flush(): collecting dirty pages per tracking mode, copy-out, commit
+// src/pager/pager_impl.hpp — internals of pheap::pager. One file per concept:
+//   uffd.{hpp,cpp}           OS boundary: userfaultfd acquisition, feature probe, the ioctls,
+//                            PAGEMAP_SCAN (pagemap_walk)
+//   page_table.hpp           the page word, its invariants I1-I6 and its named transitions
+//   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B3)
+//   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
+//                            move back
+//   error_channel.hpp        store errors of background threads, for the next flush
+//   anon_map.{hpp,cpp}       private anonymous mappings (region, staging, bounce buffers)
+//   pager.cpp                options (PHEAP_* env), construction as named steps, teardown,
+//                            pin, prefetch queue, statistics, the public facade
+//   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
+//                            UFFDIO_COPY), read-ahead, prefetch, poisoning on read errors
+//   evictor.cpp              the background evictor; evict_batch as named steps
+//   flush.cpp                flush(): the protocol, claim/copy/write per chunk, commit
+//   dirty_tracker.cpp        per tracking mode: the pages to flush and their tear-free copy
+//   invariants.cpp           check_invariants, the quiescent self-check
+//   test_access.hpp          the white-box tests' way in
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
-// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → err_mu_. Fault workers take
-// none of these on the hot path; they only wait on free_cv_ (buffer full), which the evictor
-// signals without ever waiting on a worker, a flush or a fault, so no cycle exists:
+// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
+// Fault workers take none of these on the hot path; they only wait for a buffer slot
+// (buffer_budget), which the evictor frees without ever waiting on a worker, a flush or a
+// fault, so no cycle exists:
 //   worker → (waits for) evictor → store I/O
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pager/anon_map.hpp"
+#include "pager/buffer_budget.hpp"
+#include "pager/error_channel.hpp"
 #include "pager/page_table.hpp"
+#include "pager/staging.hpp"
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
 
 namespace pheap::paging {
 
-// Anonymous private mapping owned by RAII (bounce buffers, staging ranges).
-struct anon_map {
-  void* p = nullptr;
-  std::size_t len = 0;
-  anon_map() = default;
-  anon_map(std::size_t bytes, bool dontfork);
-  ~anon_map();
-  anon_map(anon_map&& o) noexcept : p(o.p), len(o.len) { o.p = nullptr; o.len = 0; }
-  anon_map& operator=(anon_map&& o) noexcept;
-  std::byte* data() const noexcept { return static_cast<std::byte*>(p); }
-};
-
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
       evict_verify_reads{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
-      flush_retakes{0}, buffer_waits{0}, poisoned_pages{0}, peak_resident{0}, fault_ns{0},
-      flush_ns{0}, evict_ns{0};
+      flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
 inline std::uint64_t now_ns() {
@@ -59,10 +60,28 @@ inline std::uint64_t now_ns() {
                                         .count());
 }
 
+// The victims of one eviction batch, sorted by page once claimed.
+struct victim_batch {
+  std::vector<std::size_t> pages;
+  std::vector<bool> dirty;  // dirty as judged at claim time
+  std::vector<bool> moved;  // arrived whole in the staging range (step 3)
+  std::size_t size() const noexcept { return pages.size(); }
+};
+
 class pager_impl {
  public:
   pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt);
   ~pager_impl();
+
+  // --- construction steps (pager.cpp), in order; then teardown ------------------------------
+  void set_geometry(const pager_options& opt);
+  void choose_tracking(dirty_tracking asked, const uffd_features& f);
+  void open_descriptors(const uffd_features& f);
+  void map_region();
+  void map_buffers(const uffd_features& f);
+  void start_threads(unsigned fault_threads);
+  void stop_threads() noexcept;
+  void close_descriptors() noexcept;
 
   // --- public API backends -------------------------------------------------------------------
   std::uint64_t flush(std::span<const std::byte> root);
@@ -88,10 +107,19 @@ class pager_impl {
   bool ro_ = false;
   dirty_tracking mode_ = dirty_tracking::all_resident;
   bool wp_registered_ = false;  // region registered with MODE_WP
-  bool have_move_ = false, have_poison_ = false;
+  bool have_poison_ = false;  // UFFDIO_POISON (else read errors are signalled with tgkill)
   unsigned read_ahead_ = 0;
 
   std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
+  // The pages [first, last] covering [offset, offset+len) (len > 0); throws invalid_argument
+  // naming `op` when the range leaves the region.
+  std::pair<std::size_t, std::size_t> pages_covering(std::size_t offset, std::size_t len,
+                                                     const char* op) const;
+  // The pages [first, last] that a PAGEMAP_SCAN region of the region covers.
+  std::pair<std::size_t, std::size_t> pages_of(const page_region& r) const noexcept {
+    const auto b = reinterpret_cast<std::uintptr_t>(base_);
+    return {(r.start - b) / ps_, (r.end - 1 - b) / ps_};
+  }
 
   // --- descriptors ------------------------------------------------------------------------------
   int uffd_ = -1, pagemap_fd_ = -1, stop_fd_ = -1, prefetch_fd_ = -1;
@@ -100,22 +128,11 @@ class pager_impl {
   anon_map zero_;        // ps_ zero bytes (source for zero fills)
 
   // --- page state and buffer --------------------------------------------------------------------
+  std::atomic<bool> stop_{false};  // set once, at teardown: every thread and wait ends
   page_table table_;
-  std::size_t buffer_pages_ = 0, high_pages_ = 0, low_pages_ = 0;
-  std::atomic<std::int64_t> occupied_{0};  // filling + resident pages (I6)
-  std::atomic<std::int64_t> pinned_{0};    // pages with pin count > 0 (outside the budget)
-  std::int64_t budget_used() const noexcept {
-    return occupied_.load(std::memory_order_acquire) - pinned_.load(std::memory_order_acquire);
-  }
-  // Takes one buffer slot for a fill; waits for the evictor when the buffer is full. Returns
-  // false only when the pager is stopping.
-  bool reserve_slot();
-  bool try_reserve_slot(std::size_t limit);
-  void release_slots(std::size_t n);
-  void kick_evictor();
+  buffer_budget budget_;
 
   // --- fault workers (fault_workers.cpp) ------------------------------------------------------
-  std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
   std::atomic<std::size_t> last_fault_end_{~std::size_t(0) - 1};  // read-ahead detection
   void worker_main(unsigned index);
@@ -126,6 +143,14 @@ class pager_impl {
   // on it is poisoned; read errors on the others just return them to absent.
   void fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                   std::uint32_t tid, std::byte* bounce);
+  // fill_pages' steps. read_fills: per page, where its bytes are (the zero page or its bounce
+  // slot), nullptr where the store read failed (the faulting page is then poisoned already).
+  std::vector<const std::byte*> read_fills(const std::size_t* pages, std::size_t n, bool fault,
+                                           std::uint32_t tid, std::byte* bounce);
+  // UFFDIO_COPY (or ZEROPAGE) of one claimed page, then filling → resident.
+  void install_fill(std::size_t page, const std::byte* src, bool write);
+  // A claimed page that will not be installed: back to absent, slot released, waiters woken.
+  void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
   bool prefetch_step(std::byte* bounce);
   void poison_page(std::size_t page, std::uint32_t tid, const std::string& why);
@@ -139,55 +164,63 @@ class pager_impl {
 
   // --- evictor (evictor.cpp) -----------------------------------------------------------------
   std::thread evictor_;
-  std::mutex evict_mu_;  // guards evict_kick_ (the evictor's sleep)
-  std::condition_variable evict_cv_;
-  bool evict_kick_ = false;
-  std::atomic<int> slot_waiters_{0};
-  std::atomic<bool> evict_failing_{false};  // last eviction write-back failed (buffer may overflow)
-  std::mutex free_mu_;
-  std::condition_variable free_cv_;
   std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
   std::size_t evict_batch_pages_ = 1;
   std::size_t clock_hand_ = 0;
-  anon_map evict_staging_;  // registered with uffd_ (UFFDIO_MOVE destination)
+  staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
   void evictor_main();
-  // Evicts up to `want` pages; returns how many were freed.
+  // Evicts up to `want` pages; returns how many were freed. The steps, in order:
   std::size_t evict_batch(std::size_t want);
+  victim_batch claim_victims(std::size_t want);
+  // One pass of the clock hand over [first, first+count).
+  void sweep_clock(std::size_t first, std::size_t count, std::size_t want, victim_batch& v);
+  void claim_victim(std::size_t page, bool dirty, victim_batch& v);
+  std::size_t drop_victims(const victim_batch& v);
+  void move_out_victims(victim_batch& v);
+  // Indexes into v of the pages to write back, sorted.
+  std::vector<std::size_t> victims_to_write(const victim_batch& v);
+  // Adds to `out` those of `verify` (judged clean) whose staged bytes differ from the store's.
+  void add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
+                   std::vector<std::size_t>& out);
+  // False (error recorded, write-back marked failing) when the store write throws.
+  bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
+  void restore_victims(const victim_batch& v);
+  std::size_t release_victims(const victim_batch& v);
+  // A victim has left the region: absent, its waiting faults woken.
+  void finish_eviction(std::size_t page);
 
-  // --- flush (dirty_tracker.cpp) -------------------------------------------------------------
+  // --- flush (flush.cpp) -----------------------------------------------------------------------
   std::mutex flush_mu_;
   std::size_t flush_batch_pages_ = 1;
-  anon_map flush_staging_;  // registered with uffd_ (MOVE snapshots)
+  staging flush_staging_;  // pages are moved here for a tear-free copy, then back
   anon_map flush_bounce_;
-  std::vector<std::size_t> collect_dirty();
-  // Claims, copies out (per mode) and writes one chunk of candidate pages; returns pages written.
+  // Claims, copies out and writes one chunk of candidate pages; returns pages written.
   std::size_t flush_chunk(const std::size_t* cand, std::size_t n);
-  // Copies claimed pages [pages, pages+n) (consecutive in `pages` order) into bounce slots
-  // atomically w.r.t. writers by moving each run out to flush_staging_ and back.
+  // Writes the copies of the claimed pages with one write_pages(), then releases the claims
+  // (marked dirty again if the write throws, which it passes on).
+  void write_and_release(const std::vector<std::size_t>& claimed,
+                         const std::vector<std::byte*>& copies);
+
+  // --- dirty tracking (dirty_tracker.cpp) ---------------------------------------------------
+  // The pages a flush must write, sorted (per tracking mode; no claims taken).
+  std::vector<std::size_t> collect_dirty();
+  // Copies claimed pages[0..n) into dst[0..n), each copy taken at one instant w.r.t. writers,
+  // the way the tracking mode allows: copy_write_protected (wp_sync), copy_and_verify
+  // (wp_async) or take_by_move (all_resident).
+  void take_copies(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  void copy_write_protected(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  void copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst);
+  // Moves each run out to flush_staging_ and back, copying in between.
   void take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst);
-  void wait_not_filling(std::size_t page);
+  // Per page of [first, first+count): written since last re-protected (wp_async; all true when
+  // PAGEMAP_SCAN fails).
   void written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out);
 
   // --- errors ---------------------------------------------------------------------------------
-  std::mutex err_mu_;
-  std::exception_ptr sticky_;  // first store error since the last flush
-  void record_error(std::exception_ptr e);
-  std::exception_ptr take_error();
+  error_channel errors_;  // store errors of fills and evictions, for the next flush
 
   mutable counters c_;
-  // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
-  void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
-  // After a UFFDIO_MOVE of `slots` UPages from the region into `stg`, says per slot whether
-  // the whole UPage arrived; a slot that arrived in part is moved back frame by frame, so every
-  // UPage ends up whole on one side. The ioctl's own result is not trusted: on Linux 6.18 it
-  // was seen to return EEXIST (move = -EEXIST) for a page it had moved, while PAGEMAP_SCAN
-  // write-protected ptes concurrently (wp_async).
-  std::vector<bool> arrived(std::byte* stg, const std::size_t* pages, std::size_t slots);
-  // Empties `stg` (n slots) back into the region after arrived() pages were copied: moves each
-  // slot back, then copies any frame still in staging and drops the staging range.
-  void return_staged(std::byte* stg, const std::size_t* pages, const std::vector<bool>& moved);
-  void note_resident_peak();
 };
 
 }  // namespace pheap::paging

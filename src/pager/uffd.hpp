@@ -137,6 +137,27 @@ long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
                   std::uint64_t required, std::uint64_t anyof, page_region* out, std::size_t cap,
                   std::uint64_t* walk_end) noexcept;
 
+// PAGEMAP_SCAN over all of [start, end): one pagemap_scan call per `Cap` regions, each going
+// on where the previous walk stopped, and fn(region) for every region found. Returns 0, or the
+// -errno of the call that failed (the regions of earlier calls were delivered and, with
+// pm_scan_wp_matching, re-protected).
+template <std::size_t Cap, class Fn>
+long pagemap_walk(int pagemap_fd, void* start, void* end, std::uint64_t flags,
+                  std::uint64_t required, std::uint64_t anyof, Fn&& fn) {
+  page_region regs[Cap];
+  auto* a = static_cast<std::byte*>(start);
+  auto* const e = static_cast<std::byte*>(end);
+  while (a < e) {
+    std::uint64_t walk_end = 0;
+    const long r = pagemap_scan(pagemap_fd, a, e, flags, required, anyof, regs, Cap, &walk_end);
+    if (r < 0) return r;
+    for (long k = 0; k < r; ++k) fn(regs[k]);
+    if (walk_end <= reinterpret_cast<std::uint64_t>(a)) break;
+    a = reinterpret_cast<std::byte*>(walk_end);
+  }
+  return 0;
+}
+
 // System page size (4 KiB here); the UPage is a multiple of it.
 std::size_t os_page_size() noexcept;
 

@@ -53,7 +53,7 @@ int in_child(Fn fn, std::string* err_out = nullptr) {
   return status;
 }
 
-TEST(pager_read_error, faulting_access_gets_sigbus_with_message) {
+TEST(PagerReadError, FaultingAccessGetsSigbusAndAMessageNamingStorePageAndCause) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
@@ -78,7 +78,7 @@ TEST(pager_read_error, faulting_access_gets_sigbus_with_message) {
 sigjmp_buf g_jmp;
 void on_sigbus(int) { siglongjmp(g_jmp, 1); }
 
-TEST(pager_read_error, next_flush_throws_the_error_once_and_other_pages_work) {
+TEST(PagerReadError, NextFlushThrowsTheErrorOnceAndOtherPagesWork) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
@@ -115,7 +115,7 @@ TEST(pager_read_error, next_flush_throws_the_error_once_and_other_pages_work) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
-TEST(pager_write_error, eviction_write_failure_keeps_data_and_flush_throws) {
+TEST(PagerWriteError, EvictionWriteFailureKeepsTheDataAndFlushThrows) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(64 * kPs, kPs);
   auto sh = s->state();
@@ -144,7 +144,7 @@ TEST(pager_write_error, eviction_write_failure_keeps_data_and_flush_throws) {
   }
 }
 
-TEST(pager_fork, child_touching_region_dies_with_sigsegv) {
+TEST(PagerFork, ChildTouchingTheRegionDiesWithSigsegv) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   pager pg(mem_store::create(16 * kPs, kPs));
   pg.base()[0] = std::byte{1};
@@ -157,7 +157,7 @@ TEST(pager_fork, child_touching_region_dies_with_sigsegv) {
   EXPECT_EQ(pg.base()[0], std::byte{1});  // the parent is unaffected
 }
 
-TEST(pager_uffd, failure_message_names_every_fix) {
+TEST(PagerUffd, FailureMessageNamesEveryFix) {
   const std::string m = paging::explain_uffd_failure(EPERM, EPERM, EACCES);
   EXPECT_NE(m.find("vm.unprivileged_userfaultfd"), std::string::npos);
   EXPECT_NE(m.find("/dev/userfaultfd"), std::string::npos);
@@ -165,7 +165,7 @@ TEST(pager_uffd, failure_message_names_every_fix) {
   EXPECT_NE(m.find("Operation not permitted"), std::string::npos);
 }
 
-TEST(pager_uffd, unprivileged_user_gets_a_working_region) {
+TEST(PagerUffd, UnprivilegedUserGetsAWorkingRegion) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
@@ -220,7 +220,7 @@ std::uint64_t effective_caps() {
 // scripts/test.sh's unprivileged stage sets PHEAP_EXPECT_UNPRIVILEGED=1 (uid 65534,
 // vm.unprivileged_userfaultfd=0): then the run must really be unprivileged and the pager —
 // and so every other test of that stage — must be on the user-mode-only path.
-TEST(pager_uffd, source_is_the_path_this_process_is_allowed) {
+TEST(PagerUffd, SourceIsThePathThisProcessIsAllowed) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   constexpr int kCapSysPtrace = 19;
   const bool ptrace_cap = (effective_caps() >> kCapSysPtrace) & 1;
@@ -281,7 +281,7 @@ std::size_t count_threads() {
   return n;
 }
 
-TEST(pager_lifecycle, create_destroy_200_cycles_no_fd_thread_or_rss_growth) {
+TEST(PagerLifecycle, CreateDestroy200CyclesGrowsNoFdsThreadsOrRss) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto cycle = [] {
     pager_options o;
@@ -302,7 +302,7 @@ TEST(pager_lifecycle, create_destroy_200_cycles_no_fd_thread_or_rss_growth) {
 #endif
 }
 
-TEST(pager_options, from_env_parses_and_rejects_naming_the_variable) {
+TEST(PagerOptions, FromEnvParsesAndRejectsNamingTheVariable) {
   ::setenv("PHEAP_BUFFER_SIZE", "64M", 1);
   ::setenv("PHEAP_HIGH_WATERMARK", "0.8", 1);
   ::setenv("PHEAP_LOW_WATERMARK", "0.5", 1);
@@ -345,7 +345,7 @@ TEST(pager_options, from_env_parses_and_rejects_naming_the_variable) {
   }
 }
 
-TEST(pager_options, automatic_picks_wp_async_on_this_kernel) {
+TEST(PagerOptions, AutomaticPicksWpAsyncOnThisKernel) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   pager pg(mem_store::create(16 * kPs, kPs), pager_options{});
   EXPECT_EQ(pg.tracking(), dirty_tracking::wp_async);
@@ -357,7 +357,7 @@ TEST(pager_options, automatic_picks_wp_async_on_this_kernel) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pg2.base()) % 65536, 0u);
 }
 
-TEST(pager_fill, never_written_pages_are_zero_filled_without_store_io) {
+TEST(PagerFill, NeverWrittenPagesAreZeroFilledWithoutStoreIo) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(32 * kPs, kPs);
   auto sh = s->state();
@@ -367,7 +367,7 @@ TEST(pager_fill, never_written_pages_are_zero_filled_without_store_io) {
   EXPECT_EQ(pg.stats().zero_fills, 32u);
 }
 
-TEST(pager_hints, pinned_pages_stay_resident_and_prefetch_fills_ahead) {
+TEST(PagerHints, PinnedPagesStayResidentAndBadUnpinOrPinThrows) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   const std::size_t n = 256;
   auto s = mem_store::create(n * kPs, kPs);
@@ -389,7 +389,7 @@ TEST(pager_hints, pinned_pages_stay_resident_and_prefetch_fills_ahead) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
-TEST(pager_hints, prefetch_fills_pages_before_they_are_touched) {
+TEST(PagerHints, PrefetchFillsPagesBeforeTheyAreTouched) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   const std::size_t n = 256;
   auto s = mem_store::create(n * kPs, kPs);
@@ -414,7 +414,7 @@ TEST(pager_hints, prefetch_fills_pages_before_they_are_touched) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
-TEST(pager_hints, read_ahead_fills_following_pages_on_sequential_faults) {
+TEST(PagerHints, ReadAheadFillsFollowingPagesOnSequentialFaults) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(64 * kPs, kPs);
   {
@@ -435,7 +435,7 @@ TEST(pager_hints, read_ahead_fills_following_pages_on_sequential_faults) {
   EXPECT_LT(st.read_faults, 34u) << st;
 }
 
-TEST(pager_read_only, reads_work_writes_sigsegv_flush_throws) {
+TEST(PagerReadOnly, ReadsWorkWritesGetSigsegvAndFlushThrows) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(32 * kPs, kPs);
   auto sh = s->state();

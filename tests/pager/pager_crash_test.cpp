@@ -32,9 +32,9 @@ std::vector<std::uint64_t> last_writer(std::uint64_t seed, std::uint64_t k) {
   return v;
 }
 
-class pager_crash : public ::testing::TestWithParam<std::string> {};
+class PagerCrash : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(pager_crash, sigkill_during_writes_and_flushes_reopens_at_acknowledged_or_next_flush) {
+TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFlush) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   backing bk(GetParam());
   try {
@@ -133,7 +133,7 @@ TEST_P(pager_crash, sigkill_during_writes_and_flushes_reopens_at_acknowledged_or
               total_acks, beyond_ack);
 }
 
-INSTANTIATE_TEST_SUITE_P(engines, pager_crash, ::testing::Values("posix", "io_uring"));
+INSTANTIATE_TEST_SUITE_P(engines, PagerCrash, ::testing::Values("posix", "io_uring"));
 
 }  // namespace
 }  // namespace pheap::test

@@ -80,9 +80,9 @@ std::string rt_name(const ::testing::TestParamInfo<rt_param>& i) {
          std::to_string(i.param.page_size / 1024) + "K";
 }
 
-class pager_roundtrip : public ::testing::TestWithParam<rt_param> {};
+class PagerRoundTrip : public ::testing::TestWithParam<rt_param> {};
 
-TEST_P(pager_roundtrip, random_rw_through_eviction_matches_shadow_and_survives_reopen) {
+TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurviveReopen) {
   const auto& prm = GetParam();
   PHEAP_REQUIRE_UFFD(prm.mode);
   backing bk(prm.store);
@@ -148,7 +148,7 @@ std::vector<rt_param> rt_params() {
   }
   return v;
 }
-INSTANTIATE_TEST_SUITE_P(all, pager_roundtrip, ::testing::ValuesIn(rt_params()), rt_name);
+INSTANTIATE_TEST_SUITE_P(all, PagerRoundTrip, ::testing::ValuesIn(rt_params()), rt_name);
 
 // ---- flush while writers run -----------------------------------------------------------------
 struct fw_param {
@@ -156,13 +156,13 @@ struct fw_param {
   dirty_tracking mode;
 };
 void PrintTo(const fw_param& p, std::ostream* os) { *os << p.store << '/' << p.mode; }
-class pager_flush_concurrent : public ::testing::TestWithParam<fw_param> {};
+class PagerFlushConcurrent : public ::testing::TestWithParam<fw_param> {};
 
 // Writers bump whole-page versions (every byte of page p at version v is a function of p and
 // v). After the last flush the pager is dropped and the store reopened: every page must be a
 // single untorn version, at least the version it had when flush() was called and at most the
 // last one written.
-TEST_P(pager_flush_concurrent, reopened_content_is_at_or_after_the_flush_and_untorn) {
+TEST_P(PagerFlushConcurrent, ReopenedContentIsAtOrAfterTheFlushAndUntorn) {
   const auto& prm = GetParam();
   PHEAP_REQUIRE_UFFD(prm.mode);
   backing bk(prm.store);
@@ -256,15 +256,15 @@ std::vector<fw_param> fw_params() {
   }
   return v;
 }
-INSTANTIATE_TEST_SUITE_P(all, pager_flush_concurrent, ::testing::ValuesIn(fw_params()),
+INSTANTIATE_TEST_SUITE_P(all, PagerFlushConcurrent, ::testing::ValuesIn(fw_params()),
                          [](const auto& i) {
                            return i.param.store + "_" + to_string(i.param.mode);
                          });
 
 // ---- buffer limit ------------------------------------------------------------------------------
-class pager_modes : public ::testing::TestWithParam<dirty_tracking> {};
+class PagerModes : public ::testing::TestWithParam<dirty_tracking> {};
 
-TEST_P(pager_modes, region_rss_stays_within_buffer) {
+TEST_P(PagerModes, RegionRssStaysWithinTheBuffer) {
   PHEAP_REQUIRE_UFFD(GetParam());
   const std::size_t ps = 65536, npages = 512, buf = 32;
   pager_options o;
@@ -308,7 +308,7 @@ TEST_P(pager_modes, region_rss_stays_within_buffer) {
 }
 
 // ---- tiny buffer, many threads, watchdog -------------------------------------------------------
-TEST_P(pager_modes, tiny_buffer_many_threads_no_deadlock) {
+TEST_P(PagerModes, TinyBufferAndManyThreadsNeverDeadlock) {
   PHEAP_REQUIRE_UFFD(GetParam());
   const std::size_t ps = 4096, npages = 64;
   pager_options o;
@@ -347,7 +347,7 @@ TEST_P(pager_modes, tiny_buffer_many_threads_no_deadlock) {
   EXPECT_GT(pg.stats().evictions, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, pager_modes,
+INSTANTIATE_TEST_SUITE_P(all, PagerModes,
                          ::testing::Values(dirty_tracking::wp_async, dirty_tracking::wp_sync,
                                            dirty_tracking::all_resident),
                          [](const auto& i) { return std::string(to_string(i.param)); });

@@ -1,0 +1,130 @@
+// The bounded buffer's slots (see buffer_budget.hpp for the invariants B1-B3).
+#include "pager/buffer_budget.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace pheap::paging {
+
+namespace {
+std::size_t default_buffer() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long psz = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || psz <= 0) return std::size_t(1) << 30;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(psz) / 4;
+}
+}  // namespace
+
+void buffer_budget::configure(std::size_t region_pages, std::size_t page_size,
+                              std::size_t buffer_bytes, double high_watermark,
+                              double low_watermark) {
+  const std::size_t buf = buffer_bytes ? buffer_bytes : default_buffer();
+  buffer_pages_ = std::clamp<std::size_t>(buf / page_size, 2, region_pages);
+  if (region_pages < 2) buffer_pages_ = region_pages;
+  high_pages_ = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::ceil(high_watermark * static_cast<double>(buffer_pages_))),
+      1, buffer_pages_);
+  low_pages_ = std::min<std::size_t>(
+      static_cast<std::size_t>(low_watermark * static_cast<double>(buffer_pages_)),
+      high_pages_ - 1);
+  evicts_ = buffer_pages_ < region_pages;
+}
+
+bool buffer_budget::try_reserve(std::size_t limit) {
+  std::int64_t o = occupied_.load(std::memory_order_acquire);
+  for (;;) {
+    if (o - pinned_.load(std::memory_order_acquire) >= static_cast<std::int64_t>(limit)) {
+      return false;
+    }
+    if (occupied_.compare_exchange_weak(o, o + 1, std::memory_order_acq_rel)) break;
+  }
+  kick_at_high(o + 1 - pinned_.load(std::memory_order_acquire));
+  return true;
+}
+
+bool buffer_budget::reserve() {
+  if (try_reserve(buffer_pages_)) return true;
+  waits_.fetch_add(1, std::memory_order_relaxed);
+  waiters_.fetch_add(1);
+  bool ok = false;
+  for (;;) {
+    kick_evictor();
+    if (try_reserve(buffer_pages_)) {
+      ok = true;
+      break;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    if (writeback_failing_.load(std::memory_order_acquire)) {
+      // Write-back is failing: evicting would lose data, waiting would hang the faulting
+      // thread. Overflow the buffer instead (B2); the error surfaces at flush().
+      occupied_.fetch_add(1, std::memory_order_acq_rel);
+      ok = true;
+      break;
+    }
+    std::unique_lock lk(free_mu_);
+    free_cv_.wait_for(lk, std::chrono::milliseconds(5));
+  }
+  waiters_.fetch_sub(1);
+  return ok;
+}
+
+void buffer_budget::release(std::size_t n) {
+  occupied_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
+  if (waiters_.load(std::memory_order_acquire) > 0) notify_freed();
+}
+
+void buffer_budget::kick_evictor() {
+  {
+    std::lock_guard lk(evict_mu_);
+    if (kicked_) return;
+    kicked_ = true;
+  }
+  evict_cv_.notify_one();
+}
+
+bool buffer_budget::wait_for_kick() {
+  std::unique_lock lk(evict_mu_);
+  evict_cv_.wait(lk, [&] { return kicked_ || stop_.load(); });
+  return !stop_.load();
+}
+
+std::size_t buffer_budget::to_evict() const {
+  std::int64_t excess = used() - static_cast<std::int64_t>(low_pages_);
+  if (excess <= 0 && waiters_.load() > 0) excess = 1;
+  return excess <= 0 ? 0 : static_cast<std::size_t>(excess);
+}
+
+void buffer_budget::notify_freed() {
+  std::lock_guard lk(free_mu_);
+  free_cv_.notify_all();
+}
+
+void buffer_budget::end_round(bool idle_round) {
+  std::lock_guard lk(evict_mu_);
+  kicked_ = false;
+  if (idle_round || waiters_.load() > 0 || used() >= static_cast<std::int64_t>(high_pages_)) {
+    kicked_ = used() > static_cast<std::int64_t>(low_pages_) || waiters_.load() > 0;
+  }
+}
+
+bool buffer_budget::evictor_idle() {
+  std::lock_guard lk(evict_mu_);
+  return !kicked_ && used() <= static_cast<std::int64_t>(high_pages_);
+}
+
+void buffer_budget::wake_all() {
+  kick_evictor();
+  notify_freed();
+}
+
+void buffer_budget::note_peak() {
+  const auto occ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, occupied_.load()));
+  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (occ > peak && !peak_.compare_exchange_weak(peak, occ)) {
+  }
+}
+
+}  // namespace pheap::paging

@@ -1,0 +1,115 @@
+// src/pager/buffer_budget.hpp — the bounded buffer's slots: how many pages of the region may
+// be in memory, who waits for one, and when the evictor is woken.
+//
+// A fill takes a slot before it claims a page (absent → filling) and the slot is given back
+// after the page has left memory again (evicted, fill abandoned, poisoned). `used` counts the
+// slots of unpinned pages: occupied − pinned (pinned pages are outside the budget).
+//
+// Invariants:
+//   B1  occupied ≥ filling + resident pages at every instant, equal when no fill, poisoning
+//       or eviction is in flight (page_table.hpp I6): slots are taken before the claim and
+//       returned after the page-table transition.
+//   B2  a slot is granted only while used is below the limit asked for: the buffer for a
+//       fault (which waits for the evictor when the buffer is full), the high watermark for
+//       read-ahead and prefetch (which never wait). So resident pages never exceed the buffer
+//       plus the pinned pages — with one exception: while write-back is failing, a fault that
+//       finds the buffer full takes a slot beyond it (evicting would lose data, waiting would
+//       hang the faulting thread); the error surfaces at the next flush().
+//   B3  the evictor is woken whenever a grant or an unpin leaves used at or above the high
+//       watermark of a region larger than the buffer, and on every round of a waiting fault;
+//       it evicts down to the low watermark, and at least one page per round while a fault
+//       waits. A waiting fault re-checks at least every 5 ms, so a missed notification
+//       delays it and never hangs it.
+// Locks: free_mu_ and evict_mu_ are leaves (nothing is taken while holding them).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace pheap::paging {
+
+class buffer_budget {
+ public:
+  // `stop`: the pager's stop flag; waits end when it is set.
+  explicit buffer_budget(const std::atomic<bool>& stop) : stop_(stop) {}
+
+  // Sizes the buffer for a region of `region_pages` pages of `page_size` bytes: `buffer_bytes`
+  // (0: a quarter of physical RAM) rounded down to pages, at least 2, at most the region; the
+  // watermarks are fractions of it (high rounded up, at least 1; low below high). Called once,
+  // before any thread uses the budget.
+  void configure(std::size_t region_pages, std::size_t page_size, std::size_t buffer_bytes,
+                 double high_watermark, double low_watermark);
+  std::size_t pages() const noexcept { return buffer_pages_; }
+  // The buffer is smaller than the region: the evictor has work to do.
+  bool evicts() const noexcept { return evicts_; }
+
+  // ---- slots -------------------------------------------------------------------------------
+  // A slot for a fault: waits for the evictor while the buffer is full (B2). False only when
+  // the pager is stopping.
+  bool reserve();
+  // A slot for read-ahead or prefetch, only below the high watermark; never waits.
+  bool try_reserve_below_high() { return try_reserve(high_pages_); }
+  // Gives back n slots (pages that left memory, or claims that lost) and wakes waiting faults.
+  void release(std::size_t n);
+  std::int64_t used() const noexcept {
+    return occupied_.load(std::memory_order_acquire) - pinned_.load(std::memory_order_acquire);
+  }
+  std::int64_t occupied() const noexcept { return occupied_.load(); }
+  std::int64_t pinned() const noexcept { return pinned_.load(); }
+  // A page's pin count went 0 → 1 / 1 → 0.
+  void page_pinned() { pinned_.fetch_add(1); }
+  void page_unpinned() { pinned_.fetch_sub(1); }
+  // After unpins: wakes the evictor if used is at the high watermark (B3).
+  void check_pressure() { kick_at_high(used()); }
+  // Eviction write-back failing or working again (B2's exception).
+  void set_writeback_failing(bool failing) noexcept {
+    writeback_failing_.store(failing, std::memory_order_release);
+  }
+
+  // ---- the evictor's side ------------------------------------------------------------------
+  void kick_evictor();
+  // The evictor sleeps until kicked; false when the pager is stopping.
+  bool wait_for_kick();
+  // Pages to evict now: down to the low watermark, at least one while a fault waits (B3).
+  std::size_t to_evict() const;
+  // Wakes faults waiting for a slot (after a batch, or at shutdown).
+  void notify_freed();
+  // End of an eviction round: stays kicked if there is still work (or the round made no
+  // progress: `idle_round`, the evictor backs off and tries again).
+  void end_round(bool idle_round);
+  // Not kicked and used at most the high watermark (the caller holds the eviction batch lock,
+  // so no batch is in flight either).
+  bool evictor_idle();
+  // Shutdown: wakes the evictor and every waiting fault (they see the stop flag).
+  void wake_all();
+
+  // ---- statistics --------------------------------------------------------------------------
+  void note_peak();  // records occupied as the peak if it is one
+  std::uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
+  std::uint64_t waits() const noexcept { return waits_.load(std::memory_order_relaxed); }
+
+ private:
+  bool try_reserve(std::size_t limit);
+  void kick_at_high(std::int64_t used_now) {
+    if (used_now >= static_cast<std::int64_t>(high_pages_) && evicts_) kick_evictor();
+  }
+
+  const std::atomic<bool>& stop_;
+  std::size_t buffer_pages_ = 0, high_pages_ = 0, low_pages_ = 0;
+  bool evicts_ = false;
+  std::atomic<std::int64_t> occupied_{0};  // filling + resident pages (B1)
+  std::atomic<std::int64_t> pinned_{0};    // pages with pin count > 0
+  std::atomic<bool> writeback_failing_{false};
+  std::atomic<int> waiters_{0};            // faults waiting for a slot
+  std::mutex free_mu_;                     // their sleep
+  std::condition_variable free_cv_;
+  std::mutex evict_mu_;                    // guards kicked_ (the evictor's sleep)
+  std::condition_variable evict_cv_;
+  bool kicked_ = false;
+  std::atomic<std::uint64_t> peak_{0}, waits_{0};
+};
+
+}  // namespace pheap::paging

@@ -1,0 +1,48 @@
+// src/pager/error_channel.hpp — where the pager's background threads leave a store error for
+// the next flush() to report.
+//
+// Contract:
+//   * Fault workers (a fill whose store read failed: the page is poisoned, the access gets
+//     SIGBUS) and the evictor (a write-back that failed: the pages stay resident and dirty)
+//     have no caller to throw to; they record() the error here. flush()'s own store errors
+//     are thrown to its caller directly and never pass through the channel.
+//   * The channel keeps the first error recorded since it was last emptied; later ones are
+//     dropped (the data they concern stays protected: poisoned, or resident and dirty for the
+//     next write).
+//   * throw_pending() empties the channel and throws what it held, so each error is reported
+//     by exactly one flush. flush() calls it before it writes anything (an error of the past
+//     epoch fails this flush) and again before it commits (one recorded while it ran).
+//   * Its mutex is the innermost lock of the pager (flush_mu_ → evict_batch_mu_ → this) and
+//     is held only to swap the pointer.
+#pragma once
+
+#include <exception>
+#include <mutex>
+#include <utility>
+
+namespace pheap::paging {
+
+class error_channel {
+ public:
+  // Keeps `e` unless an earlier error is still pending.
+  void record(std::exception_ptr e) {
+    std::lock_guard lk(mu_);
+    if (!pending_) pending_ = std::move(e);
+  }
+
+  // Empties the channel; rethrows the pending error, if there was one.
+  void throw_pending() {
+    std::exception_ptr e;
+    {
+      std::lock_guard lk(mu_);
+      e = std::exchange(pending_, nullptr);
+    }
+    if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  std::mutex mu_;
+  std::exception_ptr pending_;
+};
+
+}  // namespace pheap::paging

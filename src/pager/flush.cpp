@@ -1,0 +1,73 @@
+// flush(): makes every write that completed before the call durable as one store commit.
+//
+// Protocol (pager_impl::flush):
+//   1. Report a store error that fault workers or the evictor recorded since the last flush
+//      (error_channel.hpp), before writing anything.
+//   2. Collect the candidate pages for the tracking mode (dirty_tracker.cpp).
+//   3. Per chunk of flush_batch_pages_ candidates (flush_chunk): claim them (`flush` bit;
+//      page_table::claim_flush skips pages the evictor owns — the evictor writes them and step
+//      4 waits for that), take a tear-free copy into the bounce buffer (per tracking mode,
+//      dirty_tracker.cpp), write the chunk with one write_pages(), and only then release the
+//      claims, so a failed write marks them dirty before the evictor could drop them.
+//   4. Wait for an eviction batch in flight (its pages may hold writes older than this
+//      flush), report any store error recorded meanwhile, and commit.
+// Flushes are serialized by flush_mu_. A flush never waits for a fault worker, and the
+// evictor never waits for a flush, so flush and eviction cannot deadlock. A flush that throws
+// leaves the previous epoch durable; the pages it had claimed stay dirty.
+#include <algorithm>
+
+#include "pager/pager_impl.hpp"
+#include "pheap/error.hpp"
+
+namespace pheap::paging {
+
+std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
+  std::lock_guard lk(flush_mu_);
+  if (ro_) throw error(errc::read_only, name_, "flush", "the store is open read-only");
+  const std::uint64_t t0 = now_ns();
+  errors_.throw_pending();
+  const std::vector<std::size_t> cand = collect_dirty();
+  for (std::size_t i = 0; i < cand.size(); i += flush_batch_pages_) {
+    flush_chunk(cand.data() + i, std::min(flush_batch_pages_, cand.size() - i));
+  }
+  // An eviction batch in flight may hold writes made before this flush: let it land.
+  { std::lock_guard b(evict_batch_mu_); }
+  errors_.throw_pending();
+  const std::uint64_t epoch = store_->commit(root);
+  if (!cand.empty()) budget_.set_writeback_failing(false);  // writes work again
+  c_.flushes.fetch_add(1, std::memory_order_relaxed);
+  c_.flush_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  return epoch;
+}
+
+std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
+  std::vector<std::size_t> claimed;
+  claimed.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (table_.claim_flush(cand[k], mode_ == dirty_tracking::wp_sync)) claimed.push_back(cand[k]);
+  }
+  if (claimed.empty()) return 0;
+  std::vector<std::byte*> dst(claimed.size());
+  for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = flush_bounce_.data() + i * ps_;
+  take_copies(claimed.data(), claimed.size(), dst.data());
+  write_and_release(claimed, dst);
+  return claimed.size();
+}
+
+void pager_impl::write_and_release(const std::vector<std::size_t>& claimed,
+                                   const std::vector<std::byte*>& copies) {
+  const std::size_t m = claimed.size();
+  std::vector<page_write> writes(m);
+  for (std::size_t i = 0; i < m; ++i) writes[i] = {claimed[i], copies[i]};
+  try {
+    store_->write_pages(writes);
+  } catch (...) {
+    for (auto p : claimed) release_owned(p, ps::flush, ps::dirty);
+    throw;
+  }
+  for (auto p : claimed) release_owned(p, ps::flush);
+  c_.dirty_pages_written.fetch_add(m, std::memory_order_relaxed);
+  c_.bytes_written.fetch_add(m * ps_, std::memory_order_relaxed);
+}
+
+}  // namespace pheap::paging

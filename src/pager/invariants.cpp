@@ -1,0 +1,67 @@
+// The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
+// tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
+// against the budget's counters — invariants I1, I2 and I6 of page_table.hpp.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pager/pager_impl.hpp"
+
+namespace pheap::paging {
+
+std::string pager_impl::check_invariants() const {
+  // A fill's UFFDIO_COPY wakes the faulting thread before its worker records the page
+  // resident, so the application can return from its last access while a worker still holds
+  // `filling` for a moment. Quiescence includes those fills finishing: wait for them (bounded;
+  // a fill still pending after that is reported below as the bug it then is).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (std::size_t p = 0; p < npages_;) {
+    if (ps::kind(table_.load(p)) != ps::filling || std::chrono::steady_clock::now() > deadline) {
+      ++p;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::int64_t occupied = 0, pinned = 0;
+  std::vector<std::uint8_t> present(npages_, 0);
+  const bool have_present =
+      pagemap_fd_ >= 0 &&
+      pagemap_walk<256>(pagemap_fd_, base_, base_ + cap_, 0, page_is_present, 0,
+                        [&](const page_region& reg) {
+                          for (std::uint64_t x = reg.start; x < reg.end; x += os_page_size()) {
+                            present[(x - reinterpret_cast<std::uintptr_t>(base_)) / ps_] = 1;
+                          }
+                        }) >= 0;
+  for (std::size_t p = 0; p < npages_; ++p) {
+    const std::uint32_t s = table_.load(p);
+    const std::uint32_t k = ps::kind(s);
+    auto bad = [&](const char* what) {
+      char b[160];
+      std::snprintf(b, sizeof b, "page %zu state 0x%x: %s", p, s, what);
+      return std::string(b);
+    };
+    if (k == ps::filling) return bad("filling while quiescent");
+    if (s & (ps::owned | ps::wanted)) return bad("owned/wanted while quiescent (I2)");
+    if (k != ps::resident && (s & ps::dirty)) return bad("dirty but not resident");
+    if (k == ps::resident) ++occupied;
+    if (ps::pins(s) > 0) ++pinned;
+    if (have_present) {
+      // ZEROPAGE-filled read-only pages are present too (zero-page ptes).
+      if (k == ps::resident && !present[p]) return bad("resident but not mapped (I1)");
+      if (k == ps::absent && present[p]) return bad("absent but mapped (I1)");
+    }
+  }
+  if (occupied != budget_.occupied()) {
+    return "occupied counter " + std::to_string(budget_.occupied()) + " != resident pages " +
+           std::to_string(occupied) + " (I6)";
+  }
+  if (pinned != budget_.pinned()) {
+    return "pinned counter " + std::to_string(budget_.pinned()) + " != pinned pages " +
+           std::to_string(pinned);
+  }
+  return {};
+}
+
+}  // namespace pheap::paging

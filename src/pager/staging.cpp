@@ -1,0 +1,111 @@
+// UFFDIO_MOVE staging (see staging.hpp for the protocol).
+#include "pager/staging.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "pager/page_table.hpp"
+#include "pager/uffd.hpp"
+
+namespace pheap::paging {
+
+void staging::open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
+                   std::size_t slots, const std::string& name) {
+  map_ = anon_map(slots * page_size, true);
+  uffd_register(uffd, map_.p, map_.len, UFFDIO_REGISTER_MODE_MISSING, name);
+  uffd_ = uffd;
+  pagemap_fd_ = pagemap_fd;
+  region_ = region;
+  ps_ = page_size;
+  name_ = name;
+}
+
+void staging::close() noexcept {
+  if (map_.p) uffd_unregister(uffd_, map_.p, map_.len);
+}
+
+std::vector<bool> staging::move_out(const std::size_t* pages, std::size_t n) {
+  for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
+    std::size_t done = 0;
+    (void)uffd_move(uffd_, slot(i), page_addr(pages[i]), (j - i) * ps_, &done);
+  });
+  return arrived(pages, n);
+}
+
+void staging::drop(std::size_t n) noexcept { ::madvise(map_.p, n * ps_, MADV_DONTNEED); }
+
+void staging::present_frames(const std::byte* addr, std::size_t len,
+                             std::vector<bool>& out) const {
+  const std::size_t os = os_page_size();
+  out.assign(len / os, false);
+  const long r = pagemap_walk<128>(
+      pagemap_fd_, const_cast<std::byte*>(addr), const_cast<std::byte*>(addr + len), 0,
+      page_is_present, 0, [&](const page_region& reg) {
+        for (std::uint64_t x = reg.start; x < reg.end; x += os) {
+          out[(x - reinterpret_cast<std::uintptr_t>(addr)) / os] = true;
+        }
+      });
+  if (r < 0) {
+    std::fprintf(stderr, "pheap: pager %s: PAGEMAP_SCAN failed: %s\n", name_.c_str(),
+                 std::strerror(static_cast<int>(-r)));
+    std::abort();  // cannot tell where a page is: continuing could lose data
+  }
+}
+
+std::vector<bool> staging::arrived(const std::size_t* pages, std::size_t slots) {
+  const std::size_t os = os_page_size(), fpp = ps_ / os;
+  std::vector<bool> frames;
+  present_frames(slot(0), slots * ps_, frames);
+  std::vector<bool> moved(slots, false);
+  for (std::size_t i = 0; i < slots; ++i) {
+    std::size_t have = 0;
+    for (std::size_t f = 0; f < fpp; ++f) have += frames[i * fpp + f];
+    if (have == fpp) {
+      moved[i] = true;
+    } else if (have > 0) {  // split UPage: make it whole in the region again
+      for (std::size_t f = 0; f < fpp; ++f) {
+        if (!frames[i * fpp + f]) continue;
+        std::byte* from = slot(i) + f * os;
+        std::byte* to = page_addr(pages[i]) + f * os;
+        std::size_t back = 0;
+        if (uffd_move(uffd_, to, from, os, &back) != 0 && back == 0) {
+          std::vector<bool> chk;
+          present_frames(from, os, chk);
+          if (chk[0] && uffd_copy(uffd_, to, from, os, 0) == 0) (void)::madvise(from, os, MADV_DONTNEED);
+        }
+      }
+    }
+  }
+  return moved;
+}
+
+void staging::move_back(const std::size_t* pages, const std::vector<bool>& moved) {
+  const std::size_t n = moved.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!moved[i]) continue;
+    std::size_t back = 0;
+    (void)uffd_move(uffd_, page_addr(pages[i]), slot(i), ps_, &back);
+  }
+  // Whatever is still staged (a move back that failed, or failed in part): copy it in.
+  std::vector<bool> frames;
+  present_frames(slot(0), n * ps_, frames);
+  const std::size_t os = os_page_size();
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    if (!frames[f]) continue;
+    const std::size_t i = f / (ps_ / os);
+    std::byte* to = page_addr(pages[i]) + (f % (ps_ / os)) * os;
+    const int rc = uffd_copy(uffd_, to, slot(0) + f * os, os, 0);
+    if (rc != 0 && rc != EEXIST) {
+      std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu: %s\n", name_.c_str(),
+                   pages[i], std::strerror(rc));
+    }
+  }
+  drop(n);
+}
+
+}  // namespace pheap::paging

@@ -1,0 +1,72 @@
+// src/pager/staging.hpp — UFFDIO_MOVE staging: a private range, registered with the pager's
+// userfaultfd, into which region pages are moved so that no thread can write them while they
+// are judged or copied; they are then dropped (eviction) or moved back (flush copies, failed
+// write-back).
+//
+// Protocol:
+//   1. move_out(pages): one UFFDIO_MOVE per run of consecutive pages, page k to slot k. The
+//      move is atomic per page: after it the region page is missing, and an access faults to a
+//      worker, which finds the page owned (evict/flush bit) and waits for the owner (I3). The
+//      slot holds every byte ever written to the page.
+//   2. Where each page went is read back from the page tables (PAGEMAP_SCAN), not from the
+//      ioctl's result: on Linux 6.18 it was seen to return EEXIST (move = -EEXIST) for a page it
+//      had moved, while PAGEMAP_SCAN write-protected ptes concurrently (wp_async). A UPage that
+//      arrived in part is moved back frame by frame, so every UPage ends up whole on one side.
+//   3. drop(n) (the bytes are in the store) or move_back(pages, moved) (they are not, or were
+//      only copied): afterwards the range is empty again.
+//
+// Caveats:
+//   * The range is registered MISSING only so that UFFDIO_MOVE may target it; the pager never
+//     reads a missing staging page (a fault there is reported as a bug and resolved with
+//     zeros by the fault worker).
+//   * A PAGEMAP_SCAN failure here aborts the process: without knowing where a page is, any
+//     next step could lose data.
+//   * Not thread-safe: each range has one user at a time (the evictor under its batch lock, a
+//     flush under flush_mu_).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "pager/anon_map.hpp"
+
+namespace pheap::paging {
+
+class staging {
+ public:
+  staging() = default;
+  // Maps `slots` UPages of `page_size` bytes and registers them with `uffd` (MISSING mode),
+  // to stage pages of the region at `region`. `pagemap_fd` must stay open while the range is
+  // used. Throws like uffd_register, naming `name`.
+  void open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
+            std::size_t slots, const std::string& name);
+  // Unregisters the range from the uffd (the mapping goes with the object).
+  void close() noexcept;
+  bool is_open() const noexcept { return map_.p != nullptr; }
+
+  std::byte* slot(std::size_t k) const noexcept { return map_.data() + k * ps_; }
+  // Steps 1-2: moves pages[0..n) (sorted, n ≤ slots) to slots 0..n; says per slot whether the
+  // whole UPage arrived (a page that did not stays in the region, untouched).
+  std::vector<bool> move_out(const std::size_t* pages, std::size_t n);
+  // Step 3: moves every slot that `moved` says arrived back to its page, copies in any frame
+  // still staged after that (a move back that failed, or failed in part), and empties the
+  // range.
+  void move_back(const std::size_t* pages, const std::vector<bool>& moved);
+  // Step 3: empties slots 0..n (their pages are in the store now).
+  void drop(std::size_t n) noexcept;
+
+ private:
+  std::byte* page_addr(std::size_t p) const noexcept { return region_ + p * ps_; }
+  std::vector<bool> arrived(const std::size_t* pages, std::size_t slots);
+  // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
+  void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
+
+  anon_map map_;
+  int uffd_ = -1, pagemap_fd_ = -1;
+  std::byte* region_ = nullptr;
+  std::size_t ps_ = 0;
+  std::string name_;
+};
+
+}  // namespace pheap::paging
