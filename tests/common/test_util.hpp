@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "pheap/error.hpp"
+
 namespace pheap::test {
 
 // True when running under CI (CI=true): kernel features that tests need must then be present,
@@ -45,6 +47,18 @@ void fill_pattern(void* buf, std::size_t len, std::uint64_t seed, std::uint64_t 
                   std::uint64_t version);
 std::vector<std::uint8_t> pattern(std::size_t len, std::uint64_t seed, std::uint64_t page,
                                   std::uint64_t version);
+
+// The code of the pheap::error that `f` throws; a test failure when it throws none.
+template <class F>
+errc code_of(F&& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "expected a pheap::error";
+  return errc::io;
+}
 
 // Path of a helper binary built next to the running test binary (for crash tests that fork
 // and exec a child).
