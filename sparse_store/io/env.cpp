@@ -58,10 +58,17 @@ static_assert(rows_in_var_order(), "kTable rows must follow the order of env::va
 static_assert(std::size(kTable) == static_cast<unsigned>(var::mmap_advice) + 1,
               "every env::var has a row");
 
-// The raw value, or nullptr when unset or empty.
-const char* raw(const variable& d) {
+// A variable's row and value (nullopt: unset or empty), for the accessor of kind `k`.
+struct lookup_result {
+  const variable& row;
+  std::optional<std::string> value;
+};
+lookup_result lookup(var id, kind k) {
+  const variable& d = kTable[static_cast<unsigned>(id)];
+  assert(d.type == k);
+  (void)k;
   const char* v = std::getenv(d.name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
+  return {d, v != nullptr && *v != '\0' ? std::optional<std::string>(v) : std::nullopt};
 }
 
 // 4096 -> "4K", 64 MiB -> "64M", 1000 -> "1000".
@@ -160,25 +167,21 @@ std::uint64_t parse_size(const char* what, const std::string& v) {
 }
 
 std::optional<std::uint64_t> size(var id) {
-  const variable& d = describe(id);
-  assert(d.type == kind::size);
-  const char* v = raw(d);
-  if (v == nullptr) return std::nullopt;
-  const std::uint64_t n = parse_size(d.name, v);
+  const auto [d, v] = lookup(id, kind::size);
+  if (!v) return std::nullopt;
+  const std::uint64_t n = parse_size(d.name, *v);
   const bool pow2_ok = !d.power_of_two || (n & (n - 1)) == 0;
   if (n < d.min || n > d.max || !pow2_ok) {
-    bad_env(d.name, v, std::string("must be ") + (d.power_of_two ? "a power of two " : "") +
-                           "from " + format_size(d.min) + " to " + format_size(d.max));
+    bad_env(d.name, *v, std::string("must be ") + (d.power_of_two ? "a power of two " : "") +
+                            "from " + format_size(d.min) + " to " + format_size(d.max));
   }
   return n;
 }
 
 std::optional<double> fraction(var id) {
-  const variable& d = describe(id);
-  assert(d.type == kind::fraction);
-  const char* v = raw(d);
-  if (v == nullptr) return std::nullopt;
-  const std::string s(v);
+  const auto [d, v] = lookup(id, kind::fraction);
+  if (!v) return std::nullopt;
+  const std::string& s = *v;
   std::size_t pos = 0;
   double x = 0;
   try {
@@ -195,11 +198,9 @@ std::optional<double> fraction(var id) {
 }
 
 std::optional<unsigned> count(var id) {
-  const variable& d = describe(id);
-  assert(d.type == kind::count);
-  const char* v = raw(d);
-  if (v == nullptr) return std::nullopt;
-  const std::string s(v);
+  const auto [d, v] = lookup(id, kind::count);
+  if (!v) return std::nullopt;
+  const std::string& s = *v;
   std::size_t pos = 0;
   unsigned long long n = 0;
   try {
@@ -216,15 +217,13 @@ std::optional<unsigned> count(var id) {
 }
 
 std::optional<std::string_view> word(var id) {
-  const variable& d = describe(id);
-  assert(d.type == kind::word);
-  const char* v = raw(d);
-  if (v == nullptr) return std::nullopt;
+  const auto [d, v] = lookup(id, kind::word);
+  if (!v) return std::nullopt;
   std::optional<std::string_view> found;
   for_each_spelling(d.words, [&](unsigned, std::string_view first, std::string_view spelling) {
-    if (spelling == v) found = first;
+    if (spelling == *v) found = first;
   });
-  if (!found) bad_env(d.name, v, expected_words(d));
+  if (!found) bad_env(d.name, *v, expected_words(d));
   return found;
 }
 
