@@ -30,8 +30,8 @@ rank() {  # room → height
 public_room() {
   case $1 in
     pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
-    pheap/sparse_store.hpp) echo store ;;
-    pheap/pager.hpp) echo pager ;;
+    pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
+    pheap/pager.hpp | pheap/pager_options.hpp) echo pager ;;
     pheap/graph/*) echo graph ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pheap/pheap.hpp"
+#include "pheap/sparse_store.hpp"
 
 namespace {
 

@@ -9,7 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
-#include <system_error>
+
+#include <pheap/error.hpp>
 
 namespace pheap::graph {
 
@@ -28,7 +29,8 @@ weight_kind parse_weight_kind(std::string_view s) {
   if (s == "none") return weight_kind::none;
   if (s == "u64") return weight_kind::u64;
   if (s == "f32") return weight_kind::f32;
-  throw std::invalid_argument("unknown weight type '" + std::string(s) + "' (none|u64|f32)");
+  throw error(errc::invalid_argument, "", "parse weight kind",
+              "unknown weight type '" + std::string(s) + "' (none|u64|f32)");
 }
 
 const char* to_string(input_format f) noexcept {
@@ -38,7 +40,8 @@ const char* to_string(input_format f) noexcept {
 input_format parse_input_format(std::string_view s) {
   if (s == "text") return input_format::text;
   if (s == "binary") return input_format::binary;
-  throw std::invalid_argument("unknown format '" + std::string(s) + "' (text|binary)");
+  throw error(errc::invalid_argument, "", "parse input format",
+              "unknown format '" + std::string(s) + "' (text|binary)");
 }
 
 namespace {
@@ -91,14 +94,15 @@ edge_reader::edge_reader(std::string path, const reader_options& opts, std::uint
   if (opts_.buffer_bytes < 4096) opts_.buffer_bytes = 4096;
   const std::size_t rec = opts_.weights == weight_kind::none ? 16 : 24;
   if (opts_.format == input_format::binary && start_offset % rec != 0) {
-    throw std::invalid_argument(path_ + ": resume offset " + std::to_string(start_offset) +
-                                " is not a multiple of the " + std::to_string(rec) +
-                                "-byte record size");
+    throw pheap::error(errc::invalid_argument, path_, "open edge list",
+                       "resume offset " + std::to_string(start_offset) +
+                           " is not a multiple of the " + std::to_string(rec) + "-byte record size");
   }
   if (is_stdin()) {
     if (start_offset != 0) {
-      throw std::invalid_argument("stdin cannot be resumed at byte offset " +
-                                  std::to_string(start_offset) + " (it cannot seek)");
+      throw pheap::error(errc::invalid_argument, "", "open edge list",
+                         "stdin cannot be resumed at byte offset " + std::to_string(start_offset) +
+                             " (it cannot seek)");
     }
     fd_ = STDIN_FILENO;
   } else {
@@ -357,7 +361,7 @@ edge_writer::edge_writer(std::string path, input_format format, weight_kind weig
     fd_ = STDOUT_FILENO;
   } else {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "create " + path_);
+    if (fd_ < 0) throw_errno(errno, path_, "create edge list");
   }
   buf_.reserve(std::size_t{1} << 20);
 }
@@ -375,7 +379,7 @@ void edge_writer::drain() {
     const ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "write " + path_);
+      throw_errno(errno, path_, "write edge list");
     }
     off += static_cast<std::size_t>(n);
   }
@@ -384,7 +388,7 @@ void edge_writer::drain() {
 }
 
 void edge_writer::write(const edge* edges, std::size_t n) {
-  if (fd_ < 0) throw std::logic_error("edge_writer: write after close on " + path_);
+  if (fd_ < 0) throw error(errc::invalid_argument, path_, "write edge list", "write after close");
   char tmp[96];
   for (std::size_t i = 0; i < n; ++i) {
     const edge& e = edges[i];
@@ -430,8 +434,9 @@ void edge_writer::close() {
   if (fd_ < 0) return;
   drain();
   if (fd_ != STDOUT_FILENO && ::close(fd_) != 0) {
+    const int err = errno;
     fd_ = -1;
-    throw std::system_error(errno, std::generic_category(), "close " + path_);
+    throw_errno(err, path_, "close edge list");
   }
   fd_ = -1;
 }

@@ -13,9 +13,9 @@
 //   pheap-graph cc     --datastore D [--name G] [--output FILE]
 //   pheap-graph export --datastore D [--name G] [--format text|binary] [--output FILE|-]
 //
-// Exit status: 0 success; 1 runtime error (I/O, heap); 2 usage error (bad option, job
-// mismatch); 3 malformed input (the edges before the bad line are committed; fix the input or
-// rerun with --skip-bad-lines to resume at that line).
+// Exit status: 0 success; 1 runtime error (I/O, heap); 2 usage error (bad option or PHEAP_*
+// value, job mismatch); 3 malformed input (the edges before the bad line are committed; fix
+// the input or rerun with --skip-bad-lines to resume at that line).
 //
 // ingest is exactly-once and resumable (pheap/graph/ingest.hpp): rerunning the same command
 // after a crash continues from the last watermark; rerunning it after success does nothing.
@@ -364,8 +364,9 @@ int cmd_ingest(int argc, char** argv) {
         return run(g, *pg::find_ingest_state(m, name));
       }
     }
-  } catch (const std::invalid_argument& e) {  // existing graph differs from the options
-    std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
+  } catch (const pheap::error& e) {
+    if (e.code() != pheap::errc::invalid_argument) throw;
+    std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());  // the graph differs from the options
     return 2;
   }
   return 1;
@@ -514,9 +515,9 @@ int main(int argc, char** argv) {
   } catch (const usage_error& e) {
     std::fprintf(stderr, "pheap-graph %s: %s\n%s", cmd.c_str(), e.what(), kUsage);
     return 2;
-  } catch (const std::invalid_argument& e) {
+  } catch (const pheap::error& e) {  // invalid_argument: a bad option value (exit 2)
     std::fprintf(stderr, "pheap-graph %s: %s\n", cmd.c_str(), e.what());
-    return 2;
+    return e.code() == pheap::errc::invalid_argument ? 2 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pheap-graph %s: %s\n", cmd.c_str(), e.what());
     return 1;

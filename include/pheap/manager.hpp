@@ -64,8 +64,7 @@
 #include "pheap/error.hpp"
 #include "pheap/object_info.hpp"
 #include "pheap/options.hpp"
-#include "pheap/pager.hpp"
-#include "pheap/sparse_store.hpp"
+#include "pheap/stats.hpp"
 #include "pheap/type_name.hpp"
 
 namespace pheap {

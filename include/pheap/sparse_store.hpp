@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "pheap/io.hpp"
+#include "pheap/stats.hpp"
 
 namespace pheap {
 
@@ -78,16 +79,6 @@ struct page_read {
 struct page_write {
   std::uint64_t page;
   const void* buf;  // page_size bytes
-};
-
-struct store_stats {
-  std::uint64_t pages_read = 0;        // pages served from journal or segments
-  std::uint64_t zero_pages_read = 0;   // never-written pages served as zeros without I/O
-  std::uint64_t pages_written = 0;     // pages appended to the journal
-  std::uint64_t commits = 0;
-  std::uint64_t journal_bytes = 0;     // bytes appended to journals since open
-  std::uint64_t checkpointed_pages = 0;
-  std::uint64_t commit_ns = 0;         // total time inside commit()
 };
 
 class sparse_store {

@@ -8,10 +8,10 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "pheap/env.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap::heap {
@@ -128,15 +128,7 @@ class mmap_region final : public region {
       ::madvise(base_, size_, MADV_DONTFORK);
       // PHEAP_MMAP_ADVICE=random turns the kernel's fault read-around off (MADV_RANDOM), for
       // random-access heaps larger than memory; default: the kernel's normal policy.
-      if (const char* adv = std::getenv("PHEAP_MMAP_ADVICE")) {
-        const std::string a(adv);
-        if (a == "random") {
-          ::madvise(base_, size_, MADV_RANDOM);
-        } else if (a != "normal" && !a.empty()) {
-          throw error(errc::invalid_argument, path_, "PHEAP_MMAP_ADVICE",
-                      "'" + a + "' is not an advice (expected normal or random)");
-        }
-      }
+      if (env::word(env::var::mmap_advice) == "random") ::madvise(base_, size_, MADV_RANDOM);
     } catch (...) {
       ::munmap(base_, size_);
       throw;

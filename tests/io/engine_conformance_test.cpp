@@ -219,25 +219,19 @@ TEST_P(IoEngine, KernelErrorsDuringTransfersNameThePath) {
 TEST_P(IoEngine, WriteCutShortByTheKernelIsResumedAndItsFailureNamesThePath) {
   const std::string p = dir_ / "limited";
   auto f = eng_->open(p, open_mode::create);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  const int rc = test::run_in_child([&] {
     ::signal(SIGXFSZ, SIG_IGN);
     const rlimit lim{10000, 10000};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     const auto data = test::pattern(8192, 14, 0, 0);
-    int rc = 1;
     try {
       eng_->write_at(*f, 4096, data.data(), data.size());
     } catch (const error& e) {
-      rc = (e.sys_errno() == EFBIG && std::string(e.what()).find(p) != std::string::npos) ? 0 : 2;
+      return (e.sys_errno() == EFBIG && std::string(e.what()).find(p) != std::string::npos) ? 0 : 2;
     }
-    _exit(rc);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong error";
+    return 1;
+  });
+  EXPECT_EQ(rc, 0) << "1: no error, 2: wrong error";
   // The kernel wrote the part below the limit before refusing the rest.
   EXPECT_EQ(eng_->size(*f), 10000u);
   const auto data = test::pattern(8192, 14, 0, 0);
@@ -467,20 +461,14 @@ TEST(IoUringEngine, ForkedChildGetsItsOwnRings) {
 
 // default_engine() is a process-wide instance, so each choice is checked in a fresh child.
 int default_engine_in_child(const char* env_value, const char* expect_name) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  return test::run_in_child([&] {
     ::setenv("PHEAP_IO_ENGINE", env_value, 1);
-    int rc = 3;
     try {
-      rc = io::default_engine()->name() == expect_name ? 0 : 1;
+      return io::default_engine()->name() == expect_name ? 0 : 1;
     } catch (const error& e) {
-      rc = e.code() == errc::invalid_argument ? 10 : e.code() == errc::unavailable ? 11 : 12;
+      return e.code() == errc::invalid_argument ? 10 : e.code() == errc::unavailable ? 11 : 12;
     }
-    _exit(rc);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
+  });
 }
 
 TEST(IoDefaultEngine, HonoursPheapIoEngineEnvironment) {

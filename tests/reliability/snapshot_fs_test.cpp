@@ -40,6 +40,7 @@
 #include <thread>
 
 #include "common/test_util.hpp"
+#include "pheap/io.hpp"
 #include "reliability/reliability_util.hpp"
 #include "reliability/snapshot_workload.hpp"
 

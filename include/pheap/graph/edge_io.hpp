@@ -26,7 +26,8 @@
 // Positions: offset() is the byte offset of the first unconsumed byte, always at a line
 // (text) or record (binary) boundary, so a reader constructed with (offset(), line()) of an
 // earlier reader continues exactly where it stopped. Input "-" is stdin: readable from its
-// start only (a non-zero start offset is rejected with std::invalid_argument).
+// start only (a non-zero start offset is rejected with pheap::error(invalid_argument), as is a
+// binary offset inside a record).
 #pragma once
 
 #include <pheap/graph/types.hpp>
@@ -100,7 +101,8 @@ class edge_writer {
   edge_writer& operator=(const edge_writer&) = delete;
   void write(const edge* edges, std::size_t n);
   void write(const edge& e) { write(&e, 1); }
-  // Flushes buffered output and closes; throws std::system_error naming the path on failure.
+  // Flushes buffered output and closes; throws pheap::error (io, no_space) naming the path on
+  // failure, as do the constructor and write().
   void close();
   std::uint64_t bytes_written() const noexcept { return bytes_; }
 
