@@ -103,17 +103,30 @@ std::string parent_of(const std::string& path) {
 // on the one used for I/O: a flock belongs to the open file description, and any duplicate
 // of an I/O descriptor (the fault engine keeps one per written file for its power-cut model)
 // would otherwise keep the datastore locked after the store is gone.
-void lock_super(io::file& f, const std::string& dir, bool read_only) {
+void lock_super(io::file& f, const std::string& dir, bool read_only,
+                const char* op = nullptr) {
   const int how = (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  if (op == nullptr) op = read_only ? "open read-only" : "open";
   while (::flock(f.fd(), how) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK) {
-      throw error(errc::locked, dir, read_only ? "open read-only" : "open",
+      throw error(errc::locked, dir, op,
                   read_only ? "datastore " + dir + " is open read-write by another process"
                             : "datastore " + dir +
                                   " is open by another process (read-write or read-only)");
     }
     throw_errno(errno, f.path(), "flock");
+  }
+}
+
+// Removes the file or directory tree `path` through the engine (depth first).
+void remove_entry(io::engine& eng, const std::string& path) {
+  try {
+    eng.remove_file(path);
+  } catch (const error& e) {
+    if (e.sys_errno() != EISDIR && e.sys_errno() != EPERM) throw;
+    for (const auto& n : eng.list_dir(path)) remove_entry(eng, join(path, n));
+    eng.remove_dir(path);
   }
 }
 
@@ -1082,6 +1095,29 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
   }
   return std::make_unique<store_impl>(eng, dir, false, std::move(lock), std::move(super),
                                       std::move(sb));
+}
+
+void sparse_store::remove(const std::string& dir, const store_options& opt) {
+  using namespace store;
+  auto eng = pick_engine(opt);
+  if (!eng->exists(dir)) throw error(errc::not_found, dir, "remove", "no such datastore");
+  const std::string super_path = join(dir, super_name);
+  if (!eng->exists(super_path)) {
+    throw error(errc::not_a_datastore, dir, "remove",
+                "no " + std::string(super_name) +
+                    ": refusing to delete a directory that is not a datastore");
+  }
+  // Held until everything is gone: no process can open the datastore half-deleted. The
+  // superblock goes last, so a remove cut short leaves a datastore (damaged, still locked by
+  // the same protocol) that a second remove finishes, never an unrecognisable directory.
+  auto lock = eng->open(super_path, io::open_mode::read_only);
+  lock_super(*lock, dir, false, "remove");
+  for (const auto& n : eng->list_dir(dir)) {
+    if (n != super_name) remove_entry(*eng, join(dir, n));
+  }
+  eng->remove_file(super_path);
+  lock.reset();
+  eng->remove_dir(dir);
 }
 
 std::unique_ptr<sparse_store> sparse_store::open(const std::string& dir,

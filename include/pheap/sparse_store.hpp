@@ -98,6 +98,12 @@ class sparse_store {
   // Opens and recovers DIR. Read-only opens recover in memory and never write.
   static std::unique_ptr<sparse_store> open(const std::string& dir, const store_options& opt);
 
+  // Deletes the datastore DIR and every file in it, holding its exclusive lock meanwhile.
+  // not_found if DIR does not exist; not_a_datastore if it has no superblock (nothing is
+  // deleted); locked if another process has it open. A remove cut short (crash, I/O error)
+  // leaves a damaged datastore that a second remove finishes.
+  static void remove(const std::string& dir, const store_options& opt = {});
+
   // Closing does not commit: writes after the last commit are discarded (as after a crash).
   virtual ~sparse_store() = default;
 
