@@ -779,17 +779,60 @@ class store_impl final : public sparse_store {
     }
   }
 
-  void rebuild_checksums() override {
+  // --- direct mapping ----------------------------------------------------------------------
+
+  bool direct_mapping_possible() override {
+    if (read_only_) return sb_.journal_length == 0;  // else the journal holds some of it
     std::lock_guard cl(commit_mu_);
-    check_usable("rebuild_checksums");
-    check_writable("rebuild_checksums");
-    wait_checkpoint("rebuild_checksums");
-    try {
-      segs_.rebuild_tables();
-    } catch (const error& e) {
-      poison("rebuilding the segment checksums failed: " + std::string(e.what()));
-      throw;
+    wait_checkpoint("direct_mapping_possible");  // then the segments hold the last commit
+    return true;
+  }
+
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override {
+    check_writable("prepare_direct_mapping");
+    commit(root);  // everything written so far: its checkpoint puts it into the segments
+    {
+      std::lock_guard cl(commit_mu_);
+      wait_checkpoint("prepare_direct_mapping");
+      try {
+        segs_.create_missing(sb_.epoch);
+      } catch (const error& e) {
+        poison("creating the segments for direct mapping failed: " + std::string(e.what()));
+        throw;
+      }
     }
+    return commit(root);  // declares the new segments; no journal, so nothing to checkpoint
+  }
+
+  std::vector<direct_extent> direct_extents() override {
+    if (!direct_mapping_possible()) {
+      throw error(errc::unavailable, dir_, "direct_extents",
+                  "the last commit still lives in " + journal_name(sb_.epoch) +
+                      ", not only in the segment files: open the datastore read-write once "
+                      "(its recovery writes the journal into the segments)");
+    }
+    std::vector<direct_extent> out;
+    const std::uint64_t seg = sb_.segment_size;
+    for (std::uint64_t i = 0; i * seg < sb_.capacity; ++i) {
+      out.push_back({segs_.get(i), 0, i * seg, std::min(seg, sb_.capacity - i * seg)});
+    }
+    return out;
+  }
+
+  std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override {
+    check_writable("finish_direct_mapping");
+    {
+      std::lock_guard cl(commit_mu_);
+      check_usable("finish_direct_mapping");
+      wait_checkpoint("finish_direct_mapping");
+      try {
+        segs_.rebuild_tables();
+      } catch (const error& e) {
+        poison("rebuilding the segment checksums failed: " + std::string(e.what()));
+        throw;
+      }
+    }
+    return commit(root);
   }
 
   // --- accessors ---------------------------------------------------------------------------

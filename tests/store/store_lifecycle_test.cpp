@@ -1,6 +1,9 @@
 // The store operations the heap's lifecycle and its kernel-mmap backend use instead of knowing
 // file names, offsets or the lock protocol: remove() of a whole datastore, and direct mapping
 // (the committed state at fixed file offsets, described as extents of open files).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -121,6 +124,138 @@ TEST_P(StoreLifecycle, RemoveCutShortByAnIoErrorIsFinishedByTheNextRemove) {
     }
     EXPECT_FALSE(fs::exists(p));
   }
+}
+
+// Reads the region byte range of `page` through the extents (as a mapping would see it).
+std::vector<std::uint8_t> page_via_extents(const std::vector<direct_extent>& xs, std::uint64_t page,
+                                           std::uint32_t ps) {
+  std::vector<std::uint8_t> out(ps, 0);
+  const std::uint64_t at = page * ps;
+  for (const auto& x : xs) {
+    if (at < x.region_offset || at >= x.region_offset + x.length) continue;
+    if (x.file) {
+      EXPECT_EQ(::pread(x.file->fd(), out.data(), ps,
+                        static_cast<off_t>(x.file_offset + (at - x.region_offset))),
+                static_cast<ssize_t>(ps));
+    }
+    return out;
+  }
+  ADD_FAILURE() << "page " << page << " is in no extent";
+  return out;
+}
+
+void expect_cover(const std::vector<direct_extent>& xs, std::uint64_t capacity, bool files) {
+  std::uint64_t next = 0;
+  for (const auto& x : xs) {
+    EXPECT_EQ(x.region_offset, next) << "extents are in region order, without gaps";
+    EXPECT_GT(x.length, 0u);
+    EXPECT_EQ(x.file_offset % 4096, 0u) << "mappable offsets";
+    if (files) {
+      EXPECT_TRUE(x.file) << "extent at " << x.region_offset << " has no file";
+    }
+    next = x.region_offset + x.length;
+  }
+  EXPECT_EQ(next, capacity) << "extents cover the capacity";
+}
+
+TEST_P(StoreLifecycle, PreparedDirectMappingCommitsAndItsExtentsCoverTheCapacityWithTheData) {
+  temp_dir dir;
+  const std::string path = dir / "ds";
+  const std::uint64_t cap = 64 * 4096;
+  {
+    auto s = sparse_store::create(path, small());
+    for (std::uint64_t p : {1, 17, 40}) write_one(*s, p, 3, 1);
+    s->commit({});
+    write_one(*s, 17, 3, 2);  // rewritten in a later epoch
+    write_one(*s, 63, 3, 2);  // uncommitted: prepare commits it
+    EXPECT_EQ(s->prepare_direct_mapping(bytes_of("mapped")), 3u) << "two commits";
+    EXPECT_TRUE(s->direct_mapping_possible());
+    EXPECT_EQ(s->root(), bytes_of("mapped"));
+    const auto xs = s->direct_extents();
+    expect_cover(xs, cap, true);
+    for (const auto& x : xs) {
+      EXPECT_NE(::fcntl(x.file->fd(), F_GETFL) & O_ACCMODE, O_RDONLY) << "writable files";
+    }
+    EXPECT_EQ(page_via_extents(xs, 1, 4096), pattern(4096, 3, 1, 1));
+    EXPECT_EQ(page_via_extents(xs, 17, 4096), pattern(4096, 3, 17, 2));
+    EXPECT_EQ(page_via_extents(xs, 63, 4096), pattern(4096, 3, 63, 2));
+    EXPECT_TRUE(is_zero(page_via_extents(xs, 5, 4096)));
+  }
+  auto ro = sparse_store::open(path, open_opts(true));
+  EXPECT_TRUE(ro->direct_mapping_possible()) << "the prepared state needs no read-write open";
+  const auto xs = ro->direct_extents();
+  expect_cover(xs, cap, true);
+  EXPECT_EQ(page_via_extents(xs, 17, 4096), pattern(4096, 3, 17, 2));
+}
+
+TEST_P(StoreLifecycle, ReadOnlyDirectMappingIsUnavailableWhileTheLastCommitIsNotLaidOut) {
+  temp_dir dir;
+  const std::string path = dir / "ds";
+  {
+    auto s = sparse_store::create(path, small());
+    s->commit({});
+  }
+  {
+    auto ro = sparse_store::open(path, open_opts(true));
+    ASSERT_TRUE(ro->direct_mapping_possible()) << "nothing written: all zeros";
+    const auto xs = ro->direct_extents();
+    expect_cover(xs, 64 * 4096, false);
+    for (const auto& x : xs) EXPECT_FALSE(x.file) << "no file exists yet: zeros";
+    EXPECT_EQ(code_of([&] { ro->prepare_direct_mapping({}); }), errc::read_only);
+  }
+  {
+    auto s = sparse_store::open(path, open_opts());
+    write_one(*s, 3, 5, 1);
+    s->prepare_direct_mapping({});
+    write_one(*s, 3, 5, 2);  // a page the mapped state holds, rewritten through the store
+    s->commit({});
+  }
+  auto ro = sparse_store::open(path, open_opts(true));
+  EXPECT_FALSE(ro->direct_mapping_possible());
+  try {
+    ro->direct_extents();
+    ADD_FAILURE() << "extents of a state that is not laid out";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("read-write"), std::string::npos)
+        << "says what to do: " << e.what();
+  }
+  EXPECT_EQ(read_one(*ro, 3), pattern(4096, 5, 3, 2)) << "the store itself reads it";
+}
+
+TEST_P(StoreLifecycle, FinishDirectMappingAdoptsWhatWasWrittenThroughTheFiles) {
+  temp_dir dir;
+  const std::string path = dir / "ds";
+  {
+    auto s = sparse_store::create(path, small());
+    for (std::uint64_t p : {1, 17, 40}) write_one(*s, p, 3, 1);
+    s->prepare_direct_mapping(bytes_of("open"));
+    const auto xs = s->direct_extents();
+    auto write_through = [&](std::uint64_t page, const std::vector<std::uint8_t>& img) {
+      for (const auto& x : xs) {
+        const std::uint64_t at = page * 4096;
+        if (at < x.region_offset || at >= x.region_offset + x.length) continue;
+        ASSERT_EQ(::pwrite(x.file->fd(), img.data(), img.size(),
+                           static_cast<off_t>(x.file_offset + at - x.region_offset)),
+                  4096);
+      }
+    };
+    write_through(17, pattern(4096, 9, 17, 9));  // changed
+    write_through(50, pattern(4096, 9, 50, 9));  // new
+    write_through(40, std::vector<std::uint8_t>(4096, 0));  // zeroed
+    const std::uint64_t before = s->epoch();
+    EXPECT_EQ(s->finish_direct_mapping(bytes_of("clean")), before + 1);
+    EXPECT_EQ(s->root(), bytes_of("clean"));
+  }
+  {
+    auto s = sparse_store::open(path, open_opts());
+    EXPECT_EQ(read_one(*s, 1), pattern(4096, 3, 1, 1));
+    EXPECT_EQ(read_one(*s, 17), pattern(4096, 9, 17, 9)) << "checksums follow the files";
+    EXPECT_EQ(read_one(*s, 50), pattern(4096, 9, 50, 9));
+    EXPECT_TRUE(is_zero(read_one(*s, 40)));
+  }
+  auto ro = sparse_store::open(path, open_opts(true));
+  EXPECT_EQ(code_of([&] { ro->finish_direct_mapping({}); }), errc::read_only);
 }
 
 }  // namespace
