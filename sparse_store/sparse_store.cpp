@@ -526,23 +526,20 @@ class store_impl final : public sparse_store {
       for (std::size_t x = 0; x < rewrites.size(); ++x) {
         const auto& r = rewrites[x];
         record_info& R = *r.slot.rec;
-        const std::size_t e = record_fixed_size + r.slot.idx * record_entry_size;
         const std::uint64_t page = batch[keep[r.k]].page;
-        changed.push_back({page, {get<std::uint32_t>(R.header.data(), e + 8), crcs[r.k]}});
-        put<std::uint32_t>(R.header.data(), e + 8, crcs[r.k]);
-        std::memcpy(entry_bufs.data() + x * record_entry_size, R.header.data() + e,
-                    record_entry_size);
-        const std::uint64_t image =
-            R.offset + R.header.size() + static_cast<std::uint64_t>(r.slot.idx) * ps;
-        reqs.push_back({j->file.get(), image, batch[keep[r.k]].buf, ps});
-        reqs.push_back({j->file.get(), R.offset + e, entry_bufs.data() + x * record_entry_size,
-                        record_entry_size});
+        const std::uint32_t old_crc = set_entry_crc(R.header.data(), r.slot.idx, crcs[r.k]);
+        changed.push_back({page, {old_crc, crcs[r.k]}});
+        const record_range e = entry_range(r.slot.idx);
+        std::byte* copy = entry_bufs.data() + x * record_entry_size;
+        std::memcpy(copy, R.header.data() + e.offset, e.length);
+        reqs.push_back({j->file.get(), R.offset + image_offset(R.header.size(), r.slot.idx, ps),
+                        batch[keep[r.k]].buf, ps});
+        reqs.push_back({j->file.get(), R.offset + e.offset, copy, e.length});
       }
       for (record_info* R : locked) {
-        const std::size_t crc_off = R->header.size() - record_trailer_size;
-        put<std::uint32_t>(R->header.data(), crc_off, crc32c(R->header.data(), crc_off));
-        reqs.push_back({j->file.get(), R->offset + crc_off, R->header.data() + crc_off,
-                        record_trailer_size});
+        const record_range t = reseal_pages_header(R->header.data(), R->header.size());
+        reqs.push_back({j->file.get(), R->offset + t.offset, R->header.data() + t.offset,
+                        t.length});
       }
     }
 
