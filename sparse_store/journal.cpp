@@ -51,6 +51,18 @@ void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
   put_trailer(out, discard_header_size);
 }
 
+std::uint32_t set_entry_crc(std::byte* header, std::uint32_t idx, std::uint32_t crc) {
+  const std::size_t at = entry_range(idx).offset + 8;
+  const auto old = get<std::uint32_t>(header, at);
+  put<std::uint32_t>(header, at, crc);
+  return old;
+}
+
+record_range reseal_pages_header(std::byte* header, std::size_t header_size) {
+  put_trailer(header, header_size);
+  return {header_size - record_trailer_size, record_trailer_size};
+}
+
 std::vector<std::pair<std::uint64_t, std::uint64_t>> journal_index::sorted() const {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> v(map_.begin(), map_.end());
   std::sort(v.begin(), v.end());

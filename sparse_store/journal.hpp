@@ -66,6 +66,29 @@ void encode_pages_header(std::byte* out, const uuid& id, std::uint64_t epoch,
 void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
                            std::uint64_t first, std::uint64_t count);
 
+// In-place rewrites of a pages record (FORMAT.md "In-place rewrites"): byte ranges within a
+// record, relative to the record's start.
+struct record_range {
+  std::size_t offset;
+  std::size_t length;
+};
+// Stores `crc` as the image CRC of entry `idx` of the pages header `header` (as encoded by
+// encode_pages_header) and returns the CRC it replaces. The header CRC is stale until
+// reseal_pages_header().
+std::uint32_t set_entry_crc(std::byte* header, std::uint32_t idx, std::uint32_t crc);
+// Where entry `idx` of a pages header lies: the bytes to rewrite after set_entry_crc().
+inline constexpr record_range entry_range(std::uint32_t idx) {
+  return {record_fixed_size + idx * record_entry_size, record_entry_size};
+}
+// Where image `idx` of a pages record whose header is `header_size` bytes lies.
+inline constexpr std::uint64_t image_offset(std::size_t header_size, std::uint32_t idx,
+                                            std::uint32_t page_size) {
+  return header_size + static_cast<std::uint64_t>(idx) * page_size;
+}
+// Recomputes the header CRC of the `header_size`-byte pages header after its entries changed;
+// returns the trailer's range (the bytes to rewrite).
+record_range reseal_pages_header(std::byte* header, std::size_t header_size);
+
 // page → newest location of that page within ONE journal. An entry is either the byte offset
 // of the page image in the journal, or a "zero" marker (the page was discarded) carrying the
 // offset of the discard record. Offsets grow with the order in which records were reserved,

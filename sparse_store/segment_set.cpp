@@ -486,6 +486,16 @@ std::uint64_t segment_set::checkpoint(
   return applied;
 }
 
+void segment_set::create_missing(std::uint64_t epoch) {
+  bool created = false;
+  for (std::uint64_t i = 0; i < files_.size(); ++i) {
+    if (get(i)) continue;
+    eng_.sync(*create_segment(i, epoch));
+    created = true;
+  }
+  if (created) eng_.sync_dir(dir_);
+}
+
 void segment_set::rebuild_tables() {
   const std::size_t per_chunk = std::max<std::size_t>(1, checkpoint_chunk / page_size_);
   std::vector<std::byte> buf;

@@ -137,6 +137,11 @@ class segment_set {
   // Reads every data page once. The caller guarantees no concurrent checkpoint or writer.
   void rebuild_tables();
 
+  // Creates every segment that does not exist yet (header touched at `epoch`, full size),
+  // syncs them and, if any was created, the directory. Used to lay the whole region out in
+  // files for direct mapping; the caller holds the commit lock (no checkpoint runs).
+  void create_missing(std::uint64_t epoch);
+
   // Snapshot: after `path` (a copy of segment `index`) was cloned, gives it the header of
   // datastore `id` (the snapshot's new uuid) with the segment's current touch epoch (the
   // other slot zeroed) and syncs it.

@@ -103,17 +103,30 @@ std::string parent_of(const std::string& path) {
 // on the one used for I/O: a flock belongs to the open file description, and any duplicate
 // of an I/O descriptor (the fault engine keeps one per written file for its power-cut model)
 // would otherwise keep the datastore locked after the store is gone.
-void lock_super(io::file& f, const std::string& dir, bool read_only) {
+void lock_super(io::file& f, const std::string& dir, bool read_only,
+                const char* op = nullptr) {
   const int how = (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  if (op == nullptr) op = read_only ? "open read-only" : "open";
   while (::flock(f.fd(), how) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK) {
-      throw error(errc::locked, dir, read_only ? "open read-only" : "open",
+      throw error(errc::locked, dir, op,
                   read_only ? "datastore " + dir + " is open read-write by another process"
                             : "datastore " + dir +
                                   " is open by another process (read-write or read-only)");
     }
     throw_errno(errno, f.path(), "flock");
+  }
+}
+
+// Removes the file or directory tree `path` through the engine (depth first).
+void remove_entry(io::engine& eng, const std::string& path) {
+  try {
+    eng.remove_file(path);
+  } catch (const error& e) {
+    if (e.sys_errno() != EISDIR && e.sys_errno() != EPERM) throw;
+    for (const auto& n : eng.list_dir(path)) remove_entry(eng, join(path, n));
+    eng.remove_dir(path);
   }
 }
 
@@ -513,23 +526,20 @@ class store_impl final : public sparse_store {
       for (std::size_t x = 0; x < rewrites.size(); ++x) {
         const auto& r = rewrites[x];
         record_info& R = *r.slot.rec;
-        const std::size_t e = record_fixed_size + r.slot.idx * record_entry_size;
         const std::uint64_t page = batch[keep[r.k]].page;
-        changed.push_back({page, {get<std::uint32_t>(R.header.data(), e + 8), crcs[r.k]}});
-        put<std::uint32_t>(R.header.data(), e + 8, crcs[r.k]);
-        std::memcpy(entry_bufs.data() + x * record_entry_size, R.header.data() + e,
-                    record_entry_size);
-        const std::uint64_t image =
-            R.offset + R.header.size() + static_cast<std::uint64_t>(r.slot.idx) * ps;
-        reqs.push_back({j->file.get(), image, batch[keep[r.k]].buf, ps});
-        reqs.push_back({j->file.get(), R.offset + e, entry_bufs.data() + x * record_entry_size,
-                        record_entry_size});
+        const std::uint32_t old_crc = set_entry_crc(R.header.data(), r.slot.idx, crcs[r.k]);
+        changed.push_back({page, {old_crc, crcs[r.k]}});
+        const record_range e = entry_range(r.slot.idx);
+        std::byte* copy = entry_bufs.data() + x * record_entry_size;
+        std::memcpy(copy, R.header.data() + e.offset, e.length);
+        reqs.push_back({j->file.get(), R.offset + image_offset(R.header.size(), r.slot.idx, ps),
+                        batch[keep[r.k]].buf, ps});
+        reqs.push_back({j->file.get(), R.offset + e.offset, copy, e.length});
       }
       for (record_info* R : locked) {
-        const std::size_t crc_off = R->header.size() - record_trailer_size;
-        put<std::uint32_t>(R->header.data(), crc_off, crc32c(R->header.data(), crc_off));
-        reqs.push_back({j->file.get(), R->offset + crc_off, R->header.data() + crc_off,
-                        record_trailer_size});
+        const record_range t = reseal_pages_header(R->header.data(), R->header.size());
+        reqs.push_back({j->file.get(), R->offset + t.offset, R->header.data() + t.offset,
+                        t.length});
       }
     }
 
@@ -766,17 +776,60 @@ class store_impl final : public sparse_store {
     }
   }
 
-  void rebuild_checksums() override {
+  // --- direct mapping ----------------------------------------------------------------------
+
+  bool direct_mapping_possible() override {
+    if (read_only_) return sb_.journal_length == 0;  // else the journal holds some of it
     std::lock_guard cl(commit_mu_);
-    check_usable("rebuild_checksums");
-    check_writable("rebuild_checksums");
-    wait_checkpoint("rebuild_checksums");
-    try {
-      segs_.rebuild_tables();
-    } catch (const error& e) {
-      poison("rebuilding the segment checksums failed: " + std::string(e.what()));
-      throw;
+    wait_checkpoint("direct_mapping_possible");  // then the segments hold the last commit
+    return true;
+  }
+
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override {
+    check_writable("prepare_direct_mapping");
+    commit(root);  // everything written so far: its checkpoint puts it into the segments
+    {
+      std::lock_guard cl(commit_mu_);
+      wait_checkpoint("prepare_direct_mapping");
+      try {
+        segs_.create_missing(sb_.epoch);
+      } catch (const error& e) {
+        poison("creating the segments for direct mapping failed: " + std::string(e.what()));
+        throw;
+      }
     }
+    return commit(root);  // declares the new segments; no journal, so nothing to checkpoint
+  }
+
+  std::vector<direct_extent> direct_extents() override {
+    if (!direct_mapping_possible()) {
+      throw error(errc::unavailable, dir_, "direct_extents",
+                  "the last commit still lives in " + journal_name(sb_.epoch) +
+                      ", not only in the segment files: open the datastore read-write once "
+                      "(its recovery writes the journal into the segments)");
+    }
+    std::vector<direct_extent> out;
+    const std::uint64_t seg = sb_.segment_size;
+    for (std::uint64_t i = 0; i * seg < sb_.capacity; ++i) {
+      out.push_back({segs_.get(i), 0, i * seg, std::min(seg, sb_.capacity - i * seg)});
+    }
+    return out;
+  }
+
+  std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override {
+    check_writable("finish_direct_mapping");
+    {
+      std::lock_guard cl(commit_mu_);
+      check_usable("finish_direct_mapping");
+      wait_checkpoint("finish_direct_mapping");
+      try {
+        segs_.rebuild_tables();
+      } catch (const error& e) {
+        poison("rebuilding the segment checksums failed: " + std::string(e.what()));
+        throw;
+      }
+    }
+    return commit(root);
   }
 
   // --- accessors ---------------------------------------------------------------------------
@@ -1082,6 +1135,29 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
   }
   return std::make_unique<store_impl>(eng, dir, false, std::move(lock), std::move(super),
                                       std::move(sb));
+}
+
+void sparse_store::remove(const std::string& dir, const store_options& opt) {
+  using namespace store;
+  auto eng = pick_engine(opt);
+  if (!eng->exists(dir)) throw error(errc::not_found, dir, "remove", "no such datastore");
+  const std::string super_path = join(dir, super_name);
+  if (!eng->exists(super_path)) {
+    throw error(errc::not_a_datastore, dir, "remove",
+                "no " + std::string(super_name) +
+                    ": refusing to delete a directory that is not a datastore");
+  }
+  // Held until everything is gone: no process can open the datastore half-deleted. The
+  // superblock goes last, so a remove cut short leaves a datastore (damaged, still locked by
+  // the same protocol) that a second remove finishes, never an unrecognisable directory.
+  auto lock = eng->open(super_path, io::open_mode::read_only);
+  lock_super(*lock, dir, false, "remove");
+  for (const auto& n : eng->list_dir(dir)) {
+    if (n != super_name) remove_entry(*eng, join(dir, n));
+  }
+  eng->remove_file(super_path);
+  lock.reset();
+  eng->remove_dir(dir);
 }
 
 std::unique_ptr<sparse_store> sparse_store::open(const std::string& dir,

@@ -81,6 +81,14 @@ struct page_write {
   const void* buf;  // page_size bytes
 };
 
+// A piece of the region laid out in a file (see sparse_store::direct_extents).
+struct direct_extent {
+  std::shared_ptr<io::file> file;  // null: no file, the bytes are zeros
+  std::uint64_t file_offset = 0;
+  std::uint64_t region_offset = 0;
+  std::uint64_t length = 0;
+};
+
 class sparse_store {
  public:
   // Creates DIR (must not exist, or be an empty directory) with an epoch-0 commit holding an
@@ -88,6 +96,12 @@ class sparse_store {
   static std::unique_ptr<sparse_store> create(const std::string& dir, const store_options& opt);
   // Opens and recovers DIR. Read-only opens recover in memory and never write.
   static std::unique_ptr<sparse_store> open(const std::string& dir, const store_options& opt);
+
+  // Deletes the datastore DIR and every file in it, holding its exclusive lock meanwhile.
+  // not_found if DIR does not exist; not_a_datastore if it has no superblock (nothing is
+  // deleted); locked if another process has it open. A remove cut short (crash, I/O error)
+  // leaves a damaged datastore that a second remove finishes.
+  static void remove(const std::string& dir, const store_options& opt = {});
 
   // Closing does not commit: writes after the last commit are discarded (as after a crash).
   virtual ~sparse_store() = default;
@@ -108,12 +122,29 @@ class sparse_store {
   // the last commit (reflink where supported, sparse copy otherwise). Writers may continue.
   virtual void snapshot(const std::string& dst) = 0;
 
-  // For writers that change segment files directly instead of through write_pages() (the
-  // kernel-mmap heap backend maps them MAP_SHARED): recomputes every segment's page checksums
-  // from the files' current contents and syncs them, so that later reads verify. Reads every
-  // data page once. Call with no such writer active, before the commit that publishes the
-  // files' contents. errc::read_only on a read-only store; a failure poisons.
-  virtual void rebuild_checksums() = 0;
+  // --- direct mapping (the kernel-mmap heap backend maps the region's bytes MAP_SHARED) ---
+  // The caller never sees a file name or an offset rule: it maps what direct_extents() lists.
+  //
+  // True when the last commit lives at the fixed file offsets direct_extents() describes, so
+  // the region can be mapped as is (read-only opens need this; read-write opens get there with
+  // prepare_direct_mapping()). Waits for background work of the last commit.
+  virtual bool direct_mapping_possible() = 0;
+  // Read-write: commits everything written so far with `root`, then makes that state live at
+  // fixed file offsets, creates every file the region needs and commits `root` once more.
+  // Afterwards direct_mapping_possible() is true and every extent has a file. Returns the
+  // epoch. errc::read_only on a read-only store; a failure poisons.
+  virtual std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) = 0;
+  // The region as extents of open files, in region order, covering [0, capacity()) without
+  // gaps: region bytes [region_offset, +length) are the file's bytes [file_offset, +length).
+  // `file` is null where no file exists (read-only opens: those bytes are zeros). Files are
+  // open read-write on a read-write store. errc::unavailable (saying what to do) unless
+  // direct_mapping_possible().
+  virtual std::vector<direct_extent> direct_extents() = 0;
+  // For a region whose files were changed through the mapping instead of write_pages(): makes
+  // the store's own view (page checksums and which pages hold data) match the files' current
+  // contents, then commits `root`. Reads every data page once. Call with no writer mapping the
+  // files. Returns the epoch. errc::read_only on a read-only store; a failure poisons.
+  virtual std::uint64_t finish_direct_mapping(std::span<const std::byte> root) = 0;
 
   virtual std::uint64_t epoch() const = 0;  // last committed epoch
   virtual std::vector<std::byte> root() const = 0;  // root blob of the last commit

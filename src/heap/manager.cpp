@@ -2,12 +2,7 @@
 // non-template half of the object API.
 #include "pheap/manager.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -370,28 +365,7 @@ void manager::copy(const std::string& src, const std::string& dst) {
   store->snapshot(dst);
 }
 
-void manager::remove(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw error(errc::not_found, path, "remove", "no such datastore");
-  const std::string super = path + "/pheap.super";
-  const int fd = ::open(super.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw error(errc::not_a_datastore, path, "remove",
-                "no pheap.super: refusing to delete a directory that is not a datastore");
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK) {
-      throw error(errc::locked, path, "remove", "another process has the datastore open");
-    }
-    throw_errno(err, path, "remove: flock");
-  }
-  fs::remove_all(path, ec);
-  ::close(fd);
-  if (ec) throw error(errc::io, path, "remove", ec.message(), ec.value());
-}
+void manager::remove(const std::string& path) { sparse_store::remove(path); }
 
 std::string manager::get_uuid() const { return to_string(core().pg->store().id()); }
 

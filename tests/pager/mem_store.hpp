@@ -100,9 +100,10 @@ class mem_store : public sparse_store {
   void snapshot(const std::string&) override {
     throw error(errc::unavailable, path_, "snapshot", "not supported by mem_store");
   }
-  void rebuild_checksums() override {
-    throw error(errc::unavailable, path_, "rebuild_checksums", "mem_store keeps no page checksums");
-  }
+  bool direct_mapping_possible() override { return false; }
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte>) override { no_files(); }
+  std::vector<direct_extent> direct_extents() override { no_files(); }
+  std::uint64_t finish_direct_mapping(std::span<const std::byte>) override { no_files(); }
   std::uint64_t epoch() const override {
     std::lock_guard lk(st_->mu);
     return st_->epoch;
@@ -123,6 +124,10 @@ class mem_store : public sparse_store {
   }
   store_stats stats() const override { return {}; }
   std::uint64_t disk_bytes() const override { return 0; }
+
+  [[noreturn]] void no_files() const {
+    throw error(errc::unavailable, path_, "direct mapping", "mem_store keeps no files");
+  }
 
   // Committed content of a page (zeros if never committed).
   std::vector<std::byte> committed_page(std::uint64_t p) const {

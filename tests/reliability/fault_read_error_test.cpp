@@ -330,7 +330,14 @@ class slow_failing_store final : public sparse_store {
   bool may_have_data(std::uint64_t page) const override { return in_->may_have_data(page); }
   std::uint64_t commit(std::span<const std::byte> root) override { return in_->commit(root); }
   void snapshot(const std::string& dst) override { in_->snapshot(dst); }
-  void rebuild_checksums() override { in_->rebuild_checksums(); }
+  bool direct_mapping_possible() override { return in_->direct_mapping_possible(); }
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override {
+    return in_->prepare_direct_mapping(root);
+  }
+  std::vector<direct_extent> direct_extents() override { return in_->direct_extents(); }
+  std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override {
+    return in_->finish_direct_mapping(root);
+  }
   std::uint64_t epoch() const override { return in_->epoch(); }
   std::vector<std::byte> root() const override { return in_->root(); }
   const std::string& path() const override { return in_->path(); }
