@@ -27,8 +27,9 @@
 //     writes back and drops cached pages around direct I/O). Where the file system refuses
 //     O_DIRECT (ramfs, some FUSE; EINVAL at open), the file is buffered and sync() drops its
 //     cached pages after the fdatasync (posix_fadvise DONTNEED); the first such file of the
-//     process is reported on stderr ("pheap: O_DIRECT refused ..."). file::direct() says
-//     which applies.
+//     process is reported on stderr ("pheap: O_DIRECT refused ..."). The same fallback, silent,
+//     applies when the process has no descriptor to spare for the O_DIRECT one (EMFILE).
+//     file::direct() says which applies.
 #pragma once
 
 #include <cstddef>

@@ -163,6 +163,12 @@ std::unique_ptr<posix_file> open_file(const std::string& path, open_mode mode) {
   const int access = access_of(mode) == open_mode::read_only ? O_RDONLY : O_RDWR;
   const int dfd = open_retrying(path, access | O_CLOEXEC | O_DIRECT);
   if (dfd < 0) {
+    // Out of descriptors for the second one: the file works buffered (as where O_DIRECT is
+    // refused) rather than not at all.
+    if (errno == EMFILE || errno == ENFILE) {
+      f->set_direct(-1, 0, 0);
+      return f;
+    }
     if (errno != EINVAL) throw_errno(errno, path, "open (O_DIRECT)");
     report_refused_direct(path, "EINVAL at open");
     f->set_direct(-1, 0, 0);

@@ -2,7 +2,7 @@
 //
 // Rings. The engine owns a small pool of rings guarded by a mutex. A read()/write() call
 // leases one ring for its whole duration (so a ring is only ever driven by one thread at a
-// time), and returns it when done. The pool grows on demand up to kMaxRings, i.e. to the
+// time), and returns it when done. The pool grows on demand up to max_rings(), i.e. to the
 // number of threads that transfer at the same time; beyond that, callers wait for a free ring.
 // Rings die with the engine, never with a thread, so neither thread exit nor engine
 // destruction leaks one. After fork(), the child discards the inherited rings (their memory is
@@ -19,6 +19,7 @@
 // ring round trip, and a synchronous call keeps the error attribution obvious. sync_files()
 // of several files submits all their fdatasyncs at once.
 #include <liburing.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,16 @@ namespace pheap::io {
 namespace {
 
 constexpr std::size_t kMaxRings = 64;
+
+// A ring is a descriptor the pool keeps for the engine's lifetime: under a low RLIMIT_NOFILE
+// the pool may take at most an eighth of the descriptors above 64 (at least one ring), so
+// rings created in a burst of concurrent transfers do not starve the files they transfer.
+std::size_t max_rings() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return kMaxRings;
+  if (lim.rlim_cur <= 64 + 8) return 1;
+  return std::min<std::size_t>(kMaxRings, static_cast<std::size_t>(lim.rlim_cur - 64) / 8);
+}
 // Upper bound of one SQE's length: the kernel caps a single transfer below 2 GiB anyway; larger
 // requests simply take several rounds.
 constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
@@ -202,7 +213,7 @@ class uring_engine final : public fs_engine {
         free_.pop_back();
         return r;
       }
-      if (created_ < kMaxRings) {
+      if (created_ < max_rings()) {
         try {
           auto r = std::make_unique<ring>(depth_);
           ++created_;
