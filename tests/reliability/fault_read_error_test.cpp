@@ -329,6 +329,9 @@ class slow_failing_store final : public sparse_store {
   void discard(std::uint64_t first, std::uint64_t count) override { in_->discard(first, count); }
   bool may_have_data(std::uint64_t page) const override { return in_->may_have_data(page); }
   std::uint64_t commit(std::span<const std::byte> root) override { return in_->commit(root); }
+  std::uint64_t prepare(std::span<const std::byte> root) override { return in_->prepare(root); }
+  std::uint64_t confirm() override { return in_->confirm(); }
+  bool prepared() const override { return in_->prepared(); }
   void snapshot(const std::string& dst) override { in_->snapshot(dst); }
   bool direct_mapping_possible() override { return in_->direct_mapping_possible(); }
   std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override {
