@@ -15,6 +15,7 @@ constexpr char block_magic[8] = {'P', 'H', 'E', 'A', 'P', 'M', 'B', '\0'};
 constexpr char directory_magic[8] = {'P', 'H', 'E', 'A', 'P', 'M', 'D', '\0'};
 constexpr std::size_t off_states = 48;
 constexpr std::size_t off_crcs = off_states + pages_per_block / 4;  // 284
+constexpr std::size_t off_pad = off_crcs + 4 * pages_per_block;     // 4060: zeros
 constexpr std::size_t off_block_crc = map_block_size - 4;           // 4092
 static_assert(off_crcs + 4 * pages_per_block <= off_block_crc, "a map block overflows 4 KiB");
 static_assert(pages_per_block % 16 == 0, "states must end on a 4-byte boundary");
@@ -79,6 +80,9 @@ std::string decode_map_block(const std::byte* in, block_header& h, block_version
     return "torn or damaged (its own checksum: stored " + hex32(stored) + ", computed " +
            hex32(actual) + ")";
   }
+  if (!all_zero(in + 44, 4) || !all_zero(in + off_pad, off_block_crc - off_pad)) {
+    return "reserved bytes are not zero";
+  }
   h.index = get<std::uint64_t>(in, 8);
   h.epoch = get<std::uint64_t>(in, 16);
   h.id = uuid_at(in + 24);
@@ -138,6 +142,7 @@ std::string decode_directory(const std::byte* in, std::size_t len, directory_hea
     return "block count " + std::to_string(h.blocks) + " does not match its length " +
            std::to_string(len);
   }
+  if (!all_zero(in + 44, directory_header_size - 44)) return "reserved header bytes are not zero";
   if (get<std::uint32_t>(in, 40) != pages_per_block) {
     return "pages per block " + std::to_string(get<std::uint32_t>(in, 40)) + " (expected " +
            std::to_string(pages_per_block) + ")";
