@@ -18,11 +18,10 @@
 // starts, so creation is killed too.
 //
 // Chained kills (scenario heap_mix_kill9_during_recovery): every 4th kill of an existing
-// datastore is followed by a rerun of the victim that is itself killed during its open: at a
-// random moment between a little before its usual "starting" (printed just before the open)
-// and a little after its usual "opened S" (both measured on the campaign's own victims), so
-// the kill lands in the store's recovery of the first crash, the journal replay or the heap
-// attach (at least 2 in 5 must land between the two lines). Then the datastore is verified,
+// datastore is followed by a rerun of the victim that is itself killed during its open: after
+// it printed "starting" (just before the open), at a random moment within the usual time to
+// "opened S" (measured on the campaign's own victims), so the kill lands in the store's open
+// after the first crash or the heap attach (at least 2 in 5 must land between the two lines). Then the datastore is verified,
 // a third run recovers it (opens, closes cleanly) and it is verified again: step W or W+1,
 // exact digest, manager::check() clean, `pheap check` clean.
 //

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    s.reset();  // joins the last checkpoint: its operations count too
+    s.reset();  // closing: its operations count too
     say(ops_line(*fe));
     return 0;
   } catch (const std::exception& e) {
