@@ -187,5 +187,32 @@ TEST_P(StoreUpgrade, ACrashAtAnyOperationLeavesTheDestinationAbsentOrComplete) {
   EXPECT_GT(complete, 0) << "crashes after the rename leave a complete copy";
 }
 
+#ifdef PHEAP_TOOL_BIN
+// Runs `pheap ARGS...` with stdout+stderr into `out`; returns the exit status.
+int run_tool(const std::string& args, std::string& out, const std::string& scratch) {
+  const std::string log = scratch + "/tool.log";
+  const int rc = std::system((std::string(PHEAP_TOOL_BIN) + " " + args + " >" + log + " 2>&1").c_str());
+  const auto bytes = read_file(log);
+  out.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST_P(StoreUpgrade, PheapUpgradeConvertsAndEveryOtherCommandSaysToUseIt) {
+  const std::string src = fixture_copy();
+  std::string out;
+  EXPECT_EQ(run_tool("info " + src, out, dir_.path()), 2) << out;
+  EXPECT_NE(out.find("pheap upgrade SRC DST"), std::string::npos) << out;
+  const std::string dst = dir_ / "converted";
+  EXPECT_EQ(run_tool("upgrade " + src + " " + dst, out, dir_.path()), 0) << out;
+  EXPECT_NE(out.find("upgraded"), std::string::npos) << out;
+  {
+    auto s = sparse_store::open(dst, open_opts(true));
+    EXPECT_EQ(check_fixture_content(*s), "");
+  }
+  EXPECT_EQ(run_tool("upgrade " + src + " " + dst, out, dir_.path()), 2) << "DST exists: " << out;
+  EXPECT_NE(out.find(dst), std::string::npos) << out;
+}
+#endif
+
 }  // namespace
 }  // namespace pheap::test
