@@ -26,6 +26,13 @@
 
 namespace pheap::store {
 
+namespace {
+
+// The largest request write_homes builds from consecutive pages.
+constexpr std::size_t max_request = 4u << 20;
+
+}  // namespace
+
 struct store_impl::write_batch {
   std::vector<page_map::planned_write> plan;
   std::vector<const void*> bufs;  // per plan entry
@@ -86,11 +93,23 @@ void store_impl::write_homes(write_batch& w) {
         return f;
       },
       [&](std::size_t first, std::size_t end, const std::vector<std::shared_ptr<io::file>>& files) {
+        // Consecutive pages going to consecutive offsets of one home from consecutive memory
+        // (a flush of a contiguous range) become one request: large O_DIRECT transfers.
         std::vector<io::write_request> reqs;
         reqs.reserve(end - first);
         for (std::size_t k = first; k < end; ++k) {
           const auto& p = w.plan[k];
-          reqs.push_back({files[k].get(), segs_.offset_of(p.page, p.target), w.bufs[k], page_size_});
+          const std::uint64_t off = segs_.offset_of(p.page, p.target);
+          const auto* buf = static_cast<const std::byte*>(w.bufs[k]);
+          if (!reqs.empty()) {
+            io::write_request& r = reqs.back();
+            if (r.f == files[k].get() && r.offset + r.len == off &&
+                static_cast<const std::byte*>(r.buf) + r.len == buf && r.len < max_request) {
+              r.len += page_size_;
+              continue;
+            }
+          }
+          reqs.push_back({files[k].get(), off, buf, page_size_});
         }
         eng_->write(reqs);
       });
