@@ -14,6 +14,7 @@
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
+#include "pheap/sparse_store.hpp"
 #include "support/fault_engine.hpp"
 
 namespace pheap {
@@ -114,6 +115,73 @@ TEST(IoDirectFallback, DirectOpenRefusedByTheFileSystemIsBufferedKeepsTheContrac
   EXPECT_EQ(lines, 1u) << "said once per process: " << err;
   EXPECT_NE(err.find(fs.path() + "/f0"), std::string::npos) << "names the first file: " << err;
   EXPECT_NE(err.find("posix_fadvise(DONTNEED)"), std::string::npos) << err;
+}
+
+// Runs `body` in a forked child with stderr captured; returns {exit status, stderr}.
+template <class Body>
+std::pair<int, std::string> in_child(Body body) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) return {-1, "pipe failed"};
+  const pid_t pid = ::fork();
+  if (pid < 0) return {-1, "fork failed"};
+  if (pid == 0) {
+    ::dup2(pipefd[1], STDERR_FILENO);
+    ::close(pipefd[0]);
+    int rc = 9;
+    try {
+      rc = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "exception: %s\n", e.what());
+    }
+    std::fflush(stderr);
+    ::_exit(rc);
+  }
+  ::close(pipefd[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  ::close(pipefd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
+}
+
+// The store on such a file system: its segments are direct-mode files, so it runs buffered
+// (said once), and a datastore round-trips across a reopen.
+TEST(IoDirectFallback, ADatastoreOnAFileSystemWithoutODirectWorksBufferedAndSaysSoOnce) {
+  ramfs_mount fs;
+  if (const std::string why = fs.setup(); !why.empty()) PHEAP_REQUIRE_FEATURE(why);
+  const std::string ds = fs.path() + "/ds";
+  const auto [rc, err] = in_child([&] {
+    store_options o;
+    o.capacity = 64 * 4096;
+    o.page_size = 4096;
+    o.segment_size = 16 * 4096;
+    o.engine = io::make_posix_engine();
+    {
+      auto s = sparse_store::create(ds, o);
+      for (std::uint64_t p = 0; p < 64; p += 5) {
+        const auto img = test::pattern(4096, 41, p, 1);
+        page_write w{p, img.data()};
+        s->write_pages(std::span<const page_write>(&w, 1));
+      }
+      s->commit({});
+    }
+    auto s = sparse_store::open(ds, o);
+    for (std::uint64_t p = 0; p < 64; ++p) {
+      std::vector<std::uint8_t> got(4096, 0xAA);
+      page_read r{p, got.data()};
+      s->read_pages(std::span<const page_read>(&r, 1));
+      const auto want = p % 5 == 0 ? test::pattern(4096, 41, p, 1) : std::vector<std::uint8_t>(4096, 0);
+      if (got != want) return 2;
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "2: a page differs; stderr: " << err;
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = err.find("O_DIRECT refused", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 1u) << "said once per process: " << err;
+  EXPECT_NE(err.find(ds + "/segment-"), std::string::npos) << "names a segment file: " << err;
 }
 
 }  // namespace
