@@ -6,8 +6,7 @@
 // Flag bit 0 set: the slot's CRC is recomputed so the fuzzer gets past the CRC gate.
 //
 // Properties (abort = finding): no crash/UB; an accepted slot re-encodes to the same bytes
-// (every byte of a valid slot is either a field or zero, so nothing unchecked can hide there
-// except the padding, which encode zeroes: accepted input padding must then be zero).
+// (every byte of a valid slot is a field or zero: the decoder rejects non-zero padding).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(h.version == sparse_store::format_version);
   std::vector<std::byte> again(segment_header_size);
   encode_segment_header(again.data(), h);
+  require(std::memcmp(again.data(), slot.data(), segment_header_size) == 0);
   segment_header h2;
   require(decode_segment_header(again.data(), sparse_store::format_version, h2).empty());
   require(h2.id == h.id && h2.index == h.index && h2.page_size == h.page_size &&

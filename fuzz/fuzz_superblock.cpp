@@ -8,7 +8,7 @@
 // Properties checked (abort = finding): no crash/UB (ASan+UBSan); every failure is a
 // pheap::error of a specific code naming the file; an accepted slot has a sane geometry within
 // the bounds (segment count not wrapped, capacity and pages bounded, the directory length the
-// geometry implies), and survives encode → decode unchanged.
+// geometry implies), re-encodes to the same bytes, and survives encode → decode unchanged.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -65,9 +65,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (std::size_t s = 0; s < slot_count; ++s) {
     if (file.size() < (s + 1) * slot_size) break;
-    const auto d = decode_slot(reinterpret_cast<const std::byte*>(file.data() + s * slot_size));
+    const auto* slot = reinterpret_cast<const std::byte*>(file.data() + s * slot_size);
+    const auto d = decode_slot(slot);
     if (d.status == slot_status::ok) {
       check_accepted(d.sb);
+      // Every byte of a valid slot is a field or zero: nothing unchecked rides along.
+      require(std::memcmp(encode_slot(d.sb).data(), slot, slot_size) == 0);
     } else {
       require(!d.cause.empty());
     }

@@ -42,6 +42,9 @@ std::string decode_segment_header(const std::byte* in, std::uint32_t version, se
                   stored, actual);
     return msg;
   }
+  if (!all_zero(in + hdr_touch_epoch + 8, hdr_crc - hdr_touch_epoch - 8)) {
+    return "segment header's reserved bytes are not zero";
+  }
   h.version = get<std::uint32_t>(in, hdr_version);
   h.page_size = get<std::uint32_t>(in, hdr_page_size);
   std::memcpy(h.id.data(), in + hdr_uuid, h.id.size());

@@ -174,6 +174,11 @@ decoded_slot decode_slot(const std::byte* b) {
   if (problem.empty() && (sb.epoch == 0 ? sb.base_epoch != 0 : sb.base_epoch >= sb.epoch)) {
     problem = "base epoch " + std::to_string(sb.base_epoch) + " of epoch " + std::to_string(sb.epoch);
   }
+  if (problem.empty() &&
+      (!all_zero(b + 88, off_root - 88) ||
+       !all_zero(b + off_root + root_len, off_crc - off_root - root_len))) {
+    problem = "reserved bytes are not zero";
+  }
   if (!problem.empty()) {
     d.status = slot_status::bad_values;
     d.cause = "impossible values: " + problem;
