@@ -142,12 +142,21 @@ TEST_P(StoreTwoPhase, WritesWhileAnEpochIsPreparedWaitOnlyForPagesItChangedUntil
     write_one(*s, 0, 3, 3);
     done = true;
   });
+  // Page 5 was discarded by it: its homes are punched once it is confirmed, so it waits too.
+  std::atomic<bool> freed_done{false};
+  std::thread freed_writer([&] {
+    write_one(*s, 5, 3, 3);
+    freed_done = true;
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(done.load()) << "a write over the watermark's home did not wait";
+  EXPECT_FALSE(freed_done.load()) << "a write into homes about to be punched did not wait";
   EXPECT_EQ(s->confirm(), 2u);
   writer.join();
+  freed_writer.join();
   EXPECT_TRUE(done.load());
   EXPECT_EQ(read_one(*s, 0), pattern(4096, 3, 0, 3));
+  EXPECT_EQ(read_one(*s, 5), pattern(4096, 3, 5, 3)) << "written after the punch, not under it";
   EXPECT_EQ(read_one(*s, 7), pattern(4096, 3, 7, 3));
   EXPECT_EQ(s->commit(bytes_of("w3")), 3u);
 }
