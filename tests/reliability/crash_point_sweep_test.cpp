@@ -1,6 +1,7 @@
 // Deterministic crash points over the whole store protocol. A child (rel_store_child) runs a
-// small workload — six epochs of writes, rewrites, a discard, commits, a snapshot after epoch
-// 3 — through the fault-injecting engine with PHEAP_FAULT_CRASH_AT=any:N (and sync:N), for
+// small workload — six epochs, each an eviction storm (every page of the epoch rewritten three
+// times, one page per write, in place after the first) then writes, rewrites, a discard and
+// the commit; a snapshot after epoch 3 — through the fault-injecting engine with PHEAP_FAULT_CRASH_AT=any:N (and sync:N), for
 // EVERY N from 1 to the operation count of a complete run: the process dies just before its
 // N-th I/O operation, wherever that is (a page copy, a segment's creation, a map block or
 // directory write, a slot write, fdatasync, directory fsync, a punch, snapshot clone, the open
