@@ -145,6 +145,24 @@ TEST_P(StoreIntegrity, StaleMapBlockWrittenBackIsCorruptNamingTheBlockAndItsPage
   EXPECT_EQ(read_one(*s, 1000), pattern(kPage, 5, 1000, 1)) << "block 1 is unaffected";
 }
 
+TEST_P(StoreIntegrity, TornMapBlockIsCorruptNamingTheBlock) {
+  make();
+  // The first 512-byte sector of block 0's current copy (home 1, epoch 2) still holds what
+  // was there before (the epoch-1 copy's sector): the write was torn.
+  const auto old_sector = bytes_at(file("pheap.map"), kMap.block_offset(0, 0), 512);
+  patch(file("pheap.map"), kMap.block_offset(0, 1), old_sector.data(), old_sector.size());
+  expect_corrupt([](sparse_store& s) { read_one(s, 2); },
+                 {file("pheap.map"), "map block 0", "torn or damaged"});
+}
+
+TEST_P(StoreIntegrity, TornDirectoryIsCorruptAtOpen) {
+  make();
+  // The directory of epoch 3 is the one epoch 2 wrote (epoch 3 changed no map block): home 0.
+  std::vector<std::uint8_t> junk(32, 0x77);
+  patch(file("pheap.map"), kMap.directory_offset(0) + 64, junk.data(), junk.size());
+  expect_corrupt([](sparse_store&) {}, {file("pheap.map"), "directory", "checksum"});
+}
+
 TEST_P(StoreIntegrity, MapBlockOfAnotherDatastoreIsCorruptNamingBothUuids) {
   make("ds");
   make("other");  // the same workload: the same map contents under another uuid
