@@ -2,12 +2,15 @@
 //
 //   pheap ls PATH             named and unique objects: kind, name, type, length, bytes, description
 //   pheap info PATH           format/library version, uuid, epoch, capacity, page size, usage
-//   pheap check PATH          store (superblocks, journal, segment headers: verified by opening;
-//                             then every page that may hold data read and verified against its
-//                             checksum) + allocator and directory invariants; exit 0 = sound,
-//                             1 = problems (listed)
+//   pheap check PATH          store (superblocks and the page-map directory: verified by
+//                             opening; then every page that may hold data read and verified
+//                             against its checksum in the map, every map block on the way) +
+//                             allocator and directory invariants; exit 0 = sound, 1 = problems
+//                             (listed)
 //   pheap snapshot SRC DST    copy of SRC's last watermark into the new datastore DST
 //   pheap rm PATH             delete a datastore (refuses non-datastores)
+//   pheap upgrade SRC DST     format-3 copy DST of the store-format-2 datastore SRC (every page,
+//                             the root; SRC is only read)
 //
 // Every command opens read-only (rm takes the exclusive lock) and fails with exit code 2 and
 // a message naming the path and the cause — e.g. "locked" when another process has the
@@ -25,7 +28,8 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: pheap ls PATH | info PATH | check PATH | snapshot SRC DST | rm PATH\n");
+               "usage: pheap ls PATH | info PATH | check PATH | snapshot SRC DST | rm PATH | "
+               "upgrade SRC DST\n");
   return 2;
 }
 
@@ -84,11 +88,12 @@ int cmd_info(const std::string& path) {
               static_cast<unsigned long long>(s.named_objects), static_cast<unsigned long long>(s.unique_objects),
               static_cast<unsigned long long>(s.anonymous_objects));
   std::printf("on disk:         %s\n", human(s.disk_bytes).c_str());
+  std::printf("live data:       %s (pages with data)\n", human(s.store.live_bytes).c_str());
   return 0;
 }
 
 // Reads every page of the store that may hold data (in batches), so each is verified against
-// its segment checksum or journal CRC; returns one problem per page that fails (a batch that
+// its checksum in the page map; returns one problem per page that fails (a batch that
 // fails is read again page by page to name them all). Runs before the heap is mapped: a
 // damaged page read through the pager would end the tool by SIGBUS instead of a report.
 std::vector<std::string> scrub_pages(const std::string& path, std::uint64_t& pages_read) {
@@ -127,8 +132,8 @@ std::vector<std::string> scrub_pages(const std::string& path, std::uint64_t& pag
 }
 
 int cmd_check(const std::string& path) {
-  // Opening verifies the superblocks, the segment headers and the committed journal; the
-  // scrub verifies every page with data; then the heap root record and header; then every
+  // Opening verifies the superblocks and the page-map directory; the scrub verifies every map
+  // block with data and every page with data; then the heap root record and header; then every
   // allocator and directory invariant.
   std::uint64_t scrubbed = 0;
   const auto damaged = scrub_pages(path, scrubbed);
@@ -156,6 +161,15 @@ int cmd_check(const std::string& path) {
   return 0;
 }
 
+// Converts a store-format-2 datastore (pheap::sparse_store::upgrade); the heap inside is
+// copied page for page, so any heap the library reads stays readable.
+int cmd_upgrade(const std::string& src, const std::string& dst) {
+  pheap::sparse_store::upgrade(src, dst);
+  std::printf("%s (store format 2) upgraded to %s (store format %u)\n", src.c_str(), dst.c_str(),
+              pheap::sparse_store::format_version);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +188,7 @@ int main(int argc, char** argv) {
       pheap::manager::remove(argv[2]);
       return 0;
     }
+    if (cmd == "upgrade" && argc == 4) return cmd_upgrade(argv[2], argv[3]);
   } catch (const pheap::error& e) {
     std::fprintf(stderr, "pheap %s: %s%s\n", cmd.c_str(), e.what(),
                  e.code() == pheap::errc::locked ? " (another process has it open; close it first)" : "");

@@ -273,11 +273,11 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
         std::fprintf(stderr,
                      "arcs %" PRIu64 " faults %" PRIu64 " zero %" PRIu64 " read %" PRIu64 " evict %" PRIu64
                      " dirty-evict %" PRIu64 " verify %" PRIu64 " MiB-read %" PRIu64 " MiB-written %" PRIu64
-                     " waits %" PRIu64 " resident %" PRIu64 " journal %" PRIu64 " MiB fault_ms %" PRIu64
+                     " waits %" PRIu64 " resident %" PRIu64 " map %" PRIu64 " MiB fault_ms %" PRIu64
                      " evict_ms %" PRIu64 "\n",
                      g.num_arcs(), p.read_faults + p.write_faults, p.zero_fills, p.pages_read, p.evictions,
                      p.evicted_dirty, p.evict_verify_reads, p.bytes_read >> 20, p.bytes_written >> 20,
-                     p.buffer_waits, p.resident_pages, st.store.journal_bytes >> 20, p.fault_ns / 1000000,
+                     p.buffer_waits, p.resident_pages, st.store.map_bytes_written >> 20, p.fault_ns / 1000000,
                      p.evict_ns / 1000000);
       }
     });

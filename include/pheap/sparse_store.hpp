@@ -1,47 +1,56 @@
 // pheap/sparse_store.hpp — the page store under the pager.
 //
 // A SparseStore holds one region of `capacity` bytes, addressed in pages of `page_size`
-// bytes, in a datastore directory:
+// bytes, in a datastore directory (store format 3; byte layouts and every protocol:
+// sparse_store/FORMAT.md):
 //
-//   DIR/pheap.super          two superblock slots (LMDB-style), the commit record
-//   DIR/segment-NNNNNN       data, `segment_size` bytes of pages each plus a trailer (two
-//                            header slots naming the datastore, a CRC32C per page); created
-//                            on first checkpoint only, kept sparse (unwritten pages are holes)
-//   DIR/journal-EEEEEEEEEEEE pages written during epoch E, appended with checksums
+//   DIR/pheap.super      two superblock slots (LMDB-style): the commit record
+//   DIR/pheap.map        the page map: for every page where its copy is and its CRC32C, in
+//                        copy-on-write map blocks under a directory (both with two homes)
+//   DIR/segment-NNNNNN   data, `segment_size` bytes of pages each, every page with two homes
+//                        (copy-on-write), plus an identity header; created by the first write
+//                        into them, kept sparse (pages without data are holes)
 //
-// Durability model (details and byte layout: sparse_store/FORMAT.md):
+// Durability model:
 //   * commit(root) is the only unit of durability. It makes every write_pages()/discard()
 //     since the previous commit durable atomically, stores `root` (a small blob: the heap's
-//     root record) with it and returns the new epoch number.
+//     root record) with it and returns the new epoch number. A page is written once per
+//     epoch, to the home the last durable epoch does not use; the commit writes the changed
+//     map blocks and the directory to their unused homes, syncs, and switches the superblock.
 //   * After a crash at any point, open() yields exactly the state of the last completed
-//     commit: never a mix of two epochs.
+//     commit: never a mix of two epochs. Open reads the superblock and the directory only, so
+//     it costs the same after a crash as after a clean close.
 //   * Between commits, write_pages() may be called any number of times, rewriting the same
-//     page repeatedly; read_pages() always returns the newest content.
-//   * A failed write or sync during write_pages()/discard()/commit() ends that epoch: the call
-//     throws, the store becomes poisoned (later write_pages, discard, commit and snapshot
-//     throw errc::poisoned naming the original cause) and the previous epoch stays the durable
+//     page repeatedly (in place: a page holds at most two homes on disk); read_pages() always
+//     returns the newest content.
+//   * A failed write or sync during write_pages()/commit() ends that epoch: the call throws,
+//     the store becomes poisoned (later write_pages, discard, commit and snapshot throw
+//     errc::poisoned naming the original cause) and the previous epoch stays the durable
 //     state on disk. Reads keep working and return the newest successfully written content,
 //     so a pager can keep serving faults after a full disk. Reopen to continue writing.
-//   * Within an uncommitted epoch a page written again reuses its journal slot (the journal
-//     stays bounded by the distinct pages written). A read racing a rewrite of the SAME page
-//     may see either version (the pager never issues both at once).
+//   * A read racing a rewrite of the SAME page may fail its checksum or see either version
+//     (the pager never issues both at once).
+//   * Segment data goes through O_DIRECT (io::open_mode::direct): the caller's buffer is the
+//     only cache. Page-aligned buffers avoid a bounce copy.
 //
 // Concurrency: all member functions are thread-safe. write_pages() may run concurrently with
 // commit(); such a write lands in the committed epoch or the next, never torn within a page.
+// A write of a page the running commit changed may wait until that commit is durable.
 //
 // Locking: flock on DIR/pheap.super — one read-write opener or any number of read-only
 // openers per datastore, across processes. A conflicting open throws errc::locked.
 //
 // Failure modes (all throw pheap::error naming the path and the cause):
 //   missing directory → not_found; directory without pheap.super → not_a_datastore;
-//   newer format version → newer_format; format 1 (before segment checksums) → older_format;
+//   newer format version → newer_format; format 2 → older_format ("convert it with `pheap
+//   upgrade SRC DST`", see upgrade()); format 1 → older_format;
 //   both superblock slots invalid → corrupt (one invalid slot falls back to the other);
-//   journal shorter than the commit record says, a bad journal record checksum or a record
-//   written by another datastore → corrupt; segment file required by the commit missing,
-//   truncated, of another datastore or index, or an older/newer copy of itself (touch epochs)
-//   → corrupt; ENOSPC → no_space; any other OS failure → io.
-//   read_pages() verifies every page it serves from a segment against the segment's CRC
-//   table: a damaged page is errc::corrupt naming the segment file and the page, never data.
+//   a directory or map block that fails its checksum in its parent (torn, stale, lost,
+//   misdirected or another datastore's) → corrupt naming pheap.map, the block and its pages;
+//   a segment a committed page lives in missing, truncated or of another datastore / index →
+//   corrupt naming the file and the page; ENOSPC → no_space; any other OS failure → io.
+//   read_pages() verifies every page against the map's CRC: a damaged page, or one rewritten
+//   behind the map's back, is errc::corrupt naming the segment file and the page, never data.
 #pragma once
 
 #include <array>
@@ -67,8 +76,12 @@ struct store_options {
   std::uint64_t segment_size = 256ull << 20;  // power of two, multiple of page_size
 
   // Open parameters.
-  bool read_only = false;  // never writes; recovery happens in memory
+  bool read_only = false;  // never writes
   std::shared_ptr<io::engine> engine;  // null → io::default_engine()
+  // The highest epoch the caller accepts (two-phase commit, see prepare()): open picks the
+  // newest durable epoch not above it. A read-write open that accepts a prepared epoch
+  // confirms it. errc::corrupt if no durable epoch is at or below it.
+  std::uint64_t max_epoch = ~std::uint64_t{0};
 };
 
 struct page_read {
@@ -94,8 +107,13 @@ class sparse_store {
   // Creates DIR (must not exist, or be an empty directory) with an epoch-0 commit holding an
   // empty root. Throws already_exists / invalid_argument / io.
   static std::unique_ptr<sparse_store> create(const std::string& dir, const store_options& opt);
-  // Opens and recovers DIR. Read-only opens recover in memory and never write.
+  // Opens DIR. Read-only opens never write.
   static std::unique_ptr<sparse_store> open(const std::string& dir, const store_options& opt);
+  // Writes a format-3 copy of the format-2 datastore SRC at DST (must not exist): the same
+  // geometry, every page that may hold data, the root, in one commit; built under a temporary
+  // name and renamed into place like create(). SRC is opened read-only. Throws as open() for
+  // SRC (invalid_argument if SRC is not format 2) and as create() for DST.
+  static void upgrade(const std::string& src, const std::string& dst, const store_options& opt = {});
 
   // Deletes the datastore DIR and every file in it, holding its exclusive lock meanwhile.
   // not_found if DIR does not exist; not_a_datastore if it has no superblock (nothing is
@@ -109,7 +127,7 @@ class sparse_store {
   virtual void read_pages(std::span<const page_read> batch) = 0;
   virtual void write_pages(std::span<const page_write> batch) = 0;  // errc::read_only if RO
   // Zeroes [first_page, first_page + count) as of the next commit; disk space is released
-  // (hole punched) once that commit is checkpointed.
+  // (holes punched) once that commit is durable.
   virtual void discard(std::uint64_t first_page, std::uint64_t count) = 0;
   // True if the page may hold non-zero data (written in some committed or current epoch).
   // False means read_pages() would return zeros: the pager zero-fills without I/O.
@@ -117,6 +135,17 @@ class sparse_store {
 
   // Makes everything written so far durable atomically with `root` (≤ max_root_size bytes).
   virtual std::uint64_t commit(std::span<const std::byte> root) = 0;
+
+  // Two-phase commit (a participant of a distributed commit). prepare(root) makes everything
+  // written so far durable as epoch E+1 like commit(), but not yet the watermark: epoch()
+  // stays E, and a later open picks E+1 only if the caller's store_options::max_epoch accepts
+  // it (else E, whose pages no write has touched meanwhile). confirm() makes the prepared
+  // epoch the watermark and returns it. While an epoch is prepared, writes continue (a write
+  // of a page it changed waits for confirm(), as it would for a running commit), commit() and
+  // prepare() throw invalid_argument, and closing leaves the decision to the next open.
+  virtual std::uint64_t prepare(std::span<const std::byte> root) = 0;
+  virtual std::uint64_t confirm() = 0;
+  virtual bool prepared() const = 0;
 
   // Writes an independent datastore at `dst` (must not exist) holding exactly the state of
   // the last commit (reflink where supported, sparse copy otherwise). Writers may continue.
@@ -155,12 +184,13 @@ class sparse_store {
   virtual std::uint64_t segment_size() const = 0;
   virtual bool read_only() const = 0;
   virtual io::engine& engine() const = 0;
+  // Counters since open, and the space the datastore uses (live_bytes, disk_bytes).
   virtual store_stats stats() const = 0;
   // Bytes allocated on disk by all files of the datastore.
   virtual std::uint64_t disk_bytes() const = 0;
 
   static constexpr std::size_t max_root_size = 2048;
-  static constexpr std::uint32_t format_version = 2;
+  static constexpr std::uint32_t format_version = 3;
 };
 
 }  // namespace pheap

@@ -11,13 +11,15 @@
 namespace pheap {
 
 struct store_stats {
-  std::uint64_t pages_read = 0;        // pages served from journal or segments
-  std::uint64_t zero_pages_read = 0;   // never-written pages served as zeros without I/O
-  std::uint64_t pages_written = 0;     // pages appended to the journal
+  std::uint64_t pages_read = 0;        // pages read from segment files (and verified)
+  std::uint64_t zero_pages_read = 0;   // pages without data served as zeros without I/O
+  std::uint64_t pages_written = 0;     // page copies written to segment files
   std::uint64_t commits = 0;
-  std::uint64_t journal_bytes = 0;     // bytes appended to journals since open
-  std::uint64_t checkpointed_pages = 0;
+  std::uint64_t map_bytes_written = 0; // map blocks and directories written by commits
+  std::uint64_t freed_pages = 0;       // discarded pages whose homes commits punched out
   std::uint64_t commit_ns = 0;         // total time inside commit()
+  std::uint64_t live_bytes = 0;        // pages with data x page size (newest versions)
+  std::uint64_t disk_bytes = 0;        // bytes allocated on disk by the datastore's files
 };
 
 struct pager_stats {

@@ -92,7 +92,7 @@ TEST_F(MmapBackend, RoundTripAcrossProcessesAndBackends) {
     for (std::uint64_t i = n2 + 1; i <= n2 + 1000; ++i) apply_step(m, s, i);
   }
   {
-    // A uffd close leaves its last commit in the journal: a read-only mmap open refuses.
+    // A uffd close moved rewritten pages to their second homes: a read-only mmap open refuses.
     EXPECT_EQ(code_of([&] { manager r(open_read_only, path_, mmap_options()); }), errc::unavailable);
     manager m(open_only, path_, mmap_options());
     heap_state s = open_state(m);

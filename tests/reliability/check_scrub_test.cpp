@@ -33,7 +33,7 @@ void make_heap(const std::string& path) {
   char* blob = m.construct<char>("blob")[kBlob](kFill);
   ASSERT_NE(blob, nullptr);
   m.flush();
-  m.flush();  // the checkpoint of the first flush has run: the data is in the segments
+  m.flush();  // a second watermark: the data of the first is in the segments either way
 }
 
 // Offset of a page-aligned 4 KiB block made only of kFill in one of the datastore's segment

@@ -138,7 +138,7 @@ std::string judge_limited(const timed_result& t, const std::string& dir, bool& w
     // datastore (or a file inside it).
     const int code = std::stoi(e.substr(0, e.find(' ')));
     // io (EMFILE at open), unavailable (no descriptor for userfaultfd/io_uring), poisoned (a
-    // background checkpoint hit EMFILE: the next operation reports it, with the cause).
+    // an earlier EMFILE ended the epoch: the next operation reports it, with the cause).
     if (code != static_cast<int>(errc::io) && code != static_cast<int>(errc::unavailable) &&
         code != static_cast<int>(errc::poisoned)) {
       return "unexpected error code: " + e;

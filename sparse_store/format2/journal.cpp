@@ -1,72 +1,26 @@
 #include "journal.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
-#include "layout.hpp"
+#include "../layout.hpp"
 
-namespace pheap::store {
+namespace pheap::store::format2 {
 
 namespace {
-
-void put_fixed(std::byte* out, record_type type, const uuid& id, std::uint64_t epoch,
-               std::uint64_t count, std::uint64_t first) {
-  put<std::uint32_t>(out, 0, record_magic);
-  put<std::uint32_t>(out, 4, static_cast<std::uint32_t>(type));
-  put<std::uint64_t>(out, 8, epoch);
-  put<std::uint64_t>(out, 16, count);
-  put<std::uint64_t>(out, 24, first);
-  std::memcpy(out + record_uuid_offset, id.data(), id.size());
-}
-
-void put_trailer(std::byte* out, std::size_t header_size) {
-  const std::size_t crc_off = header_size - record_trailer_size;
-  put<std::uint32_t>(out, crc_off, crc32c(out, crc_off));
-  put<std::uint32_t>(out, crc_off + 4, 0);
-}
 
 // Largest number of image bytes scan_journal reads at once.
 constexpr std::size_t scan_chunk = 8u << 20;
 
 }  // namespace
 
-void encode_pages_header(std::byte* out, const uuid& id, std::uint64_t epoch,
-                         std::size_t count, const std::uint64_t* pages,
-                         const std::uint32_t* crcs) {
-  put_fixed(out, record_type::pages, id, epoch, count, 0);
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t e = record_fixed_size + i * record_entry_size;
-    put<std::uint64_t>(out, e, pages[i]);
-    put<std::uint32_t>(out, e + 8, crcs[i]);
-    put<std::uint32_t>(out, e + 12, 0);
-  }
-  put_trailer(out, pages_header_size(count));
-}
-
-void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
-                           std::uint64_t first, std::uint64_t count) {
-  put_fixed(out, record_type::discard, id, epoch, count, first);
-  put_trailer(out, discard_header_size);
-}
-
-std::uint32_t set_entry_crc(std::byte* header, std::uint32_t idx, std::uint32_t crc) {
-  const std::size_t at = entry_range(idx).offset + 8;
-  const auto old = get<std::uint32_t>(header, at);
-  put<std::uint32_t>(header, at, crc);
-  return old;
-}
-
-record_range reseal_pages_header(std::byte* header, std::size_t header_size) {
-  put_trailer(header, header_size);
-  return {header_size - record_trailer_size, record_trailer_size};
-}
-
-std::vector<std::pair<std::uint64_t, std::uint64_t>> journal_index::sorted() const {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> v(map_.begin(), map_.end());
-  std::sort(v.begin(), v.end());
-  return v;
+std::string journal_name(std::uint64_t epoch) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "journal-%012llx", static_cast<unsigned long long>(epoch));
+  return buf;
 }
 
 void scan_journal(io::engine& eng, io::file& f, const std::string& path, const uuid& id,
@@ -168,4 +122,4 @@ void scan_journal(io::engine& eng, io::file& f, const std::string& path, const u
   }
 }
 
-}  // namespace pheap::store
+}  // namespace pheap::store::format2

@@ -1,12 +1,6 @@
-// sparse_store/page_bitmap.hpp — one bit per page: "may hold non-zero data".
-//
-// Invariant (maintained by sparse_store): a clear bit means read_pages() returns zeros for the
-// page, so the pager may zero-fill it without I/O. A set bit promises nothing (the page may
-// still be all zeros). Built at open from the data extents of the segment files and the
-// committed journal, then kept current by write_pages (set) and discard (clear).
-//
-// Lock-free reads: bits are atomics, so may_have_data() takes no lock. Writers that must keep
-// the bit consistent with the journal index update it under the store's lock.
+// sparse_store/format2/page_bitmap.hpp — one bit per page of a format-2 datastore: "may hold
+// non-zero data". A clear bit means read_pages() returns zeros for the page. Built at open from
+// the data extents of the segment files and the committed journal (a discard clears bits).
 #pragma once
 
 #include <atomic>
@@ -14,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace pheap::store {
+namespace pheap::store::format2 {
 
 class page_bitmap {
  public:
@@ -61,4 +55,4 @@ class page_bitmap {
   std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
 };
 
-}  // namespace pheap::store
+}  // namespace pheap::store::format2

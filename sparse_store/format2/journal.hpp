@@ -1,24 +1,12 @@
-// sparse_store/journal.hpp — journal records and the DRAM index over one journal file.
+// sparse_store/format2/journal.hpp — format-2 journal records and the DRAM index over the
+// committed journal, read only (the converter reads format-2 datastores).
 //
-// Every write_pages() batch of epoch E becomes ONE record appended to journal-E (pages that
-// already have a slot in journal-E are rewritten in place instead, see below); every
-// discard() becomes one discard record. The
-
-// commit record (superblock) of epoch E names the journal length L it covers; on recovery
-// every record in [0, L) must be intact, and bytes past L (writes after the seal that belong
-// to epoch E+1, or a torn tail) are never looked at.
+// Every write_pages() batch of epoch E was one record appended to journal-E (in-place rewrites
+// of the current journal overwrote image slots and their CRCs); every discard() one discard
+// record. The commit record (superblock) of epoch E names the journal length L it covers; every
+// record in [0, L) must be intact, bytes past L are never looked at.
 //
-// In-place rewrites: while journal E is still the CURRENT journal (not sealed by a commit), a
-// page written again whose newest entry is an image slot of journal E gets its image
-// overwritten in that slot, and the slot's entry CRC and the record's header CRC are
-// rewritten with it (the store keeps every record header of the current journal in DRAM and
-// serialises rewrites of one record). This bounds journal E by the distinct pages written in
-// epoch E. It is safe because an uncommitted journal is discarded wholesale by recovery, and
-// commit seals the journal (no rewrite can start afterwards) and waits for rewrites already
-// started before it fdatasyncs the journal: the committed bytes are the final ones. A sealed
-// journal is never modified, so a checkpoint or a read of it never races a write.
-//
-// Record layout (little-endian; see FORMAT.md):
+// Record layout (little-endian):
 //
 //   off   size  field
 //     0      4  magic "PJRN"
@@ -43,7 +31,7 @@
 #include "pheap/io.hpp"
 #include "pheap/sparse_store.hpp"
 
-namespace pheap::store {
+namespace pheap::store::format2 {
 
 inline constexpr std::uint32_t record_magic = 0x4E524A50;  // bytes "PJRN"
 enum class record_type : std::uint32_t { pages = 1, discard = 2 };
@@ -58,36 +46,8 @@ inline constexpr std::size_t pages_header_size(std::size_t count) {
 }
 inline constexpr std::size_t discard_header_size = record_fixed_size + record_trailer_size;
 
-// Fills the header of a pages record into `out` (pages_header_size(count) bytes). `pages[i]`
-// and `crcs[i]` describe the i-th image.
-void encode_pages_header(std::byte* out, const uuid& id, std::uint64_t epoch,
-                         std::size_t count, const std::uint64_t* pages,
-                         const std::uint32_t* crcs);
-void encode_discard_header(std::byte* out, const uuid& id, std::uint64_t epoch,
-                           std::uint64_t first, std::uint64_t count);
-
-// In-place rewrites of a pages record (FORMAT.md "In-place rewrites"): byte ranges within a
-// record, relative to the record's start.
-struct record_range {
-  std::size_t offset;
-  std::size_t length;
-};
-// Stores `crc` as the image CRC of entry `idx` of the pages header `header` (as encoded by
-// encode_pages_header) and returns the CRC it replaces. The header CRC is stale until
-// reseal_pages_header().
-std::uint32_t set_entry_crc(std::byte* header, std::uint32_t idx, std::uint32_t crc);
-// Where entry `idx` of a pages header lies: the bytes to rewrite after set_entry_crc().
-inline constexpr record_range entry_range(std::uint32_t idx) {
-  return {record_fixed_size + idx * record_entry_size, record_entry_size};
-}
-// Where image `idx` of a pages record whose header is `header_size` bytes lies.
-inline constexpr std::uint64_t image_offset(std::size_t header_size, std::uint32_t idx,
-                                            std::uint32_t page_size) {
-  return header_size + static_cast<std::uint64_t>(idx) * page_size;
-}
-// Recomputes the header CRC of the `header_size`-byte pages header after its entries changed;
-// returns the trailer's range (the bytes to rewrite).
-record_range reseal_pages_header(std::byte* header, std::size_t header_size);
+// "journal-00000000002a": the journal of epoch 0x2a.
+std::string journal_name(std::uint64_t epoch);
 
 // page → newest location of that page within ONE journal. An entry is either the byte offset
 // of the page image in the journal, or a "zero" marker (the page was discarded) carrying the
@@ -106,17 +66,10 @@ class journal_index {
     auto [it, inserted] = map_.try_emplace(page, entry);
     if (!inserted && offset(it->second) < offset(entry)) it->second = entry;
   }
-  // Unconditional store / removal: only for undoing a record that was never written.
-  void set(std::uint64_t page, std::uint64_t entry) { map_[page] = entry; }
-  void erase(std::uint64_t page) { map_.erase(page); }
   const std::uint64_t* find(std::uint64_t page) const {
     auto it = map_.find(page);
     return it == map_.end() ? nullptr : &it->second;
   }
-  std::size_t size() const { return map_.size(); }
-  bool empty() const { return map_.empty(); }
-  // (page, entry) pairs sorted by page: the order a checkpoint applies them in.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> sorted() const;
 
  private:
   std::unordered_map<std::uint64_t, std::uint64_t> map_;
@@ -141,4 +94,4 @@ void scan_journal(io::engine& eng, io::file& f, const std::string& path, const u
                   std::uint64_t epoch, std::uint64_t length, std::uint32_t page_size, std::uint64_t page_count,
                   const journal_visitor& visit);
 
-}  // namespace pheap::store
+}  // namespace pheap::store::format2
