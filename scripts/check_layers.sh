@@ -31,7 +31,7 @@ public_room() {
   case $1 in
     pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
     pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
-    pheap/pager.hpp | pheap/pager_options.hpp) echo pager ;;
+    pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
     pheap/graph/*) echo graph ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;
