@@ -1,0 +1,140 @@
+#include "support/cli.hpp"
+
+#include <pheap/env.hpp>
+#include <pheap/error.hpp>
+#include <pheap/sparse_store.hpp>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tool_support {
+
+const char* const kNumberRules =
+    "Numbers: a SIZE is bytes with an optional K, M, G or T suffix in powers of 1024, also\n"
+    "written KiB or KB (64MiB = 64M = 67108864 bytes), the rule of the PHEAP_* variables; a COUNT\n"
+    "is a decimal integer with an optional k, M, G or T suffix in powers of 1000\n"
+    "(1M edges = 1000000 edges).";
+
+std::string version_line(const std::string& tool) {
+  return tool + " " PHEAP_VERSION_STRING " (datastore format " +
+         std::to_string(pheap::sparse_store::format_version) + ")";
+}
+
+std::uint64_t parse_count(const std::string& what, const std::string& value) {
+  std::string digits = value;
+  std::uint64_t mult = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'k': case 'K': mult = 1000; break;
+      case 'M': mult = 1000000; break;
+      case 'G': mult = 1000000000; break;
+      case 'T': mult = 1000000000000; break;
+      default: break;
+    }
+    if (mult != 1) digits.pop_back();
+  }
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || r.ec != std::errc() || r.ptr != digits.data() + digits.size()) {
+    throw CLI::ValidationError(what, "bad count '" + value +
+                                         "' (expected a decimal integer with an optional k, M, G "
+                                         "or T suffix, powers of 1000)");
+  }
+  if (v > ~0ull / mult) throw CLI::ValidationError(what, "count '" + value + "' is too large");
+  return v * mult;
+}
+
+std::uint64_t parse_size(const std::string& what, const std::string& value) {
+  try {
+    return pheap::env::parse_size(what.c_str(), value);
+  } catch (const pheap::error&) {
+    throw CLI::ValidationError(what, "bad size '" + value +
+                                         "' (expected bytes with an optional K, M, G or T "
+                                         "suffix, powers of 1024: 64MiB, 1G)");
+  }
+}
+
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                             const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name, [&out, name](const std::string& v) { out = parse_size(name, v); }, help)
+      ->type_name("SIZE");
+}
+
+CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                              const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name, [&out, name](const std::string& v) { out = parse_count(name, v); }, help)
+      ->type_name("COUNT");
+}
+
+namespace {
+// "pheap ls" for the deepest subcommand the parser reached.
+std::string command_path(const CLI::App& app) {
+  std::string p = app.get_name();
+  const CLI::App* cur = &app;
+  for (;;) {
+    const auto subs = cur->get_subcommands();
+    if (subs.empty()) return p;
+    cur = subs.front();
+    p += " " + cur->get_name();
+  }
+}
+}  // namespace
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return app.exit(e);  // --help, --version: printed to stdout, exit 0
+    }
+    const std::string where = command_path(app);
+    std::string what = e.what();
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      what = "unknown command '" + std::string(argv[1]) + "' (one of:";
+      for (const CLI::App* s : app.get_subcommands({})) what += " " + s->get_name();
+      what += ")";
+    }
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", where.c_str(), what.c_str(), where.c_str());
+    return exit_usage;
+  }
+}
+
+void print_error(const std::string& tool, const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "%s %s: %s\n", tool.c_str(), command.c_str(), message.c_str());
+}
+
+void leave(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+std::string human_bytes(std::uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string human_count(double n) {
+  char b[32];
+  if (n >= 1e9) std::snprintf(b, sizeof b, "%.2fG", n / 1e9);
+  else if (n >= 1e6) std::snprintf(b, sizeof b, "%.2fM", n / 1e6);
+  else if (n >= 1e3) std::snprintf(b, sizeof b, "%.1fk", n / 1e3);
+  else std::snprintf(b, sizeof b, "%.0f", n);
+  return b;
+}
+
+}  // namespace tool_support
