@@ -30,3 +30,16 @@ if(NOT TARGET pheap_deps::isal)
     IMPORTED_LOCATION "${PHEAP_ISAL_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${PHEAP_ISAL_INCLUDE_DIR}")
 endif()
+# Compressed edge-list inputs of the graph layer (pheap::graph): zlib and libzstd.
+find_dependency(ZLIB)
+if(NOT TARGET pheap_deps::zstd)
+  find_path(PHEAP_ZSTD_INCLUDE_DIR zstd.h)
+  find_library(PHEAP_ZSTD_LIBRARY NAMES zstd)
+  if(NOT PHEAP_ZSTD_INCLUDE_DIR OR NOT PHEAP_ZSTD_LIBRARY)
+    message(FATAL_ERROR "pheap needs libzstd for compressed edge lists (Debian: apt-get install libzstd-dev)")
+  endif()
+  add_library(pheap_deps::zstd UNKNOWN IMPORTED)
+  set_target_properties(pheap_deps::zstd PROPERTIES
+    IMPORTED_LOCATION "${PHEAP_ZSTD_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${PHEAP_ZSTD_INCLUDE_DIR}")
+endif()
