@@ -63,44 +63,8 @@ class PheapTool : public ::testing::Test {
   const std::string ds_ = dir_ / "heap";
 };
 
-std::vector<std::string> option_lines(const std::string& help) {
-  std::vector<std::string> v;
-  bool in = false;
-  for (const auto& l : lines_of(help)) {
-    if (l == "Options:" || l == "Positionals:") {
-      in = true;
-    } else if (l.empty() || l.back() == ':') {
-      in = l.back() == ':' && !l.empty();
-    } else if (in && l.rfind("  ", 0) == 0) {
-      v.push_back(l);
-    }
-  }
-  return v;
-}
-
 TEST(PheapToolCli, HelpOnTheToolAndEveryCommandExitsZeroAndExplainsEveryOption) {
-  const std::vector<std::vector<std::string>> cmds{
-      {}, {"ls"}, {"info"}, {"check"}, {"snapshot"}, {"rm"}};
-  for (const auto& c : cmds) {
-    std::vector<std::string> argv{kTool};
-    argv.insert(argv.end(), c.begin(), c.end());
-    argv.push_back("--help");
-    const auto r = run_child(argv);
-    const std::string name = c.empty() ? "pheap" : "pheap " + c[0];
-    ASSERT_TRUE(r.exited(0)) << name << ": " << r.describe();
-    EXPECT_NE(r.out.find("Usage: " + name), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("Exit status: 0 success"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("powers of 1024"), std::string::npos) << r.out;
-    const auto opts = option_lines(r.out);
-    EXPECT_FALSE(opts.empty()) << r.out;
-    for (const auto& l : opts) {
-      // CLI11 puts the explanation in the column after the option's name: it must be there.
-      EXPECT_GT(l.size(), 30u) << name << ": option without an explanation: '" << l << "'";
-      if (l.size() > 30) {
-        EXPECT_NE(l.substr(30).find_first_not_of(' '), std::string::npos) << l;
-      }
-    }
-  }
+  expect_help_explains_every_option(kTool, "pheap", {"ls", "info", "check", "snapshot", "rm"});
 }
 
 TEST(PheapToolCli, VersionPrintsTheLibraryVersionFromCMake) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -65,6 +66,53 @@ inline std::vector<std::string> lines_of(const std::string& text) {
     p = nl + 1;
   }
   return v;
+}
+
+// The option lines of a CLI11 --help text (sections "Positionals:" and "Options:").
+inline std::vector<std::string> option_lines(const std::string& help) {
+  std::vector<std::string> v;
+  bool in = false;
+  for (const auto& l : lines_of(help)) {
+    if (l == "Options:" || l == "Positionals:") {
+      in = true;
+    } else if (l.empty() || l.back() == ':') {
+      in = false;
+    } else if (in && l.rfind("  ", 0) == 0) {
+      v.push_back(l);
+    }
+  }
+  return v;
+}
+
+// `tool --help` and `tool COMMAND --help` for every command: exit 0, the usage line, the exit
+// codes and the number rules, and an explanation after every option (CLI11 puts it in the
+// column after the option's name, or on the next line when the name is longer).
+inline void expect_help_explains_every_option(const std::string& bin, const std::string& tool,
+                                              const std::vector<std::string>& commands) {
+  std::vector<std::string> cmds{""};
+  cmds.insert(cmds.end(), commands.begin(), commands.end());
+  for (const auto& c : cmds) {
+    std::vector<std::string> argv{bin};
+    if (!c.empty()) argv.push_back(c);
+    argv.push_back("--help");
+    const auto r = run_child(argv);
+    const std::string name = c.empty() ? tool : tool + " " + c;
+    ASSERT_TRUE(r.exited(0)) << name << ": " << r.describe();
+    EXPECT_NE(r.out.find("Usage: " + name), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Exit status: 0 success"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("powers of 1024"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("powers of 1000"), std::string::npos) << r.out;
+    const auto opts = option_lines(r.out);
+    EXPECT_FALSE(opts.empty()) << r.out;
+    for (std::size_t i = 0; i < opts.size(); ++i) {
+      const std::string& l = opts[i];
+      const bool explained_here = l.size() > 30 && l.substr(30).find_first_not_of(' ') != std::string::npos;
+      const bool explained_below = i + 1 < opts.size() && opts[i + 1].rfind(std::string(30, ' '), 0) == 0;
+      const bool is_explanation = l.rfind(std::string(30, ' '), 0) == 0;
+      EXPECT_TRUE(explained_here || explained_below || is_explanation)
+          << name << ": option without an explanation: '" << l << "'";
+    }
+  }
 }
 
 }  // namespace pheap::test

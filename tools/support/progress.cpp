@@ -48,8 +48,13 @@ progress::progress(style s, std::string what, unit u, std::string items, std::FI
       now_(now ? std::move(now) : std::function<double()>(steady_seconds)), t0_(now_()),
       last_draw_(t0_) {}
 
-progress::~progress() {
-  if (drew_bar_) std::fputc('\n', out_);
+progress::~progress() { break_line(); }
+
+void progress::break_line() {
+  if (!drew_bar_) return;
+  std::fputc('\n', out_);
+  std::fflush(out_);
+  drew_bar_ = false;
 }
 
 void progress::set_total(std::uint64_t total) { total_ = total; }
@@ -67,32 +72,31 @@ std::string progress::status_line(int width) const {
   const double secs = std::max(1e-9, now_() - t0_);
   const double rate = static_cast<double>(done_ - std::min(done_, start_)) / secs;
   const std::string per = unit_ == unit::bytes ? "/s" : " " + items_ + "/s";
+  const std::string of = unit_ == unit::items ? " " + items_ : "";
   std::string head = what_ + " ";
-  std::string tail;
+  std::string core;
   if (total_ > 0) {
     const double frac = std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_));
     char pct[16];
     std::snprintf(pct, sizeof pct, "%5.1f%%", 100 * frac);
-    tail = std::string("  ") + pct + "  " + amount(static_cast<double>(done_)) + "/" +
-           amount(static_cast<double>(total_)) + (unit_ == unit::items ? " " + items_ : "") +
-           "  " + amount(rate) + per + "  ETA " +
+    core = std::string(" ") + pct + "  " + amount(static_cast<double>(done_)) + "/" +
+           amount(static_cast<double>(total_)) + of + "  " + amount(rate) + per + "  ETA " +
            clock_text(rate > 0 ? static_cast<double>(total_ - std::min(done_, total_)) / rate
                                : std::nan(""));
-    if (!note_.empty()) tail += "  " + note_;
-    // The bar takes what the line leaves, between 10 and 40 columns.
-    const int room = width - static_cast<int>(head.size() + tail.size()) - 3;
-    if (room >= 10) {
-      const int n = std::min(room, 40);
+    // The bar: 10 to 40 columns of what the line leaves beside the numbers and the note (the
+    // note is cut at the end of the line when there is not room for both).
+    const int avail = width - static_cast<int>(head.size() + core.size()) - 3;
+    if (avail >= 10) {
+      const int n = std::clamp(avail - static_cast<int>(note_.size()) - 2, 10, 40);
       const int full = static_cast<int>(frac * n);
       head += "[" + std::string(static_cast<std::size_t>(full), '#') +
               std::string(static_cast<std::size_t>(n - full), '.') + "]";
     }
   } else {
-    tail = amount(static_cast<double>(done_)) + (unit_ == unit::items ? " " + items_ : "") +
-           "  " + amount(rate) + per + "  (total unknown)";
-    if (!note_.empty()) tail += "  " + note_;
+    core = amount(static_cast<double>(done_)) + of + "  " + amount(rate) + per + "  (total unknown)";
   }
-  std::string line = head + tail;
+  std::string line = head + core;
+  if (!note_.empty()) line += "  " + note_;
   if (width > 0 && static_cast<int>(line.size()) > width) line.resize(static_cast<std::size_t>(width));
   return line;
 }

@@ -48,6 +48,10 @@ class progress {
   // Draws the final state (bar: then a newline) unless silent. `note` replaces the last one.
   void finish(const std::string& note = "");
 
+  // Ends a bar line drawn so far (the operation failed), so that a message can follow on a line
+  // of its own. The destructor does the same.
+  void break_line();
+
   // The fields of one report, as drawn (exposed for tests).
   std::string status_line(int width) const;
 
