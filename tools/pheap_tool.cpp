@@ -375,97 +375,99 @@ int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
 
 // ---- the command line --------------------------------------------------------------------------
 
-std::string hint(const pheap::error& e) {
-  switch (e.code()) {
-    case pheap::errc::locked:
-      return " (another process has it open for writing; close it first — `pheap info` shows "
-             "its last watermark meanwhile)";
-    case pheap::errc::corrupt:
-      return " (`pheap check` lists every damaged page)";
-    default:
-      return "";
+// Every failure is exit 2 with the library's message; two causes get a hint.
+tool_support::failure describe(const std::exception& e) {
+  std::string m = e.what();
+  if (const auto* pe = dynamic_cast<const pheap::error*>(&e)) {
+    if (pe->code() == pheap::errc::locked) {
+      m += " (another process has it open for writing; close it first — `pheap info` shows its "
+           "last watermark meanwhile)";
+    } else if (pe->code() == pheap::errc::corrupt) {
+      m += " (`pheap check` lists every damaged page)";
+    }
   }
+  return {exit_error, m};
 }
 
-// Runs one command inside the fault guard; a failure is reported and ends the process.
-int run(const std::string& command, const std::function<int()>& body) {
-  try {
-    return pheap::guard_faults(body);
-  } catch (const pheap::error& e) {
-    tool_support::print_error("pheap", command, e.what() + hint(e));
-  } catch (const std::exception& e) {
-    tool_support::print_error("pheap", command, e.what());
-  }
-  tool_support::leave(exit_error);
-}
+// The options of every command, and what the chosen one runs.
+struct command_line {
+  common_args a;
+  bool wide = false;
+  std::string dst;
+  std::function<int()> action;
+};
 
 void add_path(CLI::App& sub, common_args& a) {
   sub.add_option("PATH", a.path, "the datastore directory")->required();
 }
+// --json and --buffer-size: the commands that read the heap.
 void add_read_options(CLI::App& sub, common_args& a) {
+  sub.add_flag("--json", a.json, "print one JSON document (schema: tools/README.md)");
   tool_support::add_size_option(sub, "--buffer-size", a.buffer,
                                 "memory for the heap's pages while reading (default 64MiB)");
 }
-void add_json(CLI::App& sub, common_args& a) {
-  sub.add_flag("--json", a.json, "print one JSON document (schema: tools/README.md)");
+
+void define_ls(CLI::App& app, command_line& c) {
+  auto* ls = app.add_subcommand("ls", "list the named and unique objects (kind, length, bytes, "
+                                      "name, type, description) and count the anonymous ones");
+  add_path(*ls, c.a);
+  add_read_options(*ls, c.a);
+  ls->add_flag("--wide", c.wide, "never clip long type names to the terminal's width");
+  ls->callback([&c] { c.action = [&c] { return cmd_ls(c.a, c.wide); }; });
+}
+
+void define_info(CLI::App& app, command_line& c) {
+  auto* info = app.add_subcommand("info", "versions, uuid, epoch, geometry, usage and disk space; "
+                                          "while a writer runs, its last watermark");
+  add_path(*info, c.a);
+  add_read_options(*info, c.a);
+  info->callback([&c] { c.action = [&c] { return cmd_info(c.a); }; });
+}
+
+void define_check(CLI::App& app, command_line& c) {
+  auto* check = app.add_subcommand(
+      "check", "verify the store, every page with data against its checksum, then the heap's "
+               "allocator and directory invariants (exit 1 if damaged)");
+  add_path(*check, c.a);
+  add_read_options(*check, c.a);
+  check->add_flag("-q,--quiet", c.a.quiet, "no progress on stderr");
+  check->callback([&c] { c.action = [&c] { return cmd_check(c.a); }; });
+}
+
+void define_snapshot(CLI::App& app, command_line& c) {
+  auto* snap = app.add_subcommand(
+      "snapshot", "copy the last watermark of SRC into the new datastore DST, after verifying "
+                  "every page against its checksum (damage: refused, nothing written)");
+  snap->add_option("SRC", c.a.path, "the datastore to copy")->required();
+  snap->add_option("DST", c.dst, "the new datastore (must not exist)")->required();
+  snap->add_flag("-q,--quiet", c.a.quiet, "no progress on stderr");
+  snap->callback([&c] { c.action = [&c] { return cmd_snapshot(c.a.path, c.dst, c.a.quiet); }; });
+}
+
+void define_rm(CLI::App& app, command_line& c) {
+  auto* rm = app.add_subcommand("rm", "delete a datastore (refuses directories that are not "
+                                      "datastores, and datastores in use)");
+  add_path(*rm, c.a);
+  rm->callback([&c] {
+    c.action = [&c] {
+      pheap::manager::remove(c.a.path);
+      return 0;
+    };
+  });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"pheap: inspect, check, copy and delete pheap datastores.", "pheap"};
-  app.set_version_flag("--version", tool_support::version_line("pheap"), "print the version and exit");
-  app.set_help_flag("-h,--help", "print this help and exit");
-  app.require_subcommand(1, 1);
-  app.footer(std::string(kFooter) + "\n" + tool_support::kNumberRules);
-
-  common_args a;
-  bool wide = false;
-  std::string dst;
-  std::function<int()> action;
-
-  auto* ls = app.add_subcommand("ls", "list the named and unique objects (kind, length, bytes, "
-                                      "name, type, description) and count the anonymous ones");
-  add_path(*ls, a);
-  add_json(*ls, a);
-  add_read_options(*ls, a);
-  ls->add_flag("--wide", wide, "never clip long type names to the terminal's width");
-  ls->callback([&] { action = [&] { return cmd_ls(a, wide); }; });
-
-  auto* info = app.add_subcommand("info", "versions, uuid, epoch, geometry, usage and disk space; "
-                                          "while a writer runs, its last watermark");
-  add_path(*info, a);
-  add_json(*info, a);
-  add_read_options(*info, a);
-  info->callback([&] { action = [&] { return cmd_info(a); }; });
-
-  auto* check = app.add_subcommand(
-      "check", "verify the store, every page with data against its checksum, then the heap's "
-               "allocator and directory invariants (exit 1 if damaged)");
-  add_path(*check, a);
-  add_json(*check, a);
-  add_read_options(*check, a);
-  check->add_flag("-q,--quiet", a.quiet, "no progress on stderr");
-  check->callback([&] { action = [&] { return cmd_check(a); }; });
-
-  auto* snap = app.add_subcommand(
-      "snapshot", "copy the last watermark of SRC into the new datastore DST, after verifying "
-                  "every page against its checksum (damage: refused, nothing written)");
-  snap->add_option("SRC", a.path, "the datastore to copy")->required();
-  snap->add_option("DST", dst, "the new datastore (must not exist)")->required();
-  snap->add_flag("-q,--quiet", a.quiet, "no progress on stderr");
-  snap->callback([&] { action = [&] { return cmd_snapshot(a.path, dst, a.quiet); }; });
-
-  auto* rm = app.add_subcommand("rm", "delete a datastore (refuses directories that are not "
-                                      "datastores, and datastores in use)");
-  add_path(*rm, a);
-  rm->callback([&] {
-    action = [&] {
-      pheap::manager::remove(a.path);
-      return 0;
-    };
-  });
-
+  tool_support::set_up(app, "pheap", kFooter);
+  command_line c;
+  define_ls(app, c);
+  define_info(app, c);
+  define_check(app, c);
+  define_snapshot(app, c);
+  define_rm(app, c);
   if (auto rc = tool_support::parse_command_line(app, argc, argv)) return *rc;
-  return run(app.get_subcommands().front()->get_name(), action);
+  return tool_support::run_command("pheap", app.get_subcommands().front()->get_name(), c.action,
+                                   describe);
 }

@@ -230,8 +230,8 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, const pg::ingest_
   auto report = [&](const pg::ingest_progress& p) {
     pr.update(start + p.bytes_this_run,
               "input " + std::to_string(p.input_index + 1) + "/" + std::to_string(p.inputs) + ", " +
-                  tool_support::human_count(static_cast<double>(p.edges)) + " edges, watermark " +
-                  std::to_string(p.watermark));
+                  tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
+                  (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
   };
   pg::ingest_report r;
   try {
@@ -332,8 +332,8 @@ json ingestion_json(const pg::persistent_ingest_state* st) {
   return j;
 }
 
-int cmd_stats(const query_args& a) {
-  pheap::manager m = open_query(a);
+// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
+json stats_json(pheap::manager& m, const query_args& a) {
   json j;
   pg::visit_graph(m, a.name, [&](const auto& g) {
     const auto c = pg::count(g);
@@ -352,13 +352,15 @@ int cmd_stats(const query_args& a) {
     j["degree_distribution"] = dist;
   });
   j["ingestion"] = ingestion_json(m.find<pg::persistent_ingest_state>(pg::ingest_name(a.name)).first);
-  if (a.json) {
-    print_json(j);
-    return 0;
-  }
+  return j;
+}
+
+// The text form; the reliability campaigns parse its "ingestion" line (tests/reliability).
+void print_stats(const json& j, const query_args& a) {
   std::printf("graph       %s (%s, weights %s, %zu banks) in %s, watermark %" PRIu64 "\n", a.name.c_str(),
               j["directed"].get<bool>() ? "directed" : "undirected", j["weights"].get<std::string>().c_str(),
-              j["banks"].get<std::size_t>(), m.path().c_str(), j["watermark"].get<std::uint64_t>());
+              j["banks"].get<std::size_t>(), j["datastore"].get<std::string>().c_str(),
+              j["watermark"].get<std::uint64_t>());
   std::printf("vertices    %" PRIu64 "\n", j["vertices"].get<std::uint64_t>());
   std::printf("edges       %" PRIu64 "\n", j["edges"].get<std::uint64_t>());
   std::printf("arcs        %" PRIu64 " (stored adjacency entries)\n", j["arcs"].get<std::uint64_t>());
@@ -386,6 +388,16 @@ int cmd_stats(const query_args& a) {
                   u["edges"].get<std::uint64_t>(), u["inputs"].get<std::string>().c_str());
     }
     std::printf("\n");
+  }
+}
+
+int cmd_stats(const query_args& a) {
+  pheap::manager m = open_query(a);
+  const json j = stats_json(m, a);
+  if (a.json) {
+    print_json(j);
+  } else {
+    print_stats(j, a);
   }
   return 0;
 }
@@ -486,34 +498,19 @@ int cmd_export(const query_args& a) {
 
 // ---- the command line --------------------------------------------------------------------
 
-std::string hint(const pheap::error& e) {
-  switch (e.code()) {
-    case pheap::errc::locked:
-      return " (an ingestion may be running: `pheap info` shows its last watermark meanwhile)";
-    case pheap::errc::corrupt:
-      return " (`pheap check` lists every damaged page)";
-    default:
-      return "";
+// Exit 2 for usage errors (and pheap::error invalid_argument: a bad option value), else 1; two
+// causes get a hint.
+tool_support::failure describe(const std::exception& e) {
+  if (dynamic_cast<const usage_error*>(&e) != nullptr) return {exit_usage, e.what()};
+  const auto* pe = dynamic_cast<const pheap::error*>(&e);
+  if (pe == nullptr) return {exit_failure, e.what()};
+  std::string m = e.what();
+  if (pe->code() == pheap::errc::locked) {
+    m += " (an ingestion may be running: `pheap info` shows its last watermark meanwhile)";
+  } else if (pe->code() == pheap::errc::corrupt) {
+    m += " (`pheap check` lists every damaged page)";
   }
-}
-
-// Runs one command inside the fault guard; a failure is reported and ends the process.
-int run(const std::string& command, const std::function<int()>& body) {
-  int code = exit_failure;
-  std::string message;
-  try {
-    return pheap::guard_faults(body);
-  } catch (const usage_error& e) {
-    code = exit_usage;
-    message = e.what();
-  } catch (const pheap::error& e) {  // invalid_argument: a bad option value (exit 2)
-    code = e.code() == pheap::errc::invalid_argument ? exit_usage : exit_failure;
-    message = e.what() + hint(e);
-  } catch (const std::exception& e) {
-    message = e.what();
-  }
-  tool_support::print_error("pheap-graph", command, message);
-  tool_support::leave(code);
+  return {pe->code() == pheap::errc::invalid_argument ? exit_usage : exit_failure, m};
 }
 
 // "--weighted" may be followed by its word ("--weighted f32") or stand alone (u64): rewritten
@@ -546,17 +543,16 @@ const char* const kFlushEveryHelp =
     "default 30s. Watermarks are taken between batches, so the interval is rounded up to the "
     "first batch boundary at or after it";
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"pheap-graph: generate, ingest and query persistent graphs.", "pheap-graph"};
-  app.set_version_flag("--version", tool_support::version_line("pheap-graph"), "print the version and exit");
-  app.set_help_flag("-h,--help", "print this help and exit");
-  app.require_subcommand(1, 1);
-  app.footer(std::string(kFooter) + "\n" + tool_support::kNumberRules);
-  std::function<int()> action;
-
+// The options of every command, and what the chosen one runs.
+struct command_line {
   generate_args ga;
+  ingest_args ia;
+  query_args qa;
+  std::function<int()> action;
+};
+
+void define_generate(CLI::App& app, command_line& c) {
+  generate_args& ga = c.ga;
   auto* gen = app.add_subcommand("generate", "write an R-MAT edge list (Graph500 parameters)");
   gen->add_option("--scale", ga.p.scale, "2^scale vertices")->required()->check(CLI::Range(1u, 62u));
   tool_support::add_count_option(*gen, "--edge-factor", ga.p.edge_factor, "edges per vertex (default 16)");
@@ -570,9 +566,11 @@ int main(int argc, char** argv) {
   gen->add_option("--threads", ga.threads, "generating threads (default: all cores)")->check(CLI::Range(1u, 1024u));
   gen->add_option("--output", ga.output, "file to write, - for stdout")->required();
   gen->add_flag("-q,--quiet", ga.quiet, "no progress on stderr");
-  gen->callback([&] { action = [&] { return cmd_generate(ga); }; });
+  gen->callback([&c] { c.action = [&c] { return cmd_generate(c.ga); }; });
+}
 
-  ingest_args ia;
+void define_ingest(CLI::App& app, command_line& c) {
+  ingest_args& ia = c.ia;
   auto* ing = app.add_subcommand(
       "ingest", "add edge lists to a graph, exactly once; rerun the same command after a crash "
                 "to resume from the last watermark");
@@ -599,27 +597,31 @@ int main(int argc, char** argv) {
   tool_support::add_size_option(*ing, "--buffer-size", ia.buffer_size,
                                 "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
   ing->add_flag("-q,--quiet", ia.quiet, "no progress on stderr");
-  ing->callback([&] { action = [&] { return cmd_ingest(ia); }; });
+  ing->callback([&c] { c.action = [&c] { return cmd_ingest(c.ia); }; });
+}
 
-  query_args qa;
+// stats, bfs, cc and export: read-only queries.
+void define_queries(CLI::App& app, command_line& c) {
+  query_args& qa = c.qa;
+  const char* json_help = "print one JSON document (schema: tools/README.md)";
   auto* stats = app.add_subcommand("stats", "vertices, edges, degrees and the ingestion record");
   add_query_options(*stats, qa);
   stats->add_flag("--degrees", qa.degrees, "the full degree distribution instead of log2 buckets");
-  stats->add_flag("--json", qa.json, "print one JSON document (schema: tools/README.md)");
-  stats->callback([&] { action = [&] { return cmd_stats(qa); }; });
+  stats->add_flag("--json", qa.json, json_help);
+  stats->callback([&c] { c.action = [&c] { return cmd_stats(c.qa); }; });
 
   auto* bfs = app.add_subcommand("bfs", "breadth-first search: vertices reached per level");
   add_query_options(*bfs, qa);
   bfs->add_option("--source", qa.source, "the vertex to start from")->required();
   bfs->add_option("--output", qa.output, "also write 'vertex level parent' lines to this file");
-  bfs->add_flag("--json", qa.json, "print one JSON document (schema: tools/README.md)");
-  bfs->callback([&] { action = [&] { return cmd_bfs(qa); }; });
+  bfs->add_flag("--json", qa.json, json_help);
+  bfs->callback([&c] { c.action = [&c] { return cmd_bfs(c.qa); }; });
 
   auto* cc = app.add_subcommand("cc", "(weakly) connected components");
   add_query_options(*cc, qa);
   cc->add_option("--output", qa.output, "also write 'vertex component' lines to this file");
-  cc->add_flag("--json", qa.json, "print one JSON document (schema: tools/README.md)");
-  cc->callback([&] { action = [&] { return cmd_cc(qa); }; });
+  cc->add_flag("--json", qa.json, json_help);
+  cc->callback([&c] { c.action = [&c] { return cmd_cc(c.qa); }; });
 
   auto* exp = app.add_subcommand("export", "write the graph's edges; ingesting them with the same "
                                            "flags rebuilds an equal graph");
@@ -627,11 +629,22 @@ int main(int argc, char** argv) {
   exp->add_option("--format", qa.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
   exp->add_option("--output", qa.output, "file to write (default: - for stdout)");
   exp->add_flag("-q,--quiet", qa.quiet, "no progress on stderr");
-  exp->callback([&] { action = [&] { return cmd_export(qa); }; });
+  exp->callback([&c] { c.action = [&c] { return cmd_export(c.qa); }; });
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pheap-graph: generate, ingest and query persistent graphs.", "pheap-graph"};
+  tool_support::set_up(app, "pheap-graph", kFooter);
+  command_line c;
+  define_generate(app, c);
+  define_ingest(app, c);
+  define_queries(app, c);
   std::vector<std::string> args = normalise_weighted(argc, argv);
   std::vector<char*> av;
-  for (auto& s : args) av.push_back(s.data());
+  for (auto& a : args) av.push_back(a.data());
   if (auto rc = tool_support::parse_command_line(app, static_cast<int>(av.size()), av.data())) return *rc;
-  return run(app.get_subcommands().front()->get_name(), action);
+  return tool_support::run_command("pheap-graph", app.get_subcommands().front()->get_name(), c.action,
+                                   describe);
 }

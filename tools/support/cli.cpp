@@ -2,6 +2,7 @@
 
 #include <pheap/env.hpp>
 #include <pheap/error.hpp>
+#include <pheap/fault_guard.hpp>
 #include <pheap/sparse_store.hpp>
 
 #include <charconv>
@@ -55,20 +56,26 @@ std::uint64_t parse_size(const std::string& what, const std::string& value) {
   }
 }
 
-CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64_t& out,
-                             const std::string& help) {
+namespace {
+using number_parser = std::uint64_t (*)(const std::string&, const std::string&);
+
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                               const std::string& help, number_parser parse, const char* type) {
   return app
       .add_option_function<std::string>(
-          name, [&out, name](const std::string& v) { out = parse_size(name, v); }, help)
-      ->type_name("SIZE");
+          name, [&out, name, parse](const std::string& v) { out = parse(name, v); }, help)
+      ->type_name(type);
+}
+}  // namespace
+
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                             const std::string& help) {
+  return add_number_option(app, name, out, help, parse_size, "SIZE");
 }
 
 CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
                               const std::string& help) {
-  return app
-      .add_option_function<std::string>(
-          name, [&out, name](const std::string& v) { out = parse_count(name, v); }, help)
-      ->type_name("COUNT");
+  return add_number_option(app, name, out, help, parse_count, "COUNT");
 }
 
 namespace {
@@ -105,8 +112,24 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   }
 }
 
-void print_error(const std::string& tool, const std::string& command, const std::string& message) {
-  std::fprintf(stderr, "%s %s: %s\n", tool.c_str(), command.c_str(), message.c_str());
+void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes) {
+  app.set_version_flag("--version", version_line(tool), "print the version and exit");
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.require_subcommand(1, 1);
+  app.footer(exit_codes + "\n" + kNumberRules);
+}
+
+int run_command(const std::string& tool, const std::string& command,
+                const std::function<int()>& body,
+                const std::function<failure(const std::exception&)>& describe) {
+  failure f{1, ""};
+  try {
+    return pheap::guard_faults(body);
+  } catch (const std::exception& e) {
+    f = describe(e);
+  }
+  std::fprintf(stderr, "%s %s: %s\n", tool.c_str(), command.c_str(), f.message.c_str());
+  leave(f.code);
 }
 
 void leave(int code) {

@@ -19,6 +19,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -45,14 +47,27 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64
 CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
                               const std::string& help);
 
+// The top level of a tool: --version, -h/--help, exactly one command, and a footer of the
+// tool's exit codes followed by kNumberRules.
+void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes);
+
+// What a failed command prints ("<tool> <command>: <message>") and its exit code.
+struct failure {
+  int code;
+  std::string message;
+};
+
+// Runs `body` inside pheap::guard_faults and returns its exit code. When it throws, prints what
+// `describe` makes of the exception and leaves (see leave()) with its code.
+int run_command(const std::string& tool, const std::string& command,
+                const std::function<int()>& body,
+                const std::function<failure(const std::exception&)>& describe);
+
 // Parses the command line. nullopt: go on and run the chosen subcommand. Otherwise the exit
 // code: 0 after --help or --version (printed to stdout), exit_usage after a usage error
 // (printed to stderr as one line: "<tool> <subcommand>: <what is wrong> (see <tool>
 // <subcommand> --help)").
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
-
-// "<tool> <command>: <message>" on stderr.
-void print_error(const std::string& tool, const std::string& command, const std::string& message);
 
 // Flushes stdout and stderr and ends the process with `code` without running destructors
 // (see the caveat above).
