@@ -467,7 +467,5 @@ int main(int argc, char** argv) {
   define_check(app, c);
   define_snapshot(app, c);
   define_rm(app, c);
-  if (auto rc = tool_support::parse_command_line(app, argc, argv)) return *rc;
-  return tool_support::run_command("pheap", app.get_subcommands().front()->get_name(), c.action,
-                                   describe);
+  return tool_support::parse_and_run(app, argc, argv, c.action, describe);
 }

@@ -644,7 +644,5 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = normalise_weighted(argc, argv);
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
-  if (auto rc = tool_support::parse_command_line(app, static_cast<int>(av.size()), av.data())) return *rc;
-  return tool_support::run_command("pheap-graph", app.get_subcommands().front()->get_name(), c.action,
-                                   describe);
+  return tool_support::parse_and_run(app, static_cast<int>(av.size()), av.data(), c.action, describe);
 }

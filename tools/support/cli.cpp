@@ -92,6 +92,7 @@ std::string command_path(const CLI::App& app) {
 }
 }  // namespace
 
+namespace {
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -111,6 +112,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     return exit_usage;
   }
 }
+}  // namespace
+
 
 void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes) {
   app.set_version_flag("--version", version_line(tool), "print the version and exit");
@@ -119,6 +122,7 @@ void set_up(CLI::App& app, const std::string& tool, const std::string& exit_code
   app.footer(exit_codes + "\n" + kNumberRules);
 }
 
+namespace {
 int run_command(const std::string& tool, const std::string& command,
                 const std::function<int()>& body,
                 const std::function<failure(const std::exception&)>& describe) {
@@ -131,6 +135,7 @@ int run_command(const std::string& tool, const std::string& command,
   std::fprintf(stderr, "%s %s: %s\n", tool.c_str(), command.c_str(), f.message.c_str());
   leave(f.code);
 }
+}  // namespace
 
 void leave(int code) {
   std::fflush(stdout);
@@ -158,6 +163,12 @@ std::string human_count(double n) {
   else if (n >= 1e3) std::snprintf(b, sizeof b, "%.1fk", n / 1e3);
   else std::snprintf(b, sizeof b, "%.0f", n);
   return b;
+}
+
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<int()>& action,
+                  const std::function<failure(const std::exception&)>& describe) {
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  return run_command(app.get_name(), app.get_subcommands().front()->get_name(), action, describe);
 }
 
 }  // namespace tool_support

@@ -57,17 +57,14 @@ struct failure {
   std::string message;
 };
 
-// Runs `body` inside pheap::guard_faults and returns its exit code. When it throws, prints what
-// `describe` makes of the exception and leaves (see leave()) with its code.
-int run_command(const std::string& tool, const std::string& command,
-                const std::function<int()>& body,
-                const std::function<failure(const std::exception&)>& describe);
-
-// Parses the command line. nullopt: go on and run the chosen subcommand. Otherwise the exit
-// code: 0 after --help or --version (printed to stdout), exit_usage after a usage error
-// (printed to stderr as one line: "<tool> <subcommand>: <what is wrong> (see <tool>
-// <subcommand> --help)").
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
+// The whole of a tool's main after its commands are defined: parses argv (the callbacks of the
+// chosen command set `action`), then runs `action` inside pheap::guard_faults. Returns the exit
+// code: 0 after --help or --version (printed to stdout); exit_usage after a usage error, printed
+// to stderr as one line "<tool> <command>: <what is wrong> (see <tool> <command> --help)"; else
+// the action's. When the action throws, prints "<tool> <command>: " and what `describe` makes of
+// the exception, and leaves (see leave()) with its code.
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<int()>& action,
+                  const std::function<failure(const std::exception&)>& describe);
 
 // Flushes stdout and stderr and ends the process with `code` without running destructors
 // (see the caveat above).
