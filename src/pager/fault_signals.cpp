@@ -50,12 +50,18 @@ struct guard_frame {
 };
 __attribute__((tls_model("initial-exec"))) thread_local guard_frame* t_frame = nullptr;
 
+// The slot whose region holds `a`: one of this process first; else one a fork() child
+// inherited from its parent (whose region the child does not have).
 const slot* find_slot(std::uintptr_t a) noexcept {
+  const pid_t self = ::getpid();
+  const slot* inherited = nullptr;
   for (const slot& s : g_slots) {
     const std::uintptr_t end = s.end.load(std::memory_order_acquire);
-    if (end != 0 && a >= s.begin.load(std::memory_order_relaxed) && a < end) return &s;
+    if (end == 0 || a < s.begin.load(std::memory_order_relaxed) || a >= end) continue;
+    if (s.owner.load(std::memory_order_relaxed) == self) return &s;
+    inherited = &s;
   }
-  return nullptr;
+  return inherited;
 }
 
 // ---- async-signal-safe output ---------------------------------------------------------------
@@ -110,7 +116,8 @@ void on_sigbus(int sig, siginfo_t* si, void* uc) {
   guard_frame* g = t_frame;
   if (g != nullptr) {
     const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
-    if (si->si_code > 0 && find_slot(a) != nullptr) {  // a fault, not a kill(2)
+    const slot* s = si->si_code > 0 ? find_slot(a) : nullptr;  // a fault, not a kill(2)
+    if (s != nullptr && s->owner.load(std::memory_order_relaxed) == ::getpid()) {
       g->addr = a;
       siglongjmp(g->env, 1);
     }
@@ -155,7 +162,8 @@ std::exception_ptr explain_sigbus(std::uintptr_t addr) {
   std::lock_guard lk(g_mu);
   for (const slot& s : g_slots) {
     region_record* r = s.rec.load(std::memory_order_relaxed);
-    if (r == nullptr || addr < s.begin.load(std::memory_order_relaxed) ||
+    if (r == nullptr || s.owner.load(std::memory_order_relaxed) != ::getpid() ||
+        addr < s.begin.load(std::memory_order_relaxed) ||
         addr >= s.end.load(std::memory_order_relaxed)) {
       continue;
     }
@@ -188,7 +196,11 @@ region_registration::region_registration(const std::byte* base, std::size_t size
   std::lock_guard lk(g_mu);
   for (std::size_t i = 0; i < kSlots; ++i) {
     slot& s = g_slots[i];
-    if (s.end.load(std::memory_order_relaxed) != 0) continue;
+    // Free, or inherited by this fork() child from its parent (the child may map a region of its
+    // own at the same addresses).
+    if (s.end.load(std::memory_order_relaxed) != 0 && s.owner.load(std::memory_order_relaxed) == ::getpid()) {
+      continue;
+    }
     s.begin.store(rec_->begin, std::memory_order_relaxed);
     s.read_only.store(read_only, std::memory_order_relaxed);
     s.owner.store(::getpid(), std::memory_order_relaxed);
@@ -219,9 +231,13 @@ void region_registration::release() noexcept {
   if (slot_ >= 0) {
     std::lock_guard lk(g_mu);
     slot& s = g_slots[static_cast<std::size_t>(slot_)];
-    s.end.store(0, std::memory_order_release);
-    s.rec.store(nullptr, std::memory_order_relaxed);
-    s.name.store(nullptr, std::memory_order_relaxed);
+    // Still ours: a fork() child may have taken over the slot its parent's copy names.
+    if (s.rec.load(std::memory_order_relaxed) == rec_.get() &&
+        s.owner.load(std::memory_order_relaxed) == ::getpid()) {
+      s.end.store(0, std::memory_order_release);
+      s.rec.store(nullptr, std::memory_order_relaxed);
+      s.name.store(nullptr, std::memory_order_relaxed);
+    }
     slot_ = -1;
   }
   rec_.reset();

@@ -15,6 +15,9 @@
 //              registering pid and the store path go into one of kSlots lock-free slots.
 //              Writers (register, unregister) hold g_mu; `end` is stored last with release
 //              order and cleared first, so a handler that sees end != 0 sees the whole slot.
+//              A fork() child inherits its parent's slots (the memory, not the regions): they
+//              explain an access to the parent's region, and a registration of the child's
+//              own may take them over (its region can lie at the same addresses).
 //              The first registration installs the SIGBUS and SIGSEGV handlers (SA_SIGINFO |
 //              SA_ONSTACK) and keeps the previous actions.
 //   log        When a fault worker poisons a page it logs the store's error (page address →

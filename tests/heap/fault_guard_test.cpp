@@ -2,7 +2,8 @@
 // a damaged page read inside guard_faults is the store's error naming the segment file and the
 // page, and consistent() turns false; outside a guard it stays SIGBUS; a SIGBUS that is not
 // pheap's goes to the action installed before (the default one, or a sanitizer's); a store
-// into a read-only heap dies by SIGSEGV after one line naming the datastore and the address.
+// into a read-only heap (or an access from a fork() child) dies by SIGSEGV after one line
+// naming the datastore and the address.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -128,6 +129,24 @@ TEST_F(FaultGuard, StoreIntoAReadOnlyHeapDiesBySigsegvAfterOneLineNamingDatastor
                      ", which is open read-only"),
             std::string::npos)
       << err;
+}
+
+TEST_F(FaultGuard, AccessFromAForkChildDiesBySigsegvAfterOneLineSayingWhy) {
+  manager m(open_read_only, ds_);
+  const char* p = m.find<char>("blob").first;
+  const std::string log = dir_ / "stderr.txt";
+  const int rc = run_in_child([&] {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, STDERR_FILENO);
+    return static_cast<int>(*reinterpret_cast<const volatile char*>(p));
+  });
+  EXPECT_EQ(rc, 128 + SIGSEGV);
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("in the heap of datastore " + ds_ + ", which a fork() child does not inherit"),
+            std::string::npos)
+      << ss.str();
 }
 
 }  // namespace
