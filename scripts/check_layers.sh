@@ -7,7 +7,7 @@
 #   pager   src/pager/              the userfaultfd pager
 #   heap    src/heap/               allocator, named objects, datastore lifecycle
 #   graph   graph/, include/pheap/graph/
-#   tools   tools/, examples/
+#   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
 # Public headers (include/pheap/) belong to the room of what they declare (table below).
 #
 # A file of the library, its public headers, the tools or the examples may include
@@ -31,7 +31,7 @@ public_room() {
   case $1 in
     pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
     pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
-    pheap/pager.hpp | pheap/pager_options.hpp) echo pager ;;
+    pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
     pheap/graph/*) echo graph ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;
@@ -45,6 +45,7 @@ file_room() {
     sparse_store/*) echo store ;;
     src/pager/*) echo pager ;;
     src/heap/*) echo heap ;;
+    graph/tools/*) echo tools ;;
     include/pheap/graph/* | graph/*) echo graph ;;
     include/pheap/*) public_room "${1#include/}" ;;
     tools/* | examples/*) echo tools ;;
@@ -59,7 +60,7 @@ fail() {
 }
 
 files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'graph/*.[ch]pp' \
-  'tools/*.[ch]pp' 'examples/*.[ch]pp')
+  'tools/*.[ch]pp' 'examples/*.[ch]pp')  # graph/tools/ is in graph/*
 for f in $files; do
   room=$(file_room "$f")
   [ -n "$room" ] || continue
@@ -83,6 +84,8 @@ for f in $files; do
           target=$(realpath --relative-to=. "$dir/$inc")
         elif [ -f "src/$inc" ]; then
           target="src/$inc"
+        elif [ -f "tools/$inc" ]; then
+          target="tools/$inc"  # the tools' include path (tools/CMakeLists.txt)
         elif [ -f "$inc" ]; then
           target="$inc"  # a path from the project root: only white-box code may do that
           fail "$f includes \"$inc\" by its path from the project root"

@@ -30,7 +30,8 @@
 //   was never initialised (creation interrupted) -> not_a_datastore; newer heap or store
 //   format -> newer_format; damaged metadata -> corrupt; create on an existing path ->
 //   already_exists; bad options (zero capacity, chunk size not a power of two) ->
-//   invalid_argument; any mutation through a read-only manager -> read_only; find<T>() of an
+//   invalid_argument; any mutation through a read-only manager -> read_only (a plain store
+//   into its memory is SIGSEGV, see the constructor); find<T>() of an
 //   object of another type -> type_mismatch naming both types.
 //   Capacity exhausted: allocate()/allocate_aligned() return nullptr; construct/find_or_construct
 //   and pheap::allocator throw std::bad_alloc. Never a crash.
@@ -101,6 +102,21 @@ struct manager_stats {
   store_stats store;
 };
 
+// What the last committed watermark of a datastore records, read without the datastore's lock
+// (manager::peek): from the store's superblock and the heap's root record only.
+struct watermark_info {
+  std::uint64_t epoch = 0;
+  std::string uuid;
+  std::uint32_t store_format = 0;
+  std::uint32_t writer_version = 0;  // library_version of the writer of that watermark
+  std::uint64_t capacity = 0;
+  std::uint64_t page_size = 0;
+  std::uint64_t chunk_size = 0;
+  std::uint64_t created_ns = 0;      // creation time, ns since the Unix epoch
+  std::uint64_t disk_bytes = 0;      // allocated by the datastore's files, now
+  std::string description;
+};
+
 namespace detail {
 class manager_core;
 }
@@ -147,7 +163,10 @@ class manager {
   manager(create_only_t, const std::string& path, const options& opt = options());
   // Opens for reading and writing (exclusive across processes).
   manager(open_only_t, const std::string& path, const options& opt = options());
-  // Opens for reading only (shared); every mutation throws error(read_only).
+  // Opens for reading only (shared); every mutation through the manager (construct, destroy,
+  // allocate, flush, set_description, a pheap::allocator of it) throws error(read_only). The
+  // heap itself is mapped read-only: a store through a pointer into it is SIGSEGV, announced
+  // by one line on stderr naming the datastore and the address (pheap/fault_guard.hpp).
   manager(open_read_only_t, const std::string& path, const options& opt = options());
   // Flushes (read-write) and closes. Never throws: a failing final flush is reported on
   // stderr and the datastore stays at its previous watermark.
@@ -288,6 +307,15 @@ class manager {
   // format supported). Never throws. A datastore that was not closed is still consistent:
   // it opens at its last watermark.
   static bool consistent(const std::string& path) noexcept;
+  // False once this manager met damaged data: a page whose store read failed its checksum or
+  // an I/O error (an access to it is SIGBUS, or an error inside pheap::guard_faults; see
+  // pheap/fault_guard.hpp). Pages never read are not judged: `pheap check` reads them all.
+  bool consistent() const noexcept;
+  // The last watermark of `path` from its superblock and root record, WITHOUT taking the
+  // datastore's lock: works while another process has it open for writing (its last flush).
+  // Reads nothing of the heap itself (objects and usage need an open). Throws as an open does
+  // for a missing, foreign or damaged datastore.
+  static watermark_info peek(const std::string& path);
   // Copies the last watermark of `src` to `dst` (sparse copy / reflink). Throws error; locked
   // if a writer holds `src`.
   static void copy(const std::string& src, const std::string& dst);

@@ -35,12 +35,15 @@
 //
 // Caveats and failure modes (read these):
 //   * fork(): the region is MADV_DONTFORK. A child process does not inherit it; touching it in
-//     the child raises SIGSEGV. Open the datastore again in the child if it needs the data.
+//     the child raises SIGSEGV (after one line saying so). Open the datastore again in the
+//     child if it needs the data.
 //   * A store read error while filling a page: that page is poisoned (UFFDIO_POISON, Linux
 //     ≥ 6.6): the access that faulted, and every later access to the page, gets SIGBUS; one
 //     line naming the store path, page and error is printed to stderr; the next flush()
-//     throws that error (once). Without UFFDIO_POISON the faulting thread is sent SIGBUS with
-//     tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent zeros.
+//     throws that error (once). Inside pheap::guard_faults (pheap/fault_guard.hpp) the SIGBUS
+//     is thrown as that error instead. Without UFFDIO_POISON the faulting thread is sent
+//     SIGBUS with tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent
+//     zeros.
 //   * A store write error during eviction keeps the pages resident and dirty (the buffer may
 //     then exceed its size) and the next flush() throws it. A flush() that throws leaves the
 //     previous epoch durable; pages it had collected stay dirty for the next attempt.
@@ -48,8 +51,9 @@
 //     to system calls that write into them (read(2) into the region, io_uring buffers): with
 //     UFFD_USER_MODE_ONLY those fail with EFAULT. Copy through a private buffer instead.
 //   * Destroying the pager while other threads still access the region is undefined.
-//   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV; flush() throws
-//     errc::read_only.
+//   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV, after one line on stderr
+//     naming the store path and the address (the pager's SIGSEGV handler, which passes every
+//     other SIGSEGV on to the handler installed before it); flush() throws errc::read_only.
 //   * The pager does not enable the uffd EVENT_* features, so a region accessed from a
 //     process created with clone(CLONE_VM) without CLONE_THREAD is unsupported.
 //   * userfaultfd is obtained with the userfaultfd(2) syscall, else the syscall with

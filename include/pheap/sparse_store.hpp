@@ -84,6 +84,18 @@ struct store_options {
   std::uint64_t max_epoch = ~std::uint64_t{0};
 };
 
+// The last commit of a datastore as its superblock records it (sparse_store::peek).
+struct store_peek {
+  std::uint64_t epoch = 0;
+  uuid id{};
+  std::uint32_t format_version = 0;
+  std::uint32_t page_size = 0;
+  std::uint64_t capacity = 0;
+  std::uint64_t segment_size = 0;
+  std::vector<std::byte> root;      // root blob of that commit
+  std::uint64_t disk_bytes = 0;     // allocated bytes of the directory's files, now
+};
+
 struct page_read {
   std::uint64_t page;  // page number < capacity / page_size
   void* buf;           // page_size bytes
@@ -120,6 +132,12 @@ class sparse_store {
   // deleted); locked if another process has it open. A remove cut short (crash, I/O error)
   // leaves a damaged datastore that a second remove finishes.
   static void remove(const std::string& dir, const store_options& opt = {});
+
+  // The last durable commit of DIR, read from the superblock alone and WITHOUT the lock: works
+  // while a writer has DIR open (never blocks it, never writes). Reads nothing but the
+  // superblock (see sparse_store/peek.cpp for why that is safe). Throws as open() does for a
+  // missing directory, a foreign one or an unreadable superblock.
+  static store_peek peek(const std::string& dir, std::shared_ptr<io::engine> engine = nullptr);
 
   // Closing does not commit: writes after the last commit are discarded (as after a crash).
   virtual ~sparse_store() = default;

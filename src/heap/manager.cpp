@@ -357,6 +357,31 @@ bool manager::consistent(const std::string& path) noexcept {
   }
 }
 
+bool manager::consistent() const noexcept {
+  try {
+    return core_ && core_->pg->stats().poisoned_pages == 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+watermark_info manager::peek(const std::string& path) {
+  store_peek p = sparse_store::peek(path);
+  const heap::root_record r = heap::root_record::decode(p.root, path);
+  watermark_info w;
+  w.epoch = p.epoch;
+  w.uuid = to_string(p.id);
+  w.store_format = p.format_version;
+  w.writer_version = r.writer_version;
+  w.capacity = r.capacity;
+  w.page_size = p.page_size;
+  w.chunk_size = r.chunk_size;
+  w.created_ns = r.created_ns;
+  w.disk_bytes = p.disk_bytes;
+  w.description = r.description;
+  return w;
+}
+
 void manager::copy(const std::string& src, const std::string& dst) {
   store_options so;
   so.read_only = true;

@@ -109,6 +109,7 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
   try {
     open_descriptors(f);
     map_region();
+    register_region();
     map_buffers(f);
     start_threads(opt.fault_threads);
   } catch (...) {
@@ -233,6 +234,12 @@ void pager_impl::map_region() {
   }
 }
 
+// The region joins the SIGBUS/SIGSEGV registry: a poisoned page becomes an error inside
+// guard_faults, a write into a read-only region is named before the process dies.
+void pager_impl::register_region() {
+  registration_ = region_registration(base_, cap_, ps_, ro_, name_);
+}
+
 // The zero page (source of zero fills) and, for a writable region, the staging ranges (where
 // UFFDIO_MOVE exists) and the bounce buffers of eviction and flush.
 void pager_impl::map_buffers(const uffd_features& f) {
@@ -278,6 +285,7 @@ void pager_impl::close_descriptors() noexcept {
 }
 
 pager_impl::~pager_impl() {
+  registration_.release();
   stop_threads();
 #ifndef NDEBUG
   {
