@@ -47,6 +47,10 @@
 //   * Raw pointers into the heap are valid only while this manager is open; store
 //     boost::interprocess::offset_ptr (or offsets) inside the heap.
 //   * Type identity is pheap::type_name<T>() + sizeof + alignof (pheap/type_name.hpp).
+//   * construct<T> and its variants refuse at compile time types that cannot survive a
+//     reopen: std::allocator containers (std::vector, std::string, ...), raw pointers,
+//     references, smart pointers (pheap/persistable.hpp lists the rules, what they cannot see
+//     — members of your own structs — and how to override them).
 #pragma once
 
 #include <cstddef>
@@ -64,6 +68,7 @@
 #include "pheap/error.hpp"
 #include "pheap/object_info.hpp"
 #include "pheap/options.hpp"
+#include "pheap/persistable.hpp"
 #include "pheap/stats.hpp"
 #include "pheap/type_name.hpp"
 
@@ -347,6 +352,8 @@ class manager {
   // the memory and name released before the exception propagates.
   template <class T, bool FindExisting>
   class construct_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 
@@ -402,6 +409,8 @@ class manager {
   // advancing each iterator i times.
   template <class T, bool FindExisting>
   class construct_iter_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_iter_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 
