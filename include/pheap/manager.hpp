@@ -112,7 +112,8 @@ class manager_core;
 
 class manager;
 
-// Iterates named or unique objects; see manager::named_begin. Invalidated by construct/destroy.
+// Iterates named, unique or anonymous objects; see manager::named_begin. Invalidated by
+// construct/destroy.
 class object_iterator {
  public:
   using iterator_category = std::forward_iterator_tag;
@@ -147,6 +148,7 @@ class manager {
   using allocator_type = pheap::allocator<T>;
   using const_named_iterator = object_iterator;
   using const_unique_iterator = object_iterator;
+  using const_anonymous_iterator = object_iterator;
 
   // Creates a datastore at `path` (must not exist, or be an empty directory).
   manager(create_only_t, const std::string& path, const options& opt = options());
@@ -267,6 +269,10 @@ class manager {
   object_iterator named_end() const;
   object_iterator unique_begin() const;
   object_iterator unique_end() const;
+  // Anonymous objects, in no particular order. Those constructed by pheap 0.1.0 (heap format
+  // 1, which did not index them) are counted by get_num_anonymous_objects() but not listed.
+  object_iterator anonymous_begin() const;
+  object_iterator anonymous_end() const;
 
   // ---- raw memory -------------------------------------------------------------------------
   // nullptr when the heap is full. error(read_only) on read-only managers.
