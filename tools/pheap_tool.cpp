@@ -73,6 +73,7 @@ std::vector<listed> list_objects(const pheap::manager& m) {
   };
   for (auto it = m.named_begin(); it != m.named_end(); ++it) add(*it);
   for (auto it = m.unique_begin(); it != m.unique_end(); ++it) add(*it);
+  for (auto it = m.anonymous_begin(); it != m.anonymous_end(); ++it) add(*it);
   return v;
 }
 
@@ -130,13 +131,20 @@ int cmd_ls(const common_args& a, bool wide) {
     return 0;
   }
   print_table(objs, wide);
-  std::printf("%llu named, %llu unique, %llu anonymous objects (the heap counts anonymous objects\n"
-              "but does not index them, so they cannot be listed). BYTES is sizeof(type) x LENGTH:\n"
+  const std::uint64_t unlisted = s.anonymous_objects - std::min<std::uint64_t>(
+      s.anonymous_objects, static_cast<std::uint64_t>(std::count_if(
+          objs.begin(), objs.end(), [](const listed& o) { return o.kind == "anonymous"; })));
+  std::printf("%llu named, %llu unique, %llu anonymous objects. BYTES is sizeof(type) x LENGTH:\n"
               "the object itself, not the memory it owns; all allocations of the heap take %s.\n",
               static_cast<unsigned long long>(s.named_objects),
               static_cast<unsigned long long>(s.unique_objects),
               static_cast<unsigned long long>(s.anonymous_objects),
               human_bytes(s.small_bytes + s.large_bytes).c_str());
+  if (unlisted > 0) {
+    std::printf("%llu anonymous object(s) were made by pheap 0.1.0 (heap layout 1), which did not\n"
+                "index them: they are counted, not listed.\n",
+                static_cast<unsigned long long>(unlisted));
+  }
   return 0;
 }
 
@@ -424,7 +432,7 @@ void add_read_options(CLI::App& sub, common_args& a) {
 
 void define_ls(CLI::App& app, command_line& c) {
   auto* ls = app.add_subcommand("ls", "list the named and unique objects (kind, length, bytes, "
-                                      "name, type, description) and count the anonymous ones");
+                                      "name, type, description), then the anonymous ones");
   add_path(*ls, c.a);
   add_read_options(*ls, c.a);
   ls->add_flag("--wide", c.wide, "never clip long type names to the terminal's width");

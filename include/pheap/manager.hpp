@@ -48,6 +48,10 @@
 //   * Raw pointers into the heap are valid only while this manager is open; store
 //     boost::interprocess::offset_ptr (or offsets) inside the heap.
 //   * Type identity is pheap::type_name<T>() + sizeof + alignof (pheap/type_name.hpp).
+//   * construct<T> and its variants refuse at compile time types that cannot survive a
+//     reopen: std::allocator containers (std::vector, std::string, ...), raw pointers,
+//     references, smart pointers (pheap/persistable.hpp lists the rules, what they cannot see
+//     — members of your own structs — and how to override them).
 #pragma once
 
 #include <cstddef>
@@ -65,6 +69,7 @@
 #include "pheap/error.hpp"
 #include "pheap/object_info.hpp"
 #include "pheap/options.hpp"
+#include "pheap/persistable.hpp"
 #include "pheap/stats.hpp"
 #include "pheap/type_name.hpp"
 
@@ -123,7 +128,8 @@ class manager_core;
 
 class manager;
 
-// Iterates named or unique objects; see manager::named_begin. Invalidated by construct/destroy.
+// Iterates named, unique or anonymous objects; see manager::named_begin. Invalidated by
+// construct/destroy.
 class object_iterator {
  public:
   using iterator_category = std::forward_iterator_tag;
@@ -158,6 +164,7 @@ class manager {
   using allocator_type = pheap::allocator<T>;
   using const_named_iterator = object_iterator;
   using const_unique_iterator = object_iterator;
+  using const_anonymous_iterator = object_iterator;
 
   // Creates a datastore at `path` (must not exist, or be an empty directory).
   manager(create_only_t, const std::string& path, const options& opt = options());
@@ -281,6 +288,10 @@ class manager {
   object_iterator named_end() const;
   object_iterator unique_begin() const;
   object_iterator unique_end() const;
+  // Anonymous objects, in no particular order. Those constructed by pheap 0.1.0 (heap format
+  // 1, which did not index them) are counted by get_num_anonymous_objects() but not listed.
+  object_iterator anonymous_begin() const;
+  object_iterator anonymous_end() const;
 
   // ---- raw memory -------------------------------------------------------------------------
   // nullptr when the heap is full. error(read_only) on read-only managers.
@@ -375,6 +386,8 @@ class manager {
   // the memory and name released before the exception propagates.
   template <class T, bool FindExisting>
   class construct_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 
@@ -430,6 +443,8 @@ class manager {
   // advancing each iterator i times.
   template <class T, bool FindExisting>
   class construct_iter_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_iter_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 

@@ -9,4 +9,5 @@
 #include "pheap/manager.hpp"
 #include "pheap/object_info.hpp"
 #include "pheap/options.hpp"
+#include "pheap/persistable.hpp"
 #include "pheap/type_name.hpp"

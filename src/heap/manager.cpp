@@ -40,6 +40,7 @@ class manager_core {
     }
     dir = std::make_unique<heap::object_directory>(*alloc, path);
     if (!ro) {
+      root.heap_format = heap::heap_format_version;  // the directory upgraded an older heap
       // Released chunk ranges become holes (region::discard, see region.hpp). Errors are not
       // fatal here (the chunk is free in the allocator either way; a poisoned store fails the
       // next flush).
@@ -293,6 +294,12 @@ object_iterator manager::unique_begin() const {
 }
 object_iterator manager::unique_end() const {
   return {this, instance_kind::unique_kind, core().dir->table_capacity()};
+}
+object_iterator manager::anonymous_begin() const {
+  return {this, instance_kind::anonymous_kind, priv_next(instance_kind::anonymous_kind, 0)};
+}
+object_iterator manager::anonymous_end() const {
+  return {this, instance_kind::anonymous_kind, core().dir->table_capacity()};
 }
 
 object_info object_iterator::operator*() const { return m_->priv_entry(slot_); }

@@ -5,6 +5,7 @@
 // `info` while a writer holds the datastore, and progress on a terminal, in a log and --quiet.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <type_traits>
@@ -108,8 +109,14 @@ TEST_F(PheapTool, JsonOfLsInfoAndCheckParsesAndCarriesTheFields) {
   EXPECT_EQ(j["datastore"], ds_);
   EXPECT_EQ(j["counts"]["named"], 2);
   EXPECT_EQ(j["counts"]["anonymous"], 3);
-  ASSERT_EQ(j["objects"].size(), 2u);  // anonymous objects are counted, not indexed
+  ASSERT_EQ(j["objects"].size(), 5u);  // two named, then the three anonymous arrays
+  std::vector<std::uint64_t> anonymous_lengths;
   for (const auto& o : j["objects"]) {
+    if (o["kind"] == "anonymous") {
+      EXPECT_EQ(o["name"], "");
+      EXPECT_EQ(o["type"], std::string(type_name<std::uint32_t>()));
+      anonymous_lengths.push_back(o["length"].get<std::uint64_t>());
+    }
     for (const char* k : {"kind", "name", "type", "length", "bytes", "offset", "description"}) {
       EXPECT_TRUE(o.contains(k)) << k << " missing in " << o.dump();
     }
@@ -122,6 +129,8 @@ TEST_F(PheapTool, JsonOfLsInfoAndCheckParsesAndCarriesTheFields) {
       EXPECT_EQ(o["description"], "an object with a long type name");
     }
   }
+  std::sort(anonymous_lengths.begin(), anonymous_lengths.end());
+  EXPECT_EQ(anonymous_lengths, (std::vector<std::uint64_t>{10, 11, 12}));
   EXPECT_GE(j["heap_allocated_bytes"].get<std::uint64_t>(), 256u << 10);
 
   r = tool({"info", "--json", ds_});
@@ -171,6 +180,10 @@ TEST_F(PheapTool, LsTableKeepsItsColumnsWithA300CharacterTypeNameAndSaysWhatItsS
     }
   }
   EXPECT_NE(r.out.find("2 named, 0 unique, 3 anonymous objects"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("counted, not listed"), std::string::npos) << "every anonymous object is listed";
+  std::size_t anonymous_rows = 0;
+  for (const auto& l : lines) anonymous_rows += l.rfind("anonymous", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(anonymous_rows, 3u) << r.out;
   EXPECT_TRUE(wide_seen) << r.out;
   EXPECT_NE(r.out.find("description: an object with a long type name"), std::string::npos);
   EXPECT_NE(r.out.find("the object itself, not the memory it owns"), std::string::npos);
