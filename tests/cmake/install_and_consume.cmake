@@ -2,7 +2,9 @@
 # project against it with find_package(pheap): the installed package, not the build tree.
 #
 #   cmake -DBUILD_DIR=<pheap build> -DWORK=<scratch dir> -DCONSUMER=<project dir>
-#         -DCXX=<compiler> -DEXPECT_REGEX=<regex> -P install_and_consume.cmake
+#         -DCXX=<compiler> -DEXPECT_REGEX=<regex> [-DSANITIZE=<list>] -P install_and_consume.cmake
+# SANITIZE: the -fsanitize= list pheap was built with (PHEAP_SANITIZE); the consumer is compiled
+# and linked with it too, as a sanitized library needs.
 file(REMOVE_RECURSE "${WORK}")
 set(prefix "${WORK}/prefix")
 function(step what)
@@ -13,8 +15,13 @@ function(step what)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 step("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+set(flags "")
+if(SANITIZE)
+  set(flags "-fsanitize=${SANITIZE}")
+endif()
 step("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER}" -B "${WORK}/consumer" -G Ninja
-     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+     "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
 step("build the consumer" ${CMAKE_COMMAND} --build "${WORK}/consumer")
 step("run the consumer" "${WORK}/consumer/app" "${WORK}/datastore")
 if(NOT step_output MATCHES "${EXPECT_REGEX}")
