@@ -185,6 +185,29 @@ TEST_F(Mpi, TornManifestIsCorruptAndOneTornSlotFallsBackToTheOther) {
   EXPECT_NE(r.output.find("rank 1 error corrupt"), std::string::npos) << r.output;
 }
 
+TEST_F(Mpi, TornManifestWriteOfTheNextEpochLeavesTheJobAtThePreviousOne) {
+  // Crash table, "manifest being written (torn)": every rank prepared G+1, rank 0 died
+  // while writing slot (G+1) % 2. The torn slot fails its checksum; the job reopens at G and
+  // the prepared epochs are discarded.
+  const std::string d = dir_ / "d", file = d + "/" + mpi::manifest_file;
+  create(2, d);
+  const std::uint64_t g = run(2, d, 2) + 2;  // global epoch 3
+  run(2, d, 1000, {{"PHEAP_TEST_MPI_CRASH", "prepared:0:" + std::to_string(g + 1)}}, 1);
+  mpi::manifest next = mpi::read_manifest(d);
+  ASSERT_EQ(next.epoch, g);
+  next.epoch = g + 1;
+  for (auto& r : next.ranks) ++r.epoch;
+  const std::vector<std::byte> slot = mpi::detail::encode_slot(next);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(((g + 1) % 2) * slot.size()));
+    f.write(reinterpret_cast<const char*>(slot.data()), 100);  // the first 100 bytes landed
+  }
+  EXPECT_EQ(mpi::read_manifest(d).epoch, g);
+  EXPECT_EQ(run(2, d, 0), g) << "every rank reopens at the last committed global epoch";
+  expect_data(d, 2, g);
+}
+
 TEST_F(Mpi, ForeignManifestIsNotADatastore) {
   const std::string d = dir_ / "d";
   create(2, d);

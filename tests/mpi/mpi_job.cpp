@@ -173,6 +173,12 @@ int run(int argc, char** argv, int rank) {
 
 }  // namespace
 
+// ASan builds: Open MPI's components leak at MPI_Finalize and are dlclose()d before
+// LeakSanitizer reports, so the reports carry no symbol a suppression could name. Leak
+// checking stays on for the library's own code in-process: tests/heap/two_phase_test.cpp,
+// tests/pager/pager_two_phase_test.cpp and mpi_datastore_test's single-process reads.
+extern "C" __attribute__((used)) const char* __asan_default_options() { return "detect_leaks=0"; }
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
