@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -222,6 +223,13 @@ std::string rank_dir(const std::string& path, int rank) {
 manifest read_manifest(const std::string& path) {
   const std::string file = manifest_path(path);
   const std::vector<std::byte> bytes = read_file(file, path);
+  // create_manifest() makes the file, then writes and syncs it: a crash in between leaves it
+  // empty or zero-filled, which is an interrupted creation, not a foreign file.
+  if (std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; })) {
+    throw error(errc::not_found, path, "open distributed datastore",
+                std::string(manifest_file) + " is empty (" + std::to_string(bytes.size()) +
+                    " zero bytes): the datastore's creation was interrupted");
+  }
   const std::size_t half = bytes.size() / 2;
   const slot_read a = decode_slot(bytes.data(), half), b = decode_slot(bytes.data() + half, half);
   if (!a.has_magic && !b.has_magic) {

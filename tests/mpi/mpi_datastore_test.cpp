@@ -215,10 +215,12 @@ TEST_F(Mpi, ForeignManifestIsNotADatastore) {
   EXPECT_EQ(open_code(d), errc::not_a_datastore);
 }
 
-TEST_F(Mpi, DirectoryWithoutManifestIsNotFound) {
+TEST_F(Mpi, DirectoryWithoutManifestOrWithAnUnwrittenOneIsNotFound) {
   const std::string d = dir_ / "d";
   create(2, d);
   std::filesystem::remove(d + "/" + mpi::manifest_file);  // as after a creation cut short
+  EXPECT_EQ(open_code(d), errc::not_found);
+  std::ofstream(d + "/" + mpi::manifest_file) << std::string(8192, '\0');  // made, never written
   EXPECT_EQ(open_code(d), errc::not_found);
   EXPECT_EQ(open_code(dir_ / "nothing"), errc::not_found);
 }
