@@ -1,6 +1,7 @@
 # Installs the library, public headers and a relocatable CMake package:
 #   find_package(pheap CONFIG REQUIRED)  →  targets pheap::pheap, pheap::graph, and
-#   pheap::metall (the Metall drop-in: <prefix>/include/pheap-metall/metall/*.hpp)
+#   pheap::metall (the Metall drop-in: <prefix>/include/pheap-metall/metall/*.hpp), and
+#   pheap::mpi when MPI was found at build time (src/mpi/CMakeLists.txt installs it)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

@@ -9,6 +9,7 @@
 #   graph   graph/, include/pheap/graph/
 #   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
 #   compat  compat/ (the Metall drop-in, namespace metall): beside graph, on the heap's public API
+#   mpi     src/mpi/, include/pheap/mpi/ (pheap::mpi, optional): beside graph, above the heap
 # Public headers (include/pheap/) belong to the room of what they declare (table below).
 #
 # A file of the library, its public headers, the tools or the examples may include
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 rank() {  # room → height
   case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; compat) echo 3 ;;
-    graph) echo 4 ;; tools) echo 5 ;; *) echo 99 ;; esac
+    graph) echo 4 ;; mpi) echo 4 ;; tools) echo 5 ;; *) echo 99 ;; esac
 }
 
 # The room a public header belongs to.
@@ -36,6 +37,7 @@ public_room() {
     pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
     pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
     pheap/graph/*) echo graph ;;
+    pheap/mpi/*) echo mpi ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;
   esac
@@ -48,8 +50,10 @@ file_room() {
     sparse_store/*) echo store ;;
     src/pager/*) echo pager ;;
     src/heap/*) echo heap ;;
+    src/mpi/*) echo mpi ;;
     graph/tools/*) echo tools ;;
     include/pheap/graph/* | graph/*) echo graph ;;
+    include/pheap/mpi/*) echo mpi ;;
     include/pheap/*) public_room "${1#include/}" ;;
     tools/* | examples/*) echo tools ;;
     compat/*) echo compat ;;

@@ -19,6 +19,9 @@ have_header CLI/CLI.hpp || need+=(libcli11-dev)
 have_header nlohmann/json.hpp || need+=(nlohmann-json3-dev)
 have_header zlib.h || need+=(zlib1g-dev)
 have_header zstd.h || need+=(libzstd-dev)
+# pheap::mpi and its tests (label mpi): Open MPI (mpicxx, mpirun).
+command -v mpicxx >/dev/null || need+=(libopenmpi-dev)
+command -v mpirun >/dev/null || need+=(openmpi-bin)
 # File systems of the snapshot campaigns (tests/reliability/snapshot_fs_test.cpp: reflink on
 # XFS and Btrfs loop images, sparse copy on ext4).
 command -v mkfs.xfs >/dev/null || [ -x /sbin/mkfs.xfs ] || need+=(xfsprogs)

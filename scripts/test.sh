@@ -17,6 +17,9 @@
 #                 HOME and TMPDIR point at a fresh 0700 directory owned by 65534; the sysctl's old
 #                 value is restored on exit, INT, TERM and HUP (trap). Needs root (else skipped, or a
 #                 failure under CI=true).
+#                 The label `mpi` (tests/mpi: jobs under mpirun, Open MPI from scripts/deps.sh)
+#                 runs in both: as root with --allow-run-as-root, as 65534 without it. A build
+#                 that did not find MPI has no such tests: a failure under CI=true.
 #   asan+ubsan    build-asan/, every test
 #   tsan          build-tsan/, tests labelled `concurrency`
 #   fuzz          build-fuzz/ (clang), each parser fuzzer of fuzz/ for PHEAP_FUZZ_SECONDS (30)
@@ -186,6 +189,21 @@ fuzz_stage() {
   rm -f "$log"
 }
 
+# mpi_label_check BUILD_DIR: the `mpi` label exists (CMake found MPI), else a failure in CI.
+mpi_label_check() {
+  local n
+  n=$(ctest --test-dir "$1" -N -L '^mpi$' | grep -cE 'Test +#' || true)
+  if [ "$n" -gt 0 ]; then
+    echo "=== mpi: $n tests in $1 (label mpi) ==="
+  elif [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
+    echo "=== mpi: no tests labelled mpi in $1 under CI: CMake did not find MPI (scripts/deps.sh) ===" >&2
+    status=1
+    total_fail=$((total_fail + 1))
+  else
+    echo "=== mpi: not built (CMake did not find MPI; a failure under CI=true) ==="
+  fi
+}
+
 echo "=== layering ==="
 if scripts/check_layers.sh; then
   total_pass=$((total_pass + 1))
@@ -197,6 +215,7 @@ release_built=0
 build_stage "release" build -DCMAKE_BUILD_TYPE=RelWithDebInfo && release_built=1
 if [ "$release_built" -eq 1 ]; then
   test_stage "release" build ""  # as root in CI: includes the tests labelled `root`
+  mpi_label_check build
 fi
 if [ "$quick" -eq 0 ]; then
   if [ "$release_built" -eq 1 ]; then

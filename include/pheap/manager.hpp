@@ -127,6 +127,7 @@ class manager_core;
 }
 
 class manager;
+class two_phase;  // pheap/two_phase.hpp
 
 // Iterates named, unique or anonymous objects; see manager::named_begin. Invalidated by
 // construct/destroy.
@@ -355,6 +356,8 @@ class manager {
 
  private:
   friend class object_iterator;
+  friend class two_phase;
+  explicit manager(std::unique_ptr<detail::manager_core> core);
 
   template <class T>
   static void destroy_n(void* storage, std::size_t n) {

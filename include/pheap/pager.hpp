@@ -115,6 +115,14 @@ class pager {
   // Throws the first store error since the last flush (poisoned fills, eviction write
   // failures) or of this flush's own writes/commit; errc::read_only on a read-only store.
   std::uint64_t flush(std::span<const std::byte> root);
+  // Two-phase commit (sparse_store::prepare/confirm, sparse_store/FORMAT.md): prepare() is
+  // flush() ending in a *prepared* epoch — durable, but store().epoch() stays at the
+  // watermark below it and an open picks it only if store_options::max_epoch accepts it;
+  // returns the prepared epoch. confirm() makes it the watermark and returns it. Until
+  // confirm(), flush() and prepare() throw invalid_argument, and an eviction of a page the
+  // prepared epoch changed waits for confirm() (so confirm promptly). Errors as flush().
+  std::uint64_t prepare(std::span<const std::byte> root);
+  std::uint64_t confirm();
 
   // Asynchronously fills the pages covering each (offset, len). Stops early when the buffer
   // reaches its high watermark. Out-of-range parts are ignored.

@@ -1,6 +1,7 @@
 // pheap::manager: datastore lifecycle (create/open/flush/close) on top of the pager, and the
 // non-template half of the object API.
 #include "pheap/manager.hpp"
+#include "pheap/two_phase.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,10 @@ class manager_core {
   mutable std::mutex root_mutex;  // guards root
   heap::root_record root;
   bool registered = false;
+  // One participant of a distributed commit (pheap/two_phase.hpp): only prepare/confirm end
+  // an epoch; flush() throws and closing commits nothing (a local commit would move this
+  // datastore past the epoch its coordinator recorded).
+  bool participant = false;
   std::atomic<bool> discard_failed{false};
 
   void attach() {
@@ -60,7 +65,15 @@ class manager_core {
     registered = true;
   }
 
-  std::uint64_t flush() { return commit(false); }
+  enum class ending { flush, close, prepare };
+  std::uint64_t flush() {
+    if (participant) {
+      throw error(errc::invalid_argument, path, "flush",
+                  "this datastore is one participant of a distributed commit: flush it with the "
+                  "collective flush (pheap::mpi), which prepares and confirms");
+    }
+    return commit(ending::flush);
+  }
 
   // The root record as committed by a clean close / a snapshot (never carries the mmap mark).
   std::vector<std::byte> clean_root() {
@@ -71,9 +84,10 @@ class manager_core {
     return r.encode();
   }
 
-  // flush() (closing = false) or the final flush of a read-write close (closing = true).
-  std::uint64_t commit(bool closing) {
-    if (ro) throw error(errc::read_only, path, "flush", "the datastore is open read-only");
+  // flush(), the final flush of a read-write close, or a two-phase prepare.
+  std::uint64_t commit(ending how) {
+    const char* op = how == ending::prepare ? "prepare" : "flush";
+    if (ro) throw error(errc::read_only, path, op, "the datastore is open read-only");
     heap::world_lock::exclusive w(alloc->world());
     alloc->drain_caches();
 #ifndef NDEBUG
@@ -82,7 +96,7 @@ class manager_core {
     alloc->check(problems);
     dir->check(problems);
     if (!problems.empty()) {
-      throw error(errc::corrupt, path, "flush",
+      throw error(errc::corrupt, path, op,
                   "heap invariant violated, not committing: " + problems.front() + " (" +
                       std::to_string(problems.size()) + " problem(s))");
     }
@@ -95,7 +109,12 @@ class manager_core {
       r.mmap_open = false;
       blob = r.encode();
     }
-    return closing ? pg->close(blob) : pg->flush(blob);
+    switch (how) {
+      case ending::close: return pg->close(blob);
+      case ending::prepare: return pg->prepare(blob);
+      case ending::flush: break;
+    }
+    return pg->flush(blob);
   }
 
   ~manager_core() {
@@ -147,11 +166,15 @@ std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, c
   return heap::make_pager_region(std::move(store), opt.pager);
 }
 
-std::unique_ptr<detail::manager_core> open_core(const std::string& path, const options& opt, bool ro) {
+// max_epoch: the highest store epoch the caller accepts (store_options::max_epoch).
+std::unique_ptr<detail::manager_core> open_core(const std::string& path, const options& opt, bool ro,
+                                                std::uint64_t max_epoch = ~std::uint64_t{0}) {
   auto c = std::make_unique<detail::manager_core>();
   c->path = path;
   c->ro = ro;
-  auto store = sparse_store::open(path, store_opts(opt, ro));
+  store_options so = store_opts(opt, ro);
+  so.max_epoch = max_epoch;
+  auto store = sparse_store::open(path, so);
   // Validate the root record before anything is mapped.
   c->root = heap::root_record::decode(store->root(), path);
   if (c->root.mmap_open) {
@@ -209,11 +232,13 @@ manager::manager(open_only_t, const std::string& path, const options& opt)
 manager::manager(open_read_only_t, const std::string& path, const options& opt)
     : core_(open_core(path, opt, true)) {}
 
+manager::manager(std::unique_ptr<detail::manager_core> core) : core_(std::move(core)) {}
+
 manager::~manager() {
   if (!core_) return;
-  if (!core_->ro) {
+  if (!core_->ro && !core_->participant) {
     try {
-      core_->commit(true);
+      core_->commit(detail::manager_core::ending::close);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "pheap: close %s: final flush failed, datastore stays at its previous watermark: %s\n",
                    core_->path.c_str(), e.what());
@@ -340,7 +365,7 @@ std::uint64_t manager::flush() { return core().flush(); }
 
 std::uint64_t manager::snapshot(const std::string& dst) {
   auto& c = core();
-  if (c.ro) {
+  if (c.ro || c.participant) {
     c.pg->store().snapshot(dst);
     return c.pg->store().epoch();
   }
@@ -494,5 +519,44 @@ std::vector<std::string> manager::check() const {
   }
   return problems;
 }
+
+// ---- two-phase commit (pheap/two_phase.hpp) --------------------------------------------------
+
+namespace {
+void require_uffd(const std::string& path, const options& opt, const char* op) {
+  if (opt.backend != backend_kind::uffd) {
+    throw error(errc::unavailable, path, op,
+                std::string("a participant of a distributed commit needs the uffd backend, not ") +
+                    to_string(opt.backend));
+  }
+}
+}  // namespace
+
+manager two_phase::create(const std::string& path, const options& opt) {
+  require_uffd(path, opt, "create");
+  manager m(create_only, path, opt);
+  m.core_->participant = true;
+  return m;
+}
+
+manager two_phase::open(const std::string& path, std::uint64_t max_epoch, bool read_only,
+                        const options& opt) {
+  require_uffd(path, opt, "open");
+  auto c = open_core(path, opt, read_only, max_epoch);
+  c->participant = true;
+  return manager(std::move(c));
+}
+
+std::uint64_t two_phase::prepare(manager& m) {
+  return m.core().commit(detail::manager_core::ending::prepare);
+}
+
+std::uint64_t two_phase::confirm(manager& m) {
+  auto& c = m.core();
+  if (c.ro) throw error(errc::read_only, c.path, "confirm", "the datastore is open read-only");
+  return c.pg->confirm();
+}
+
+bool two_phase::prepared(const manager& m) { return m.core().pg->store().prepared(); }
 
 }  // namespace pheap

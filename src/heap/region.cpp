@@ -4,6 +4,7 @@
 #include <string>
 
 #include "pheap/env.hpp"
+#include "pheap/error.hpp"
 
 namespace pheap {
 
@@ -27,6 +28,16 @@ std::uint32_t page_size_from_env() {
 namespace heap {
 
 namespace {
+[[noreturn]] void no_two_phase(region& r, const char* op) {
+  throw error(errc::unavailable, r.store().path(), op,
+              std::string("two-phase commit needs the uffd backend, not ") + to_string(r.backend()));
+}
+}  // namespace
+
+std::uint64_t region::prepare(std::span<const std::byte>) { no_two_phase(*this, "prepare"); }
+std::uint64_t region::confirm() { no_two_phase(*this, "confirm"); }
+
+namespace {
 
 class pager_region final : public region {
  public:
@@ -40,6 +51,8 @@ class pager_region final : public region {
   backend_kind backend() const noexcept override { return backend_kind::uffd; }
   std::uint64_t flush(std::span<const std::byte> root) override { return pg_.flush(root); }
   std::uint64_t close(std::span<const std::byte> root) override { return pg_.flush(root); }
+  std::uint64_t prepare(std::span<const std::byte> root) override { return pg_.prepare(root); }
+  std::uint64_t confirm() override { return pg_.confirm(); }
   void discard(std::uint64_t off, std::uint64_t len) override {
     // Released chunk ranges become holes: the store zeroes them as of the next commit and
     // punches the disk space at checkpoint. Safe against the pager's copies of those pages:

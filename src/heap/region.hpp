@@ -39,6 +39,11 @@ class region {
   virtual std::uint64_t flush(std::span<const std::byte> root) = 0;
   // Final flush of a read-write close. mmap: msync, then commit `root` marked clean.
   virtual std::uint64_t close(std::span<const std::byte> root) = 0;
+  // Two-phase commit (pheap/two_phase.hpp): flush() ending in a prepared epoch, and its
+  // confirmation. uffd only: the base versions throw errc::unavailable (the mmap backend has
+  // no watermark before its clean close).
+  virtual std::uint64_t prepare(std::span<const std::byte> root);
+  virtual std::uint64_t confirm();
   // [offset, offset+len) of the heap is free: its storage may be released (page-aligned
   // inner part only). Errors are reported by exceptions; the caller decides.
   virtual void discard(std::uint64_t offset, std::uint64_t len) = 0;

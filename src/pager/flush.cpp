@@ -11,6 +11,10 @@
 //      claims, so a failed write marks them dirty before the evictor could drop them.
 //   4. Wait for an eviction batch in flight (its pages may hold writes older than this
 //      flush), report any store error recorded meanwhile, and commit.
+// prepare(root) is the same protocol ending in sparse_store::prepare (two-phase commit,
+// sparse_store/FORMAT.md): the epoch is durable but not the watermark until confirm(), and
+// meanwhile a write-back of a page it changed waits in the store (the evictor may stall on
+// it: confirm promptly). confirm() takes flush_mu_ too, so it never races a flush.
 // Flushes are serialized by flush_mu_. A flush never waits for a fault worker, and the
 // evictor never waits for a flush, so flush and eviction cannot deadlock. A flush that throws
 // leaves the previous epoch durable; the pages it had claimed stay dirty.
@@ -22,8 +26,28 @@
 namespace pheap::paging {
 
 std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
+  return flush_ending(root, "flush", &sparse_store::commit);
+}
+
+std::uint64_t pager_impl::prepare(std::span<const std::byte> root) {
+  return flush_ending(root, "prepare", &sparse_store::prepare);
+}
+
+std::uint64_t pager_impl::confirm() {
   std::lock_guard lk(flush_mu_);
-  if (ro_) throw error(errc::read_only, name_, "flush", "the store is open read-only");
+  if (ro_) throw error(errc::read_only, name_, "confirm", "the store is open read-only");
+  return store_->confirm();
+}
+
+std::uint64_t pager_impl::flush_ending(std::span<const std::byte> root, const char* op,
+                                       std::uint64_t (sparse_store::*finish)(std::span<const std::byte>)) {
+  std::lock_guard lk(flush_mu_);
+  if (ro_) throw error(errc::read_only, name_, op, "the store is open read-only");
+  // Checked before writing: a write of a page the prepared epoch changed would wait for a
+  // confirm() that this lock keeps out.
+  if (store_->prepared()) {
+    throw error(errc::invalid_argument, name_, op, "an epoch is prepared: confirm() it first");
+  }
   const std::uint64_t t0 = now_ns();
   errors_.throw_pending();
   const std::vector<std::size_t> cand = collect_dirty();
@@ -33,7 +57,7 @@ std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
   // An eviction batch in flight may hold writes made before this flush: let it land.
   { std::lock_guard b(evict_batch_mu_); }
   errors_.throw_pending();
-  const std::uint64_t epoch = store_->commit(root);
+  const std::uint64_t epoch = ((*store_).*finish)(root);
   if (!cand.empty()) budget_.set_writeback_failing(false);  // writes work again
   c_.flushes.fetch_add(1, std::memory_order_relaxed);
   c_.flush_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);

@@ -395,6 +395,8 @@ bool pager::read_only() const noexcept { return impl_->ro_; }
 dirty_tracking pager::tracking() const noexcept { return impl_->mode_; }
 std::size_t pager::buffer_pages() const noexcept { return impl_->budget_.pages(); }
 std::uint64_t pager::flush(std::span<const std::byte> root) { return impl_->flush(root); }
+std::uint64_t pager::prepare(std::span<const std::byte> root) { return impl_->prepare(root); }
+std::uint64_t pager::confirm() { return impl_->confirm(); }
 void pager::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
   impl_->prefetch(ranges);
 }

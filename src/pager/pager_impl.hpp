@@ -89,6 +89,8 @@ class pager_impl {
 
   // --- public API backends -------------------------------------------------------------------
   std::uint64_t flush(std::span<const std::byte> root);
+  std::uint64_t prepare(std::span<const std::byte> root);  // flush, ending in store prepare()
+  std::uint64_t confirm();
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   void pin(std::size_t offset, std::size_t len);
   void unpin(std::size_t offset, std::size_t len);
@@ -204,6 +206,10 @@ class pager_impl {
   staging flush_staging_;  // pages are moved here for a tear-free copy, then back
   anon_map flush_bounce_;
   // Claims, copies out and writes one chunk of candidate pages; returns pages written.
+  // flush() and prepare(): write every dirty page, then end the epoch with `finish`
+  // (sparse_store::commit or sparse_store::prepare).
+  std::uint64_t flush_ending(std::span<const std::byte> root, const char* op,
+                             std::uint64_t (sparse_store::*finish)(std::span<const std::byte>));
   std::size_t flush_chunk(const std::size_t* cand, std::size_t n);
   // Writes the copies of the claimed pages with one write_pages(), then releases the claims
   // (marked dirty again if the write throws, which it passes on).

@@ -1,0 +1,292 @@
+// The global manifest (FORMAT.md "Manifest"): encoding, the checked read that picks the newer
+// sound slot, the two writes, and the single-process read-only open of every rank.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "mpi/manifest_io.hpp"
+#include "pheap/crc32c.hpp"
+#include "pheap/error.hpp"
+#include "pheap/two_phase.hpp"
+
+namespace pheap::mpi {
+
+namespace {
+
+constexpr char magic[8] = {'P', 'H', 'E', 'A', 'P', 'M', 'P', 'I'};
+constexpr std::size_t header_bytes = 64, entry_bytes = 24;
+constexpr std::uint32_t max_ranks = 1u << 24;
+
+void put64(std::byte* p, std::uint64_t v) { std::memcpy(p, &v, 8); }  // little-endian hosts
+void put32(std::byte* p, std::uint32_t v) { std::memcpy(p, &v, 4); }
+std::uint64_t get64(const std::byte* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+std::uint32_t get32(const std::byte* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+std::string manifest_path(const std::string& path) { return path + "/" + manifest_file; }
+
+// One slot as read: sound (magic, format, checksum, geometry) or why not.
+struct slot_read {
+  bool has_magic = false;
+  bool sound = false;
+  std::uint32_t format = 0;
+  manifest m;
+  std::string problem;
+};
+
+slot_read decode_slot(const std::byte* p, std::size_t size) {
+  slot_read s;
+  if (size < header_bytes + 4) {
+    s.problem = "truncated";
+    return s;
+  }
+  s.has_magic = std::memcmp(p, magic, sizeof magic) == 0;
+  if (!s.has_magic) {
+    s.problem = "no manifest magic";
+    return s;
+  }
+  s.format = get32(p + 8);
+  const std::uint32_t n = get32(p + 12);
+  const std::uint64_t slot = get64(p + 40);
+  if (n == 0 || n > max_ranks || slot != size || slot < detail::slot_size(n)) {
+    s.problem = "impossible geometry (" + std::to_string(n) + " ranks, slot " + std::to_string(slot) + ")";
+    return s;
+  }
+  const std::size_t body = header_bytes + entry_bytes * n;
+  if (crc32c(p, body) != get32(p + body)) {
+    s.problem = "checksum mismatch";
+    return s;
+  }
+  s.m.epoch = get64(p + 16);
+  std::memcpy(s.m.job.data(), p + 24, 16);
+  s.m.ranks.resize(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    const std::byte* e = p + header_bytes + entry_bytes * r;
+    s.m.ranks[r].epoch = get64(e);
+    std::memcpy(s.m.ranks[r].id.data(), e + 8, 16);
+  }
+  s.sound = true;
+  return s;
+}
+
+std::vector<std::byte> read_file(const std::string& file, const std::string& path) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      throw error(errc::not_found, path, "open distributed datastore",
+                  std::filesystem::exists(path)
+                      ? std::string("no ") + manifest_file + " (not a distributed datastore, or its creation was interrupted)"
+                      : "no such directory");
+    }
+    throw_errno(errno, file, "open manifest");
+  }
+  std::vector<std::byte> bytes;
+  std::byte buf[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw_errno(err, file, "read manifest");
+    }
+    if (got == 0) break;
+    bytes.insert(bytes.end(), buf, buf + got);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+void write_all(int fd, const std::byte* p, std::size_t n, off_t at, const std::string& file) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, at);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, file, "write manifest");
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+    at += w;
+  }
+}
+
+// The open manifest file, closed on every path.
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void sync_or_throw(int fd, const std::string& file, const char* op) {
+  if (::fdatasync(fd) != 0) throw_errno(errno, file, op);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::size_t slot_size(std::size_t ranks) {
+  const std::size_t raw = header_bytes + entry_bytes * ranks + 4;
+  return (raw + 4095) / 4096 * 4096;
+}
+
+std::vector<std::byte> encode_slot(const manifest& m) {
+  const std::size_t n = m.ranks.size(), size = slot_size(n);
+  std::vector<std::byte> s(size);
+  std::memcpy(s.data(), magic, sizeof magic);
+  put32(s.data() + 8, manifest_format);
+  put32(s.data() + 12, static_cast<std::uint32_t>(n));
+  put64(s.data() + 16, m.epoch);
+  std::memcpy(s.data() + 24, m.job.data(), 16);
+  put64(s.data() + 40, size);
+  for (std::size_t r = 0; r < n; ++r) {
+    std::byte* e = s.data() + header_bytes + entry_bytes * r;
+    put64(e, m.ranks[r].epoch);
+    std::memcpy(e + 8, m.ranks[r].id.data(), 16);
+  }
+  const std::size_t body = header_bytes + entry_bytes * n;
+  put32(s.data() + body, crc32c(s.data(), body));
+  return s;
+}
+
+void create_manifest(const std::string& path, const manifest& m) {
+  const std::string file = manifest_path(path);
+  const std::vector<std::byte> slot = encode_slot(m);
+  std::vector<std::byte> whole(2 * slot.size());
+  std::memcpy(whole.data() + (m.epoch % 2) * slot.size(), slot.data(), slot.size());
+  {
+    fd_guard f{::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+    if (f.fd < 0) throw_errno(errno, file, "create manifest");
+    write_all(f.fd, whole.data(), whole.size(), 0, file);
+    sync_or_throw(f.fd, file, "sync manifest");
+  }
+  fd_guard d{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0 || ::fsync(d.fd) != 0) throw_errno(errno, path, "sync directory");
+}
+
+void commit_manifest(const std::string& path, const manifest& m) {
+  const std::string file = manifest_path(path);
+  const std::vector<std::byte> slot = encode_slot(m);
+  fd_guard f{::open(file.c_str(), O_WRONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw_errno(errno, file, "open manifest");
+  write_all(f.fd, slot.data(), slot.size(), static_cast<off_t>((m.epoch % 2) * slot.size()), file);
+  sync_or_throw(f.fd, file, "sync manifest");
+}
+
+uuid new_uuid() {
+  std::random_device rd;  // /dev/urandom
+  uuid id;
+  for (auto& b : id) b = static_cast<std::uint8_t>(rd());
+  id[6] = static_cast<std::uint8_t>((id[6] & 0x0f) | 0x40);  // RFC 4122 version 4
+  id[8] = static_cast<std::uint8_t>((id[8] & 0x3f) | 0x80);
+  return id;
+}
+
+uuid parse_uuid(const std::string& text, const std::string& path) {
+  uuid id{};
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < text.size() && k < 32; ++i) {
+    const char c = text[i];
+    if (c == '-') continue;
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) break;
+    id[k / 2] = static_cast<std::uint8_t>(id[k / 2] | (v << (k % 2 ? 0 : 4)));
+    ++k;
+  }
+  if (k != 32) throw error(errc::corrupt, path, "read uuid", "malformed uuid '" + text + "'");
+  return id;
+}
+
+}  // namespace detail
+
+std::string rank_dir(const std::string& path, int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/rank-%05d", rank);
+  return path + name;
+}
+
+manifest read_manifest(const std::string& path) {
+  const std::string file = manifest_path(path);
+  const std::vector<std::byte> bytes = read_file(file, path);
+  // create_manifest() makes the file, then writes and syncs it: a crash in between leaves it
+  // empty or zero-filled, which is an interrupted creation, not a foreign file.
+  if (std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; })) {
+    throw error(errc::not_found, path, "open distributed datastore",
+                std::string(manifest_file) + " is empty (" + std::to_string(bytes.size()) +
+                    " zero bytes): the datastore's creation was interrupted");
+  }
+  const std::size_t half = bytes.size() / 2;
+  const slot_read a = decode_slot(bytes.data(), half), b = decode_slot(bytes.data() + half, half);
+  if (!a.has_magic && !b.has_magic) {
+    throw error(errc::not_a_datastore, file, "read manifest",
+                "not a pheap distributed manifest (" + std::to_string(bytes.size()) +
+                    " bytes, no magic in either slot)");
+  }
+  for (const slot_read* s : {&a, &b}) {
+    if (s->sound && s->format > manifest_format) {
+      throw error(errc::newer_format, file, "read manifest",
+                  "manifest format " + std::to_string(s->format) + " (this build reads " +
+                      std::to_string(manifest_format) + ")");
+    }
+  }
+  if (!a.sound && !b.sound) {
+    throw error(errc::corrupt, file, "read manifest",
+                "both slots are damaged (slot 0: " + a.problem + "; slot 1: " + b.problem + ")");
+  }
+  const slot_read& pick = !b.sound || (a.sound && a.m.epoch > b.m.epoch) ? a : b;
+  const std::size_t index = &pick == &a ? 0 : 1;
+  if (pick.m.epoch % 2 != index) {
+    throw error(errc::corrupt, file, "read manifest",
+                "global epoch " + std::to_string(pick.m.epoch) + " found in slot " + std::to_string(index));
+  }
+  return pick.m;
+}
+
+manager open_rank(const std::string& path, const manifest& man, int rank, bool read_only, const options& opt) {
+  const std::string dir = rank_dir(path, rank);
+  if (!std::filesystem::exists(dir)) {
+    throw error(errc::not_found, dir, "open rank " + std::to_string(rank),
+                "the rank's datastore directory is missing (the manifest lists " +
+                    std::to_string(man.ranks.size()) + " ranks)");
+  }
+  const rank_entry& want = man.ranks.at(static_cast<std::size_t>(rank));
+  const std::string found = manager::peek(dir).uuid;  // lock-free: opens nothing of a foreign job
+  if (detail::parse_uuid(found, dir) != want.id) {
+    throw error(errc::not_a_datastore, dir, "open rank " + std::to_string(rank),
+                "belongs to another job: its uuid is " + found + ", the manifest expects " + to_string(want.id));
+  }
+  manager m = two_phase::open(dir, want.epoch, read_only, opt);
+  if (m.epoch() != want.epoch) {
+    throw error(errc::corrupt, dir, "open rank " + std::to_string(rank),
+                "opened at local epoch " + std::to_string(m.epoch()) + ", the manifest's global epoch " +
+                    std::to_string(man.epoch) + " needs local epoch " + std::to_string(want.epoch));
+  }
+  return m;
+}
+
+distributed_view open_read_only(const std::string& path, const options& opt) {
+  distributed_view v;
+  v.man = read_manifest(path);
+  v.ranks.reserve(v.man.ranks.size());
+  for (std::size_t r = 0; r < v.man.ranks.size(); ++r) {
+    v.ranks.push_back(open_rank(path, v.man, static_cast<int>(r), true, opt));
+  }
+  return v;
+}
+
+}  // namespace pheap::mpi

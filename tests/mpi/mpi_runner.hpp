@@ -1,0 +1,86 @@
+// Runs a program under mpirun for the mpi tests: `mpirun --oversubscribe -np N` (plus
+// --allow-run-as-root when root), output to a log, optional environment passed to every rank
+// with -x, and the pid of mpirun for kills from outside. mpirun's path comes from CMake
+// (MPIEXEC_EXECUTABLE); when it is missing the tests skip — and fail under CI=true.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/test_util.hpp"
+
+namespace pheap::test {
+
+inline const std::string kMpirun = PHEAP_MPIEXEC;
+
+#define PHEAP_REQUIRE_MPIRUN()                                                      \
+  do {                                                                              \
+    if (!std::filesystem::exists(::pheap::test::kMpirun)) {                         \
+      PHEAP_REQUIRE_FEATURE("mpirun (" + ::pheap::test::kMpirun + "): install openmpi-bin"); \
+    }                                                                               \
+  } while (0)
+
+using env_list = std::vector<std::pair<std::string, std::string>>;
+
+// Starts `program args...` under mpirun with np ranks; stdout and stderr go to `log`.
+inline pid_t spawn_mpi(int np, const std::string& program, const std::vector<std::string>& args,
+                       const std::string& log, const env_list& env = {}) {
+  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)};
+  if (::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
+  for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
+  argv.push_back(program);
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || in < 0) ::_exit(127);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    ::execv(kMpirun.c_str(), a.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+inline int wait_status(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+inline std::string slurp(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct job_result {
+  int status;
+  std::string output;
+};
+
+inline job_result run_mpi(int np, const std::string& program, const std::vector<std::string>& args,
+                          const std::string& log, const env_list& env = {}) {
+  const int st = wait_status(spawn_mpi(np, program, args, log, env));
+  return {st, slurp(log)};
+}
+
+}  // namespace pheap::test
