@@ -129,9 +129,13 @@ struct pager_stats {
   std::uint64_t resident_pages = 0;
   std::uint64_t peak_resident_pages = 0;
   std::uint64_t pinned_pages = 0;
-  std::uint64_t fault_ns = 0;  // worker time resolving missing faults
+  std::uint64_t fault_ns = 0;  // worker time resolving missing faults (wall clock, I/O included)
   std::uint64_t flush_ns = 0;
-  std::uint64_t evict_ns = 0;
+  std::uint64_t evict_ns = 0;  // wall clock of eviction batches
+  // CPU time (user + system) the pager's own threads have used so far: the fault workers, and
+  // the evictor and write-back threads. The cost per fault / eviction that the pager adds.
+  std::uint64_t fault_cpu_ns = 0;
+  std::uint64_t evict_cpu_ns = 0;
 };
 std::ostream& operator<<(std::ostream& os, const pager_stats& s);
 

@@ -4,6 +4,7 @@
 #include "pheap/pager.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -126,7 +127,8 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
-     << " us evict " << s.evict_ns / 1000 << " us";
+     << " us evict " << s.evict_ns / 1000 << " us | cpu: workers " << s.fault_cpu_ns / 1000
+     << " us evictor " << s.evict_cpu_ns / 1000 << " us";
   return os;
 }
 
@@ -283,11 +285,16 @@ void pager_impl::map_buffers(const uffd_features& f) {
   flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
 }
 
+// Threads are named (pheap-fault<i>, pheap-evict) for top, perf and gdb.
 void pager_impl::start_threads(unsigned fault_threads) {
   for (unsigned i = 0; i < fault_threads; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
+    ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
+    add_cpu_clock(workers_.back(), worker_clocks_);
   }
   evictor_ = std::thread([this] { evictor_main(); });
+  ::pthread_setname_np(evictor_.native_handle(), "pheap-evict");
+  add_cpu_clock(evictor_, evict_clocks_);
 }
 
 // Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
@@ -303,6 +310,8 @@ void pager_impl::stop_threads() noexcept {
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (evictor_.joinable()) evictor_.join();
+  worker_clocks_.clear();
+  evict_clocks_.clear();
 }
 
 void pager_impl::close_descriptors() noexcept {
@@ -380,6 +389,22 @@ void pager_impl::unpin(std::size_t offset, std::size_t len) {
   budget_.check_pressure();
 }
 
+void pager_impl::add_cpu_clock(std::thread& t, std::vector<clockid_t>& to) {
+  clockid_t c{};
+  if (::pthread_getcpuclockid(t.native_handle(), &c) == 0) to.push_back(c);
+}
+
+std::uint64_t pager_impl::cpu_ns(const std::vector<clockid_t>& clocks) {
+  std::uint64_t sum = 0;
+  for (const clockid_t c : clocks) {
+    timespec ts{};
+    if (::clock_gettime(c, &ts) == 0) {
+      sum += static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+    }
+  }
+  return sum;
+}
+
 pager_stats pager_impl::stats() const {
   pager_stats s;
   auto g = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -406,6 +431,8 @@ pager_stats pager_impl::stats() const {
   s.fault_ns = g(c_.fault_ns);
   s.flush_ns = g(c_.flush_ns);
   s.evict_ns = g(c_.evict_ns);
+  s.fault_cpu_ns = cpu_ns(worker_clocks_);
+  s.evict_cpu_ns = cpu_ns(evict_clocks_);
   return s;
 }
 

@@ -26,6 +26,8 @@
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -81,6 +83,11 @@ class pager_impl {
   void map_buffers(const uffd_features& f);
   void start_threads(unsigned fault_threads);
   void stop_threads() noexcept;
+  // CPU-time clocks of the pager's threads (pager_stats::fault_cpu_ns / evict_cpu_ns); the
+  // vectors are written only by start_threads/stop_threads, with no stats() running.
+  std::vector<clockid_t> worker_clocks_, evict_clocks_;
+  static void add_cpu_clock(std::thread& t, std::vector<clockid_t>& to);
+  static std::uint64_t cpu_ns(const std::vector<clockid_t>& clocks);
   void close_descriptors() noexcept;
 
   // --- public API backends -------------------------------------------------------------------
