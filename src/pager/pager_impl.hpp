@@ -12,13 +12,15 @@
 //   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
 //                            UFFDIO_COPY), read-ahead, prefetch, poisoning on read errors
 //   evictor.cpp              the background evictor; evict_batch as named steps
+//   resident_clock.hpp       the resident pages in install order and the evictor's hand
 //   flush.cpp                flush(): the protocol, claim/copy/write per chunk, commit
 //   dirty_tracker.cpp        per tracking mode: the pages to flush and their tear-free copy
 //   invariants.cpp           check_invariants, the quiescent self-check
 //   test_access.hpp          the white-box tests' way in
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
-// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
+// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → scan_mu_ → the error
+// channel's; the resident clock's and the buffer budget's locks are leaves.
 // Fault workers take none of these on the hot path; they only wait for a buffer slot
 // (buffer_budget), which the evictor frees without ever waiting on a worker, a flush or a
 // fault, so no cycle exists:
@@ -43,6 +45,7 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/page_table.hpp"
+#include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
@@ -173,15 +176,21 @@ class pager_impl {
   std::thread evictor_;
   std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
   std::size_t evict_batch_pages_ = 1;
-  std::size_t clock_hand_ = 0;
+  resident_clock clock_;  // the resident pages and the hand (resident_clock.hpp, C1-C2)
+  std::size_t examined_since_harvest_ = ~std::size_t(0) / 2;  // evictor only
+  // wp_async: held across every PAGEMAP_SCAN that write-protects pages again together with
+  // the recording of what it found (harvest_writes, collect_dirty) and across the tear-free
+  // copy (copy_and_verify), so no scan re-protects a page between another's protect and check.
+  std::mutex scan_mu_;
   staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed. The steps, in order:
   std::size_t evict_batch(std::size_t want);
   victim_batch claim_victims(std::size_t want);
-  // One pass of the clock hand over [first, first+count).
-  void sweep_clock(std::size_t first, std::size_t count, std::size_t want, victim_batch& v);
+  // wp_async, step 1's first part: written pages → dirty|ref in their words, write-protected
+  // again (the clock's reference bit for written pages).
+  void harvest_writes();
   void claim_victim(std::size_t page, bool dirty, victim_batch& v);
   std::size_t drop_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
