@@ -347,6 +347,12 @@ bool segment_set::verify(std::uint64_t page, const void* image) {
   return crc32c(image, page_size_) == want;
 }
 
+std::optional<std::uint32_t> segment_set::loaded_crc(std::uint64_t page) const {
+  const crc_table* t = table_ptrs_[page / pages_per_segment_].load(std::memory_order_acquire);
+  if (t == nullptr) return std::nullopt;
+  return (*t)[page % pages_per_segment_].load(std::memory_order_relaxed);
+}
+
 error segment_set::verify_error(std::uint64_t page, const void* image, const char* op) {
   const std::uint64_t seg = page / pages_per_segment_;
   const std::uint32_t want = table(seg)[page % pages_per_segment_].load(std::memory_order_relaxed);

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -116,6 +117,9 @@ class segment_set {
   // True if `image` (page_size bytes, just read from the segment of `page`) matches the
   // page's table entry. Loads the segment's table on first use (I/O errors throw).
   bool verify(std::uint64_t page, const void* image);
+  // The table entry of `page` (0: a hole or an all-zero page) if its segment's table is
+  // loaded, else nullopt (loading it would take a read).
+  std::optional<std::uint32_t> loaded_crc(std::uint64_t page) const;
   // The errc::corrupt error for a page that failed verify().
   error verify_error(std::uint64_t page, const void* image, const char* op);
 

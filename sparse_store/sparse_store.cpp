@@ -266,7 +266,8 @@ class store_impl final : public sparse_store {
         bits_(page_count_),
         segs_(*eng_, dir_, sb_.id, sb_.page_size, sb_.segment_size, sb_.segment_count(),
               read_only),
-        cur_(new_journal(sb_.epoch + 1)) {}
+        cur_(new_journal(sb_.epoch + 1)),
+        zero_crc_(crc32c(std::vector<std::byte>(sb_.page_size).data(), sb_.page_size)) {}
 
   ~store_impl() override {
     std::lock_guard cl(commit_mu_);
@@ -594,6 +595,30 @@ class store_impl final : public sparse_store {
 
   bool may_have_data(std::uint64_t page) const override {
     return page < page_count_ && bits_.test(page);
+  }
+
+  // From DRAM only: the entry CRC of the page's image in the current journal (its record
+  // headers are kept), zeros for a page without data or discarded, else the segment's CRC
+  // table when loaded. nullopt: the newest image is in the journal being checkpointed (its
+  // headers are not kept), its in-place rewrite failed, or the table is not loaded yet.
+  std::optional<std::uint32_t> page_crc(std::uint64_t page) const override {
+    if (page >= page_count_) return std::nullopt;
+    std::shared_lock lk(mu_);
+    if (!bits_.test(page)) return zero_crc_;
+    if (const std::uint64_t* e = cur_->index.find(page)) {
+      if (journal_index::is_zero(*e)) return zero_crc_;
+      if (cur_->damaged.count(page) != 0) return std::nullopt;
+      const auto it = cur_->slots.find(page);
+      if (it == cur_->slots.end()) return std::nullopt;
+      record_info& rec = *it->second.rec;
+      std::lock_guard rl(rec.mu);  // an in-place rewrite of the slot finishes first
+      return get<std::uint32_t>(rec.header.data(),
+                                record_fixed_size + it->second.idx * record_entry_size + 8);
+    }
+    if (sealed_ && sealed_->index.find(page) != nullptr) return std::nullopt;
+    const std::optional<std::uint32_t> t = segs_.loaded_crc(page);
+    if (t && *t == 0) return zero_crc_;
+    return t;
   }
 
   // --- commit ------------------------------------------------------------------------------
@@ -976,6 +1001,7 @@ class store_impl final : public sparse_store {
   std::shared_ptr<journal_state> cur_;
   std::shared_ptr<journal_state> sealed_;
   std::shared_ptr<journal_state> prev_;
+  const std::uint32_t zero_crc_;  // of a page of zeros (page_crc)
 
   std::mutex commit_mu_;
   std::thread ckpt_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "pheap/crc32c.hpp"
 #include "sparse_store/segment_set.hpp"
 #include "store_test_util.hpp"
 
@@ -244,6 +245,42 @@ TEST_P(StoreBasic, DiscardZeroesPagesAndPunchesHolesOnceCheckpointed) {
   EXPECT_TRUE(s->may_have_data(9));
   EXPECT_EQ(read_one(*s, 50), pattern(4096, 9, 50, 2));
   EXPECT_EQ(read_one(*s, 210), pattern(4096, 9, 210, 1));
+}
+
+// page_crc() is what the pager judges eviction victims with: it must be the CRC of exactly
+// what read_pages() returns, known without reading the page.
+TEST_P(StoreBasic, PageCrcIsTheCrcOfWhatReadPagesReturnsWithoutReadingThePage) {
+  temp_dir dir;
+  const std::string path = dir / "ds";
+  auto crc_of = [](const std::vector<std::uint8_t>& v) { return crc32c(v.data(), v.size()); };
+  const std::uint32_t zeros = crc_of(std::vector<std::uint8_t>(4096));
+  auto s = sparse_store::create(path, opts(4 << 20, 4096, 1 << 20));
+  auto crc_without_reads = [&](std::uint64_t p) {
+    const std::uint64_t before = s->stats().pages_read;
+    const auto c = s->page_crc(p);
+    EXPECT_EQ(s->stats().pages_read, before) << "page_crc read page " << p;
+    return c;
+  };
+  EXPECT_EQ(crc_without_reads(7), zeros) << "never written";
+  for (std::uint64_t p = 0; p < 10; ++p) write_one(*s, p, 3, 1);
+  write_one(*s, 4, 3, 2);  // rewritten in place in the current journal
+  s->discard(5, 1);
+  for (std::uint64_t p = 0; p < 10; ++p) {
+    EXPECT_EQ(crc_without_reads(p), crc_of(read_one(*s, p))) << "current journal, page " << p;
+  }
+  EXPECT_EQ(crc_without_reads(5), zeros) << "discarded";
+  EXPECT_NE(crc_without_reads(4), crc_of(pattern(4096, 3, 4, 1))) << "the rewrite's CRC";
+  s->commit({});
+  s->commit({});  // waits for the first commit's checkpoint: the pages are in the segment
+  for (std::uint64_t p = 0; p < 10; ++p) {
+    const auto before = crc_without_reads(p);  // nullopt until the segment's table is loaded
+    const std::uint32_t want = crc_of(read_one(*s, p));
+    if (before) {
+      EXPECT_EQ(*before, want) << "segment, page " << p;
+    }
+    EXPECT_EQ(crc_without_reads(p), want) << "segment (table loaded by the read), page " << p;
+  }
+  EXPECT_EQ(s->page_crc(1u << 20), std::nullopt) << "beyond the capacity";
 }
 
 TEST_P(StoreBasic, ReadOnlyOpenRecoversInMemoryAndWritesNothing) {
