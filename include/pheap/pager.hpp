@@ -65,8 +65,11 @@
 //   * Pinned pages are outside the buffer budget; pin less than you have.
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
-//     UFFDIO_MOVE), so such pages are compared with the store after the move and written if
-//     they differ: clean evictions cost a store read (none for never-written pages).
+//     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and
+//     written if they differ: with zeros for never-written pages, else by CRC32C against
+//     sparse_store::page_crc() (no I/O; a write in that instant that leaves the page with the
+//     CRC of its stored copy — odds 2^-32 — would go unwritten). A store that cannot tell
+//     without I/O (page_crc() == nullopt) has the page read back (evict_verify_reads).
 //
 // Environment (pager_options::from_env):
 //   PHEAP_BUFFER_SIZE      bytes, K/M/G/T suffixes (powers of 1024); default 1/4 of RAM
@@ -119,7 +122,7 @@ struct pager_stats {
   std::uint64_t prefetched_pages = 0;
   std::uint64_t evictions = 0;      // pages evicted
   std::uint64_t evicted_dirty = 0;  // of which written back
-  std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims compared with the store
+  std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
   std::uint64_t dirty_pages_written = 0;  // by flushes
   std::uint64_t bytes_written = 0;        // eviction + flush
   std::uint64_t flushes = 0;

@@ -16,9 +16,12 @@
 //      staging page holds every byte ever written to the region page. This closes the
 //      eviction race. A page that did not move is released untouched.
 //   4. victims_to_write: wp_sync: the `dirty` bit (writes to a clean page trap to a worker
-//      first, I5); all_resident: all; wp_async: the `dirty` bit (harvested); pages judged clean are compared with the store (or with zeros if the
-//      store has no data for them: add_changed) because a write may have landed between the
-//      scan and the move and the uffd-wp bit does not travel with MOVE.
+//      first, I5); all_resident: all; wp_async: the `dirty` bit (harvested). wp_async pages
+//      judged clean are compared with the store's copy (add_changed), because a write may have
+//      landed between the harvest and the move and the uffd-wp bit does not travel with MOVE:
+//      with zeros when the store has no data for the page, else by CRC32C against
+//      sparse_store::page_crc() — no I/O; only a store that cannot tell is read back
+//      (evict_verify_reads).
 //   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
 //      registered range); then release_victims drops the staging range with one
 //      MADV_DONTNEED, and only then marks the pages absent and wakes the faults waiting on
@@ -34,6 +37,7 @@
 #include <cstring>
 
 #include "pager/pager_impl.hpp"
+#include "pheap/crc32c.hpp"
 
 namespace pheap::paging {
 
@@ -221,16 +225,19 @@ std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
 void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                              std::vector<std::size_t>& out) {
   std::vector<page_read> reads;
-  std::vector<std::size_t> with_data;
+  std::vector<std::size_t> read_back;
   for (const std::size_t i : verify) {
-    if (store_->may_have_data(v.pages[i])) {
-      reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
-      with_data.push_back(i);
-    } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
-      out.push_back(i);
+    switch (compare_with_store(v.pages[i], evict_staging_.slot(i))) {
+      case store_copy::same: break;
+      case store_copy::differs: out.push_back(i); break;
+      case store_copy::unknown:
+        reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
+        read_back.push_back(i);
+        break;
     }
   }
   if (reads.empty()) return;
+  // The store cannot tell without I/O (it keeps no checksum for the page in DRAM): read back.
   c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
   bool ok = true;
   try {
@@ -238,10 +245,19 @@ void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_
   } catch (...) {
     ok = false;  // cannot prove them clean: write them
   }
-  for (std::size_t k = 0; k < with_data.size(); ++k) {
-    const std::size_t i = with_data[k];
+  for (std::size_t k = 0; k < read_back.size(); ++k) {
+    const std::size_t i = read_back[k];
     if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
   }
+}
+
+pager_impl::store_copy pager_impl::compare_with_store(std::size_t page, const std::byte* bytes) {
+  if (!store_->may_have_data(page)) {
+    return std::memcmp(bytes, zero_.data(), ps_) == 0 ? store_copy::same : store_copy::differs;
+  }
+  const std::optional<std::uint32_t> c = store_->page_crc(page);
+  if (!c) return store_copy::unknown;
+  return crc32c(bytes, ps_) == *c ? store_copy::same : store_copy::differs;
 }
 
 // ---- 5. write back, then drop and release (or put back) -----------------------------------------

@@ -199,6 +199,10 @@ class pager_impl {
   // Adds to `out` those of `verify` (judged clean) whose staged bytes differ from the store's.
   void add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                    std::vector<std::size_t>& out);
+  // A page's bytes against the store's copy without I/O: zeros when the store has no data
+  // for it, else CRC32C against page_crc(); unknown when the store cannot tell.
+  enum class store_copy { same, differs, unknown };
+  store_copy compare_with_store(std::size_t page, const std::byte* bytes);
   // False (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   void restore_victims(const victim_batch& v);
