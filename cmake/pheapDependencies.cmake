@@ -8,25 +8,28 @@ find_dependency(Threads)
 find_dependency(Boost 1.74)  # header-only parts: Interprocess, Container, Unordered, CRC
 
 find_package(PkgConfig QUIET)
-if(NOT TARGET pheap_deps::uring)
-  find_path(PHEAP_URING_INCLUDE_DIR liburing.h)
-  find_library(PHEAP_URING_LIBRARY NAMES uring)
-  if(NOT PHEAP_URING_INCLUDE_DIR OR NOT PHEAP_URING_LIBRARY)
-    message(FATAL_ERROR "pheap needs liburing (Debian: apt-get install liburing-dev)")
+# pheap_import_library(<target> <header> <library> <why>): an imported target for a library
+# without a CMake package of its own, or a fatal error naming the Debian package.
+function(pheap_import_library target header library why)
+  if(TARGET ${target})
+    return()
   endif()
-  add_library(pheap_deps::uring UNKNOWN IMPORTED)
-  set_target_properties(pheap_deps::uring PROPERTIES
-    IMPORTED_LOCATION "${PHEAP_URING_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${PHEAP_URING_INCLUDE_DIR}")
-endif()
-if(NOT TARGET pheap_deps::isal)
-  find_path(PHEAP_ISAL_INCLUDE_DIR isa-l/crc.h)
-  find_library(PHEAP_ISAL_LIBRARY NAMES isal)
-  if(NOT PHEAP_ISAL_INCLUDE_DIR OR NOT PHEAP_ISAL_LIBRARY)
-    message(FATAL_ERROR "pheap needs Intel ISA-L for CRC32C (Debian: apt-get install libisal-dev)")
+  string(MAKE_C_IDENTIFIER "PHEAP_${library}" var)
+  find_path(${var}_INCLUDE_DIR ${header})
+  find_library(${var}_LIBRARY NAMES ${library})
+  if(NOT ${var}_INCLUDE_DIR OR NOT ${var}_LIBRARY)
+    message(FATAL_ERROR "pheap needs ${why}")
   endif()
-  add_library(pheap_deps::isal UNKNOWN IMPORTED)
-  set_target_properties(pheap_deps::isal PROPERTIES
-    IMPORTED_LOCATION "${PHEAP_ISAL_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${PHEAP_ISAL_INCLUDE_DIR}")
-endif()
+  add_library(${target} UNKNOWN IMPORTED)
+  set_target_properties(${target} PROPERTIES
+    IMPORTED_LOCATION "${${var}_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${${var}_INCLUDE_DIR}")
+endfunction()
+
+pheap_import_library(pheap_deps::uring liburing.h uring "liburing (Debian: apt-get install liburing-dev)")
+pheap_import_library(pheap_deps::isal isa-l/crc.h isal
+                     "Intel ISA-L for CRC32C (Debian: apt-get install libisal-dev)")
+# Compressed edge-list inputs of the graph layer (pheap::graph): zlib and libzstd.
+find_dependency(ZLIB)
+pheap_import_library(pheap_deps::zstd zstd.h zstd
+                     "libzstd for compressed edge lists (Debian: apt-get install libzstd-dev)")

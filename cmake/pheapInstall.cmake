@@ -1,5 +1,6 @@
 # Installs the library, public headers and a relocatable CMake package:
-#   find_package(pheap CONFIG REQUIRED)  →  target pheap::pheap
+#   find_package(pheap CONFIG REQUIRED)  →  targets pheap::pheap, pheap::graph, and
+#   pheap::metall (the Metall drop-in: <prefix>/include/pheap-metall/metall/*.hpp)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -8,6 +9,9 @@ install(TARGETS pheap EXPORT pheapTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/pheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS pheap_metall EXPORT pheapTargets)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/compat/metall/include/metall
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pheap-metall)
 install(EXPORT pheapTargets NAMESPACE pheap:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pheap)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/pheapConfig.cmake.in
   ${PROJECT_BINARY_DIR}/pheapConfig.cmake

@@ -4,8 +4,8 @@
 //   ./example_persistent_containers /tmp/my-heap    # second run: finds them, appends, prints
 //
 // Containers come from Boost.Container / Boost.Unordered with pheap::allocator (pointers are
-// offset_ptr, so the heap may be mapped at another address next time). A container that holds
-// containers uses a scoped allocator so the inner ones live in the same heap.
+// offset_ptr, so the heap may be mapped at another address next time). The pheap::container
+// aliases nest: the strings that are the dictionary's keys live in the same heap.
 #include <pheap/pheap.hpp>
 
 #include <cstdint>
@@ -14,8 +14,7 @@
 
 using numbers = pheap::container::vector<std::uint64_t>;
 using name_t = pheap::container::string;
-using dictionary = pheap::container::map<name_t, std::uint64_t, std::less<name_t>,
-                                         pheap::container::scoped_allocator<std::pair<const name_t, std::uint64_t>>>;
+using dictionary = pheap::container::map<name_t, std::uint64_t>;
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "/tmp/pheap-example-containers";

@@ -58,7 +58,7 @@ void write_epoch(pheap::sparse_store& s, std::uint64_t epoch) {
   for (std::uint64_t p : pages_of(epoch)) images.push_back(content(p, epoch));
   std::size_t i = 0;
   for (std::uint64_t p : pages_of(epoch)) batch.push_back({p, images[i++].data()});
-  s.write_pages(batch);  // one batch = one journal record
+  s.write_pages(batch);  // each page into the home the last commit does not use
 }
 
 std::vector<std::byte> root_of(std::uint64_t epoch) {
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     std::printf("child committed epoch %llu, then was killed with SIGKILL while writing more\n",
                 static_cast<unsigned long long>(committed));
 
-    // 3. Reopen: recovery replays the committed journal and drops the uncommitted one.
+    // 3. Reopen: the last commit, as it was; the uncommitted writes are simply not named by it.
     auto s = pheap::sparse_store::open(dir, {});
     if (s->epoch() != 4) return fail("reopened at epoch " + std::to_string(s->epoch()));
     if (s->root() != root_of(4)) return fail("root record of epoch 4 not found");

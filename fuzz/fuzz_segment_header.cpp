@@ -1,13 +1,12 @@
-// libFuzzer target: the segment header slot parser (decode_segment_header,
-// sparse_store/segment_set.hpp) — what open trusts to tell a segment of this datastore, index
-// and epoch from a foreign or stale one.
+// libFuzzer target: the segment identity header parser (decode_segment_header,
+// sparse_store/segment_header.hpp) — what the store trusts to tell a segment of this datastore
+// and index from a foreign or misplaced one (format 3; format 2's header slots share it).
 //
 // Input: byte 0 = flags, the rest = one header slot (padded with zeros / cut to 4096 bytes).
 // Flag bit 0 set: the slot's CRC is recomputed so the fuzzer gets past the CRC gate.
 //
 // Properties (abort = finding): no crash/UB; an accepted slot re-encodes to the same bytes
-// (every byte of a valid slot is either a field or zero, so nothing unchecked can hide there
-// except the padding, which encode zeroes: accepted input padding must then be zero).
+// (every byte of a valid slot is a field or zero: the decoder rejects non-zero padding).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +14,7 @@
 
 #include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
-#include "sparse_store/segment_set.hpp"
+#include "sparse_store/segment_header.hpp"
 
 using namespace pheap;
 using namespace pheap::store;
@@ -35,13 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        crc32c(slot.data(), segment_header_size - 4));
   }
   segment_header h;
-  const std::string why = decode_segment_header(slot.data(), h);
+  const std::string why = decode_segment_header(slot.data(), sparse_store::format_version, h);
   if (!why.empty()) return 0;
   require(h.version == sparse_store::format_version);
   std::vector<std::byte> again(segment_header_size);
   encode_segment_header(again.data(), h);
+  require(std::memcmp(again.data(), slot.data(), segment_header_size) == 0);
   segment_header h2;
-  require(decode_segment_header(again.data(), h2).empty());
+  require(decode_segment_header(again.data(), sparse_store::format_version, h2).empty());
   require(h2.id == h.id && h2.index == h.index && h2.page_size == h.page_size &&
           h2.segment_size == h.segment_size && h2.touch_epoch == h.touch_epoch);
   return 0;

@@ -6,8 +6,9 @@
 // checks behind the CRC gate instead of dying on it.
 //
 // Properties checked (abort = finding): no crash/UB (ASan+UBSan); every failure is a
-// pheap::error of a specific code naming the file; an accepted slot has a sane geometry whose
-// segment bitmap covers the capacity, and survives encode → decode unchanged.
+// pheap::error of a specific code naming the file; an accepted slot has a sane geometry within
+// the bounds (segment count not wrapped, capacity and pages bounded, the directory length the
+// geometry implies), re-encodes to the same bytes, and survives encode → decode unchanged.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "pheap/crc32c.hpp"
 #include "fuzz/mem_engine.hpp"
 #include "sparse_store/layout.hpp"
+#include "sparse_store/map_codec.hpp"
 #include "sparse_store/superblock.hpp"
 
 using namespace pheap;
@@ -31,18 +33,22 @@ void check_accepted(const superblock& sb) {
   require(is_pow2(sb.page_size) && sb.page_size >= 4096);
   require(is_pow2(sb.segment_size) && sb.segment_size >= sb.page_size);
   require(sb.capacity > 0 && sb.capacity % sb.page_size == 0);
+  require(sb.capacity <= max_capacity && sb.page_count() <= max_pages);
   require(sb.root.size() <= sparse_store::max_root_size);
-  require(sb.segments.size() <= max_segments);
-  require(sb.segments.size() == sb.segment_count());
-  // The bitmap must cover the whole capacity (no wrap-around in the segment count).
-  require(static_cast<unsigned __int128>(sb.segments.size()) * sb.segment_size >= sb.capacity);
+  require(sb.segment_count() <= max_segments);
+  // The segments must cover the whole capacity (no wrap-around in the segment count).
+  require(static_cast<unsigned __int128>(sb.segment_count()) * sb.segment_size >= sb.capacity);
+  require(sb.directory_length == directory_length(sb.page_count()));
+  require(sb.directory_home <= 1);
+  require(sb.epoch == 0 ? sb.base_epoch == 0 : sb.base_epoch < sb.epoch);
   const auto again = decode_slot(encode_slot(sb).data());
   require(again.status == slot_status::ok);
   require(again.sb.page_size == sb.page_size && again.sb.id == sb.id &&
           again.sb.epoch == sb.epoch && again.sb.segment_size == sb.segment_size &&
-          again.sb.capacity == sb.capacity && again.sb.journal_length == sb.journal_length &&
-          again.sb.root == sb.root && again.sb.segments == sb.segments &&
-          again.sb.journal_id == sb.journal_id && again.sb.segment_digest == sb.segment_digest);
+          again.sb.capacity == sb.capacity && again.sb.directory_length == sb.directory_length &&
+          again.sb.root == sb.root && again.sb.directory_crc == sb.directory_crc &&
+          again.sb.directory_home == sb.directory_home && again.sb.prepared == sb.prepared &&
+          again.sb.base_epoch == sb.base_epoch);
 }
 
 }  // namespace
@@ -59,9 +65,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (std::size_t s = 0; s < slot_count; ++s) {
     if (file.size() < (s + 1) * slot_size) break;
-    const auto d = decode_slot(reinterpret_cast<const std::byte*>(file.data() + s * slot_size));
+    const auto* slot = reinterpret_cast<const std::byte*>(file.data() + s * slot_size);
+    const auto d = decode_slot(slot);
     if (d.status == slot_status::ok) {
       check_accepted(d.sb);
+      // Every byte of a valid slot is a field or zero: nothing unchecked rides along.
+      require(std::memcmp(encode_slot(d.sb).data(), slot, slot_size) == 0);
     } else {
       require(!d.cause.empty());
     }
@@ -70,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string path = "/fuzz/ds/pheap.super";
   fuzz::mem_file f(path, file.data(), file.size());
   try {
-    check_accepted(read_superblock(eng, f, path));
+    check_accepted(read_superblock(eng, f, path).sb);
   } catch (const error& e) {
     require(e.code() == errc::corrupt || e.code() == errc::not_a_datastore ||
             e.code() == errc::newer_format || e.code() == errc::older_format);

@@ -1,7 +1,10 @@
 // pheap_fuzz_seeds OUTDIR — writes the seed corpora of the parser fuzzers, built from valid
 // structures with the real encoders:
-//   OUTDIR/superblock/*  flags byte + pheap.super files (fresh, two committed slots, torn)
-//   OUTDIR/journal/*     parameter block + journals (pages records, discard, several sizes)
+//   OUTDIR/superblock/*      flags byte + pheap.super files (fresh, two committed slots, torn)
+//   OUTDIR/map_block/*       parameter block + map blocks (empty, mixed homes, partial block)
+//   OUTDIR/directory/*       parameter block + directories (fresh, with copies, large)
+//   OUTDIR/segment_header/*  flags byte + identity headers
+//   OUTDIR/root_record/*     flags byte + heap root records
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -13,9 +16,9 @@
 #include "pheap/crc32c.hpp"
 #include "heap/heap_header.hpp"
 #include "heap/root_record.hpp"
-#include "sparse_store/journal.hpp"
-#include "sparse_store/segment_set.hpp"
 #include "sparse_store/layout.hpp"
+#include "sparse_store/map_codec.hpp"
+#include "sparse_store/segment_header.hpp"
 #include "sparse_store/superblock.hpp"
 
 using namespace pheap;
@@ -36,28 +39,18 @@ std::vector<std::uint8_t> super_file(const superblock* s0, const superblock* s1)
   return f;
 }
 
-// Must match kFuzzId in fuzz/fuzz_journal.cpp.
+// Must match kFuzzId in fuzz/fuzz_map_block.cpp and fuzz/fuzz_directory.cpp.
 const uuid kFuzzId = {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x41, 0x11,
                       0x91, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
 
-void append_pages(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint32_t ps,
-                  const std::vector<std::uint64_t>& pages) {
-  std::vector<std::uint8_t> images(pages.size() * ps);
-  std::vector<std::uint32_t> crcs;
-  for (std::size_t i = 0; i < pages.size(); ++i) {
-    for (std::uint32_t k = 0; k < ps; ++k) images[i * ps + k] = static_cast<std::uint8_t>(pages[i] * 31 + k);
-    crcs.push_back(crc32c(images.data() + i * ps, ps));
+// A map block version: page i has data in home `(i % 3)` (none, 0, 1) for the first `pages`.
+block_version version_of(std::uint32_t pages, unsigned stride) {
+  block_version v;
+  for (std::uint32_t i = 0; i < pages; ++i) {
+    const auto h = static_cast<page_home>((i / stride) % 3);
+    v.set(i, h, h == page_home::none ? 0 : 0x9e3779b9u * (i + 1));
   }
-  std::vector<std::uint8_t> h(pages_header_size(pages.size()));
-  encode_pages_header(reinterpret_cast<std::byte*>(h.data()), kFuzzId, epoch, pages.size(), pages.data(), crcs.data());
-  j.insert(j.end(), h.begin(), h.end());
-  j.insert(j.end(), images.begin(), images.end());
-}
-
-void append_discard(std::vector<std::uint8_t>& j, std::uint64_t epoch, std::uint64_t first, std::uint64_t count) {
-  std::vector<std::uint8_t> h(discard_header_size);
-  encode_discard_header(reinterpret_cast<std::byte*>(h.data()), kFuzzId, epoch, first, count);
-  j.insert(j.end(), h.begin(), h.end());
+  return v;
 }
 
 }  // namespace
@@ -69,37 +62,37 @@ int main(int argc, char** argv) {
   }
   const fs::path out = argv[1];
   fs::create_directories(out / "superblock");
-  fs::create_directories(out / "journal");
+  fs::create_directories(out / "map_block");
+  fs::create_directories(out / "directory");
   fs::create_directories(out / "segment_header");
   fs::create_directories(out / "root_record");
 
+  auto geometry = [](superblock sb, std::uint32_t ps, std::uint64_t seg, std::uint64_t cap) {
+    sb.page_size = ps;
+    sb.segment_size = seg;
+    sb.capacity = cap;
+    sb.directory_length = directory_length(sb.page_count());
+    return sb;
+  };
   superblock a;
-  a.page_size = 4096;
   a.id = {1, 2, 3, 4, 5, 6, 0x47, 8, 0x89, 10, 11, 12, 13, 14, 15, 16};
-  a.segment_size = 64 << 10;
-  a.capacity = 1 << 20;
-  a.segments.assign(a.segment_count(), false);
+  a = geometry(a, 4096, 64 << 10, 1 << 20);
   superblock b = a;
   b.epoch = 1;
-  b.journal_length = 4096 + 72;  // one pages record of one page
+  b.directory_home = 1;
+  b.directory_crc = 0x12345678;
   b.root = {std::byte{'r'}, std::byte{'o'}, std::byte{'o'}, std::byte{'t'}};
-  b.segments[0] = b.segments[3] = true;
   superblock c = b;
   c.epoch = 2;
+  c.base_epoch = 1;
+  c.directory_home = 0;
+  c.prepared = true;
   c.root.assign(2048, std::byte{0x5a});
-  c.segments.assign(c.segment_count(), true);
-  superblock big = a;
-  big.page_size = 1 << 16;
-  big.segment_size = 1 << 20;
-  big.capacity = 1ull << 32;
-  big.segments.assign(big.segment_count(), false);
-
+  superblock big = geometry(a, 1 << 16, 1 << 20, 1ull << 36);
   // The largest geometry that does not wrap the segment count (the fuzz_superblock finding
-  // was one step past it: capacity 2^64 - 4096 with 2^63-byte segments).
-  superblock edge = a;
-  edge.segment_size = 1ull << 63;
-  edge.capacity = 1ull << 63;
-  edge.segments.assign(edge.segment_count(), true);
+  // was one step past it: capacity 2^64 - 4096 with 2^63-byte segments) — rejected since by the
+  // capacity bound.
+  superblock edge = geometry(a, 4096, 1ull << 63, 1ull << 63);
 
   int n = 0;
   auto seed_super = [&](const std::vector<std::uint8_t>& file) {
@@ -117,34 +110,52 @@ int main(int argc, char** argv) {
   torn.resize(slot_size + 100);
   seed_super(torn);
 
-  auto seed_journal = [&](std::uint8_t ps_sel, std::uint8_t epoch, const std::vector<std::uint8_t>& j) {
-    for (std::uint8_t flags : {0, 1}) {
-      std::vector<std::uint8_t> s{ps_sel, epoch, 63, 0, 0, flags, 0, 0};
-      s.insert(s.end(), j.begin(), j.end());
-      write_file(out / "journal" / ("seed-" + std::to_string(n++)), s);
+  // Map blocks: parameter block (flags, index, pages, epoch) + the block.
+  auto seed_block = [&](std::uint16_t index, std::uint32_t pages, std::uint64_t epoch,
+                        const block_version& v) {
+    std::vector<std::uint8_t> blk(map_block_size);
+    encode_map_block(reinterpret_cast<std::byte*>(blk.data()), {index, epoch, kFuzzId, pages}, v);
+    for (std::uint8_t flags : {0, 1, 2, 3}) {
+      std::vector<std::uint8_t> s(8, 0);
+      s[0] = flags;
+      put<std::uint16_t>(s.data(), 1, index);
+      put<std::uint16_t>(s.data(), 3, static_cast<std::uint16_t>(pages - 1));
+      std::memcpy(s.data() + 5, &epoch, 3);
+      s.insert(s.end(), blk.begin(), blk.end());
+      write_file(out / "map_block" / ("seed-" + std::to_string(n++)), s);
     }
   };
-  std::vector<std::uint8_t> j1;
-  append_pages(j1, 1, 4096, {3});
-  seed_journal(0, 1, j1);
-  std::vector<std::uint8_t> j2;
-  append_pages(j2, 1, 4096, {0, 1, 2});
-  append_discard(j2, 1, 1, 10);
-  append_pages(j2, 1, 4096, {1});
-  seed_journal(0, 1, j2);
-  std::vector<std::uint8_t> j3;
-  append_discard(j3, 7, 0, 64);
-  seed_journal(0, 7, j3);
-  std::vector<std::uint8_t> j4;
-  append_pages(j4, 2, 8192, {5, 6});
-  seed_journal(1, 2, j4);
+  seed_block(0, pages_per_block, 1, block_version{});
+  seed_block(3, pages_per_block, 7, version_of(pages_per_block, 1));
+  seed_block(1, 256, 2, version_of(256, 5));
+  seed_block(9, 17, 1 << 20, version_of(17, 2));
+  // Directories: parameter block (flags, blocks, epoch) + the directory.
+  auto seed_directory = [&](std::uint64_t epoch, const std::vector<dir_entry>& entries) {
+    const auto dir = encode_directory({kFuzzId, epoch, entries.size()}, entries);
+    const std::size_t len = directory_header_size + directory_entry_size * entries.size();
+    for (std::uint8_t flags : {0, 1}) {
+      std::vector<std::uint8_t> s(8, 0);
+      s[0] = flags;
+      put<std::uint16_t>(s.data(), 1, static_cast<std::uint16_t>(entries.size()));
+      const std::uint64_t sb_epoch = epoch + 1;
+      std::memcpy(s.data() + 3, &sb_epoch, 5);
+      const auto* p = reinterpret_cast<const std::uint8_t*>(dir.data());
+      s.insert(s.end(), p, p + len);
+      write_file(out / "directory" / ("seed-" + std::to_string(n++)), s);
+    }
+  };
+  seed_directory(0, std::vector<dir_entry>(2));
+  seed_directory(5, {{5, 0xabcdef01u, 944, dir_entry::exists},
+                     {3, 0x01020304u, 17, dir_entry::exists | dir_entry::in_second | dir_entry::has_second},
+                     {}});
+  seed_directory(9, std::vector<dir_entry>(300, dir_entry{9, 7, 1, dir_entry::exists}));
   for (std::uint64_t epoch : {0ull, 7ull, 1ull << 40}) {
     segment_header h;
     h.page_size = 4096;
     h.id = a.id;
     h.index = epoch % 5;
     h.segment_size = 64 << 10;
-    h.touch_epoch = epoch;
+    h.touch_epoch = 0;
     std::vector<std::uint8_t> s(1 + segment_header_size, 0);
     encode_segment_header(reinterpret_cast<std::byte*>(s.data() + 1), h);
     for (std::uint8_t flags : {0, 1}) {

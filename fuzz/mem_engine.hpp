@@ -1,5 +1,5 @@
 // An in-memory io::engine holding one read-only file, for the parser fuzzers: the parsers
-// (read_superblock, scan_journal) read through the I/O seam, and the fuzzers feed them bytes
+// (read_superblock) read through the I/O seam, and the fuzzers feed them bytes
 // without touching the disk. Reads past the end yield zeros, as the engine contract demands.
 #pragma once
 

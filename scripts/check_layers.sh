@@ -7,7 +7,8 @@
 #   pager   src/pager/              the userfaultfd pager
 #   heap    src/heap/               allocator, named objects, datastore lifecycle
 #   graph   graph/, include/pheap/graph/
-#   tools   tools/, examples/
+#   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
+#   compat  compat/ (the Metall drop-in, namespace metall): beside graph, on the heap's public API
 # Public headers (include/pheap/) belong to the room of what they declare (table below).
 #
 # A file of the library, its public headers, the tools or the examples may include
@@ -15,6 +16,8 @@
 #   * a private header of its own room (its folder, by relative path or "<room>/…").
 # Anything else fails: an include of a higher room (upward), of another room's private
 # headers (sideways: "no layer knows another's file names"), or of tests/, fuzz/, bench/.
+# compat/ includes public pheap headers up to the heap and its own headers (<metall/...>, found
+# under compat/metall/include/); nothing else includes <metall/...>.
 # tests/, bench/ and fuzz/ are white-box and may include anything.
 #
 #   scripts/check_layers.sh            prints each violation; exit 1 if there is one
@@ -22,16 +25,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 rank() {  # room → height
-  case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; graph) echo 4 ;;
-    tools) echo 5 ;; *) echo 99 ;; esac
+  case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; compat) echo 3 ;;
+    graph) echo 4 ;; tools) echo 5 ;; *) echo 99 ;; esac
 }
 
 # The room a public header belongs to.
 public_room() {
   case $1 in
     pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
-    pheap/sparse_store.hpp) echo store ;;
-    pheap/pager.hpp) echo pager ;;
+    pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
+    pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
     pheap/graph/*) echo graph ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;
@@ -45,9 +48,11 @@ file_room() {
     sparse_store/*) echo store ;;
     src/pager/*) echo pager ;;
     src/heap/*) echo heap ;;
+    graph/tools/*) echo tools ;;
     include/pheap/graph/* | graph/*) echo graph ;;
     include/pheap/*) public_room "${1#include/}" ;;
     tools/* | examples/*) echo tools ;;
+    compat/*) echo compat ;;
     *) echo "" ;;
   esac
 }
@@ -59,7 +64,7 @@ fail() {
 }
 
 files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'graph/*.[ch]pp' \
-  'tools/*.[ch]pp' 'examples/*.[ch]pp')
+  'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h')  # graph/tools/ is in graph/*
 for f in $files; do
   room=$(file_room "$f")
   [ -n "$room" ] || continue
@@ -76,6 +81,13 @@ for f in $files; do
           fail "$f ($room) includes $inc of the $proom layer above it"
         fi
         ;;
+      metall/*)
+        if [ "$room" != compat ]; then
+          fail "$f ($room) includes <$inc> of the Metall compatibility layer"
+        elif [ ! -f "compat/metall/include/$inc" ]; then
+          fail "$f includes <$inc>, which the compatibility layer does not have"
+        fi
+        ;;
       *.hpp | *.h)
         # A private header: relative to the file, or "<room>/…" under src/.
         target=""
@@ -83,6 +95,8 @@ for f in $files; do
           target=$(realpath --relative-to=. "$dir/$inc")
         elif [ -f "src/$inc" ]; then
           target="src/$inc"
+        elif [ -f "tools/$inc" ]; then
+          target="tools/$inc"  # the tools' include path (tools/CMakeLists.txt)
         elif [ -f "$inc" ]; then
           target="$inc"  # a path from the project root: only white-box code may do that
           fail "$f includes \"$inc\" by its path from the project root"

@@ -57,8 +57,8 @@ $P info "$store" | sed 's/^/   /'
 
 echo "== reference: uninterrupted ingestion into a second datastore"
 ingest "$ref"
-$G export --datastore "$store" --format text --output "$work/resumed.txt"
-$G export --datastore "$ref" --format text --output "$work/reference.txt"
+$G export --quiet --datastore "$store" --format text --output "$work/resumed.txt"
+$G export --quiet --datastore "$ref" --format text --output "$work/reference.txt"
 LC_ALL=C sort -o "$work/resumed.txt" "$work/resumed.txt"
 LC_ALL=C sort -o "$work/reference.txt" "$work/reference.txt"
 if cmp -s "$work/resumed.txt" "$work/reference.txt"; then

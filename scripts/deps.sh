@@ -14,6 +14,11 @@ have_header liburing.h || need+=(liburing-dev)
 have_header isa-l/crc.h || need+=(libisal-dev)
 have_header gtest/gtest.h || need+=(libgtest-dev)
 have_header gmock/gmock.h || need+=(libgmock-dev)
+# The command-line tools (CLI11, nlohmann-json) and compressed edge lists (zlib, libzstd).
+have_header CLI/CLI.hpp || need+=(libcli11-dev)
+have_header nlohmann/json.hpp || need+=(nlohmann-json3-dev)
+have_header zlib.h || need+=(zlib1g-dev)
+have_header zstd.h || need+=(libzstd-dev)
 # File systems of the snapshot campaigns (tests/reliability/snapshot_fs_test.cpp: reflink on
 # XFS and Btrfs loop images, sparse copy on ext4).
 command -v mkfs.xfs >/dev/null || [ -x /sbin/mkfs.xfs ] || need+=(xfsprogs)

@@ -17,7 +17,8 @@ fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHEAP_BUILD_FUZZERS=ON -DPHEAP_BUILD_TESTS=OFF \
   -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF -DPHEAP_BUILD_TOOLS=OFF >/dev/null
-cmake --build "$build" -j"$jobs" --target fuzz_superblock fuzz_journal fuzz_segment_header fuzz_root_record pheap_fuzz_seeds
+cmake --build "$build" -j"$jobs" --target fuzz_superblock fuzz_map_block fuzz_directory fuzz_segment_header \
+  fuzz_root_record pheap_fuzz_seeds
 
 work="$build/fuzz"
 seeds="$work/seeds"
@@ -25,7 +26,7 @@ rm -rf "$seeds"
 "$build/fuzz/pheap_fuzz_seeds" "$seeds"
 
 status=0
-for target in superblock journal segment_header root_record; do
+for target in superblock map_block directory segment_header root_record; do
   corpus="$work/corpus/$target"
   artifacts="$work/artifacts/$target"
   mkdir -p "$corpus" "$artifacts"

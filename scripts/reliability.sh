@@ -3,19 +3,20 @@
 #
 # Runs the reliability campaigns and regenerates the table in tests/RELIABILITY.md:
 #   store_create_crash_test        atomic creation: SIGKILL, crash at every op, power cut
-#   rel_crash_point_test           PHEAP_FAULT_CRASH_AT=any:N / sync:N sweeps, crash during
-#                                  recovery, crash during snapshot
-#   store_integrity_test           format 2: segment CRCs, segment/journal identity, touch epochs
+#   rel_crash_point_test           PHEAP_FAULT_CRASH_AT=any:N / sync:N sweeps, crash during the
+#                                  reopen, crash during snapshot
+#   store_integrity_test           format 3: page-map checksums (page copies, map blocks, the
+#                                  directory), map/directory/segment identity, stale copies
 #   rel_bad_input_test             truncation, bit flips, zeroed blocks, swapped/missing files,
 #                                  permissions (uid 65534) on every file of a datastore
 #   rel_parser_regression_test     fuzzer findings
 #   rel_full_disk_test             real ENOSPC on a loop-mounted ext4 image (root)
 #   rel_graph_kill_test            kill -9 of pheap-graph ingest --flush-every
 #   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
-#                                  chained kills during recovery, kills during close
-#   rel_fault_read_error_test      EIO on the Nth read during page faults and during open/recovery
+#                                  chained kills during the reopen, kills during close
+#   rel_fault_read_error_test      EIO on the Nth read during page faults and during the reopen
 #   rel_fault_write_error_test     EIO/ENOSPC on the Nth write, sync or metadata operation of a heap
-#                                  workload with snapshots, and of recovery opens
+#                                  workload with snapshots, and of reopens after a crash
 #   rel_check_scrub_test           `pheap check` reports a damaged data page
 #   rel_snapshot_concurrency_test  snapshots and flushes racing many writer threads
 #   rel_snapshot_fs_test           reflink snapshots on XFS/Btrfs loop images, sparse on ext4,
@@ -24,11 +25,11 @@
 #                                  kernel.io_uring_disabled=2: this script runs the campaigns
 #                                  one at a time, so it sets PHEAP_GLOBAL_SYSCTL_TESTS=1),
 #                                  uid 65534 with vm.unprivileged_userfaultfd=0
-#   scripts/fuzz.sh                libFuzzer on the superblock, journal, segment header and root
-#                                  record parsers (--fuzz N;
+#   scripts/fuzz.sh                libFuzzer on the superblock, map block, directory, segment
+#                                  header and root record parsers (--fuzz N;
 #                                  default 0 = skipped, 600 with --long when clang is present)
 # Default: CI size (about 3 minutes on 2 cores). --long: PHEAP_LONG=1 (≥ 2000 graph kills,
-# every recovery state, the io_uring sweep too) and 10 minutes of fuzzing per target.
+# every crash state, the io_uring sweep too) and 10 minutes of fuzzing per target.
 #
 # Every campaign prints "PHEAP_RESULT scenario=... iterations=... failures=... data_lost=...
 # seconds=..." lines; this script collects them. Exit status: 0 only if every test binary

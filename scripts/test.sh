@@ -164,7 +164,7 @@ unprivileged_stage() {
   unpriv_cleanup
 }
 
-# fuzz: the libFuzzer targets of fuzz/ (superblock, journal, segment header, root record
+# fuzz: the libFuzzer targets of fuzz/ (superblock, map block, directory, segment header, root record
 # parsers; clang, ASan+UBSan) for PHEAP_FUZZ_SECONDS each (default 30) from their seed corpora.
 # Each target counts as one test.
 fuzz_stage() {

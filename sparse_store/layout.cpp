@@ -4,9 +4,6 @@
 
 namespace pheap::store {
 
-namespace {
-
-// Parses exactly `digits` characters of `s` after `prefix` in base 10 or 16.
 std::optional<std::uint64_t> parse_suffix(std::string_view s, std::string_view prefix,
                                           std::size_t digits, int base) {
   if (s.size() != prefix.size() + digits || s.substr(0, prefix.size()) != prefix) {
@@ -28,8 +25,6 @@ std::optional<std::uint64_t> parse_suffix(std::string_view s, std::string_view p
   return v;
 }
 
-}  // namespace
-
 std::string segment_name(std::uint64_t index) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%s%06llu", segment_prefix,
@@ -37,19 +32,13 @@ std::string segment_name(std::uint64_t index) {
   return buf;
 }
 
-std::string journal_name(std::uint64_t epoch) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%s%012llx", journal_prefix,
-                static_cast<unsigned long long>(epoch));
-  return buf;
-}
-
 std::optional<std::uint64_t> parse_segment_name(std::string_view name) {
   return parse_suffix(name, segment_prefix, 6, 10);
 }
 
-std::optional<std::uint64_t> parse_journal_name(std::string_view name) {
-  return parse_suffix(name, journal_prefix, 12, 16);
+bool all_zero(const void* p, std::size_t n) noexcept {
+  const auto* b = static_cast<const unsigned char*>(p);
+  return n == 0 || (b[0] == 0 && std::memcmp(b, b + 1, n - 1) == 0);
 }
 
 }  // namespace pheap::store

@@ -1,7 +1,7 @@
 // sparse_store/layout.hpp — names of the files in a datastore directory and the little-endian
 // field helpers every on-disk structure of the store uses. The byte layouts themselves are
 // documented in sparse_store/FORMAT.md and defined next to their codecs (superblock.hpp,
-// journal.hpp).
+// map_codec.hpp, segment_header.hpp; format2/ for the read-only format-2 structures).
 //
 // All multi-byte integers on disk are little-endian. The codecs copy fields with memcpy, which
 // is the identity on the only byte order pheap supports (checked below at compile time).
@@ -20,16 +20,20 @@ static_assert(std::endian::native == std::endian::little,
               "the on-disk format is little-endian; a big-endian port needs byte swaps here");
 
 inline constexpr const char* super_name = "pheap.super";
+inline constexpr const char* map_name = "pheap.map";
 inline constexpr const char* segment_prefix = "segment-";  // + 6 decimal digits
-inline constexpr const char* journal_prefix = "journal-";  // + 12 lowercase hex digits
+// Suffix of a segment file while it is being created (renamed to its name once complete).
+inline constexpr const char* creating_suffix = ".creating";
+// Segment indexes fit the 6 digits of the name.
+inline constexpr std::uint64_t max_segments = 1000000;
 
 // "segment-000042"
 std::string segment_name(std::uint64_t index);
-// "journal-00000000002a"
-std::string journal_name(std::uint64_t epoch);
-// Inverse of the two above; nullopt for any other name (unknown files are ignored).
+// Inverse of segment_name; nullopt for any other name (unknown files are ignored).
 std::optional<std::uint64_t> parse_segment_name(std::string_view name);
-std::optional<std::uint64_t> parse_journal_name(std::string_view name);
+// Parses exactly `digits` characters of `s` after `prefix` in base 10 or 16 (file names).
+std::optional<std::uint64_t> parse_suffix(std::string_view s, std::string_view prefix,
+                                          std::size_t digits, int base);
 
 inline std::string join(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
@@ -47,5 +51,11 @@ inline T get(const void* base, std::size_t off) noexcept {
 }
 
 inline constexpr bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
+inline constexpr std::uint64_t round_up(std::uint64_t v, std::uint64_t to) noexcept {
+  return (v + to - 1) / to * to;
+}
+
+// True if the `n` bytes at `p` are all zero.
+bool all_zero(const void* p, std::size_t n) noexcept;
 
 }  // namespace pheap::store

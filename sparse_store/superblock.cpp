@@ -9,6 +9,7 @@
 #include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
 #include "layout.hpp"
+#include "map_codec.hpp"
 
 namespace pheap {
 
@@ -30,8 +31,10 @@ namespace {
 
 constexpr std::uint32_t min_page_size = 4096;
 constexpr std::uint32_t max_page_size = 64u << 20;
+constexpr std::uint32_t flag_directory_home = 1, flag_prepared = 2;
 
-// Returns an empty string if the geometry is acceptable, else the reason.
+}  // namespace
+
 std::string geometry_problem(std::uint32_t page_size, std::uint64_t segment_size,
                              std::uint64_t capacity) {
   if (!is_pow2(page_size) || page_size < min_page_size || page_size > max_page_size) {
@@ -54,18 +57,14 @@ std::string geometry_problem(std::uint32_t page_size, std::uint64_t segment_size
   const std::uint64_t segments = (capacity + segment_size - 1) / segment_size;
   if (segments > max_segments) {
     return "capacity / segment_size = " + std::to_string(segments) +
-           " segments exceeds the superblock bitmap (" + std::to_string(max_segments) +
-           "); use larger segments";
+           " segments exceeds the limit of " + std::to_string(max_segments) +
+           " segment files; use larger segments";
   }
   return {};
 }
 
-}  // namespace
-
-// Open allocates DRAM proportional to the page count (the may_have_data bitmap, one bit per
-// page): a superblock with a valid CRC but an absurd capacity must not make it try. Kept out
-// of decode_slot (which checks the format: a geometry that does not wrap parses) and applied
-// by create (validate_geometry) and open (read_superblock, per slot).
+// Open allocates DRAM per map block and reads a directory proportional to the page count: a
+// superblock with a valid CRC but an absurd capacity must not make it try.
 std::string capacity_problem(std::uint32_t page_size, std::uint64_t capacity) {
   if (capacity > max_capacity) {
     return "impossible capacity " + std::to_string(capacity) + " (more than 2^50 bytes)";
@@ -78,25 +77,40 @@ std::string capacity_problem(std::uint32_t page_size, std::uint64_t capacity) {
   return {};
 }
 
+std::string decode_slot_identity(const std::byte* b, slot_identity& out) {
+  const auto stored = get<std::uint32_t>(b, off_crc);
+  const auto actual = crc32c(b, off_crc);
+  if (stored != actual) {
+    char msg[80];
+    std::snprintf(msg, sizeof msg, "crc mismatch (stored %08x, computed %08x)", stored, actual);
+    return msg;
+  }
+  out.page_size = get<std::uint32_t>(b, 12);
+  std::memcpy(out.id.data(), b + 16, out.id.size());
+  out.epoch = get<std::uint64_t>(b, 32);
+  out.segment_size = get<std::uint64_t>(b, 40);
+  out.capacity = get<std::uint64_t>(b, 48);
+  return {};
+}
+
 std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
   std::array<std::byte, slot_size> s{};
   std::byte* b = s.data();
   std::memcpy(b, super_magic, sizeof super_magic);
-  put<std::uint32_t>(b, 8, sb.version);
+  put<std::uint32_t>(b, off_version, sb.version);
   put<std::uint32_t>(b, 12, sb.page_size);
   std::memcpy(b + 16, sb.id.data(), sb.id.size());
   put<std::uint64_t>(b, 32, sb.epoch);
   put<std::uint64_t>(b, 40, sb.segment_size);
   put<std::uint64_t>(b, 48, sb.capacity);
-  put<std::uint64_t>(b, 56, sb.journal_length);
+  put<std::uint64_t>(b, 56, sb.directory_length);
   put<std::uint32_t>(b, 64, static_cast<std::uint32_t>(sb.root.size()));
-  put<std::uint32_t>(b, 68, static_cast<std::uint32_t>(sb.segment_count()));
-  std::memcpy(b + off_journal_uuid, sb.journal_id.data(), sb.journal_id.size());
-  put<std::uint32_t>(b, off_segment_digest, sb.segment_digest);
+  put<std::uint32_t>(b, 68, sb.directory_crc);
+  put<std::uint32_t>(b, 72, (sb.directory_home != 0 ? flag_directory_home : 0u) |
+                                (sb.prepared ? flag_prepared : 0u));
+  put<std::uint32_t>(b, 76, pages_per_block);
+  put<std::uint64_t>(b, 80, sb.base_epoch);
   if (!sb.root.empty()) std::memcpy(b + off_root, sb.root.data(), sb.root.size());
-  for (std::size_t i = 0; i < sb.segments.size(); ++i) {
-    if (sb.segments[i]) b[off_bitmap + i / 8] |= std::byte(1u << (i % 8));
-  }
   put<std::uint32_t>(b, off_crc, crc32c(b, off_crc));
   return s;
 }
@@ -104,54 +118,66 @@ std::array<std::byte, slot_size> encode_slot(const superblock& sb) {
 decoded_slot decode_slot(const std::byte* b) {
   decoded_slot d;
   if (std::memcmp(b, super_magic, sizeof super_magic) != 0) {
-    bool zero = true;
-    for (std::size_t i = 0; i < slot_size && zero; ++i) zero = b[i] == std::byte{0};
     d.status = slot_status::bad_magic;
-    d.cause = zero ? "empty (all zeros)" : "bad magic";
+    d.cause = all_zero(b, slot_size) ? "empty (all zeros)" : "bad magic";
     return d;
   }
-  const auto version = get<std::uint32_t>(b, 8);
-  if (version > sparse_store::format_version) {
+  d.version = get<std::uint32_t>(b, off_version);
+  if (d.version > sparse_store::format_version) {
     d.status = slot_status::newer_version;
-    d.cause = "format version " + std::to_string(version) + " (this build reads ≤ " +
+    d.cause = "format version " + std::to_string(d.version) + " (this build reads " +
               std::to_string(sparse_store::format_version) + ")";
     return d;
   }
-  if (version < oldest_readable_version) {
+  if (d.version < sparse_store::format_version) {
     d.status = slot_status::older_version;
-    d.cause = "format version " + std::to_string(version) + " (this build reads " +
-              std::to_string(oldest_readable_version) + " to " +
-              std::to_string(sparse_store::format_version) + ")";
+    d.cause = "format version " + std::to_string(d.version);
     return d;
   }
-  const auto stored_crc = get<std::uint32_t>(b, off_crc);
-  const auto actual_crc = crc32c(b, off_crc);
-  if (stored_crc != actual_crc) {
-    char msg[80];
-    std::snprintf(msg, sizeof msg, "crc mismatch (stored %08x, computed %08x)", stored_crc,
-                  actual_crc);
+  slot_identity ident;
+  d.cause = decode_slot_identity(b, ident);
+  if (!d.cause.empty()) {
     d.status = slot_status::bad_crc;
-    d.cause = msg;
     return d;
   }
   superblock& sb = d.sb;
-  sb.version = version;
-  sb.page_size = get<std::uint32_t>(b, 12);
-  std::memcpy(sb.id.data(), b + 16, sb.id.size());
-  sb.epoch = get<std::uint64_t>(b, 32);
-  sb.segment_size = get<std::uint64_t>(b, 40);
-  sb.capacity = get<std::uint64_t>(b, 48);
-  sb.journal_length = get<std::uint64_t>(b, 56);
-  std::memcpy(sb.journal_id.data(), b + off_journal_uuid, sb.journal_id.size());
-  sb.segment_digest = get<std::uint32_t>(b, off_segment_digest);
+  sb.version = d.version;
+  sb.page_size = ident.page_size;
+  sb.id = ident.id;
+  sb.epoch = ident.epoch;
+  sb.segment_size = ident.segment_size;
+  sb.capacity = ident.capacity;
+  sb.directory_length = get<std::uint64_t>(b, 56);
   const auto root_len = get<std::uint32_t>(b, 64);
-  const auto seg_count = get<std::uint32_t>(b, 68);
+  sb.directory_crc = get<std::uint32_t>(b, 68);
+  const auto flags = get<std::uint32_t>(b, 72);
+  sb.directory_home = (flags & flag_directory_home) ? 1 : 0;
+  sb.prepared = (flags & flag_prepared) != 0;
+  const auto ppb = get<std::uint32_t>(b, 76);
+  sb.base_epoch = get<std::uint64_t>(b, 80);
   std::string problem = geometry_problem(sb.page_size, sb.segment_size, sb.capacity);
+  if (problem.empty()) problem = capacity_problem(sb.page_size, sb.capacity);
   if (problem.empty() && root_len > sparse_store::max_root_size) {
     problem = "root length " + std::to_string(root_len) + " > 2048";
   }
-  if (problem.empty() && seg_count != sb.segment_count()) {
-    problem = "segment count " + std::to_string(seg_count) + " does not match the geometry";
+  if (problem.empty() && ppb != pages_per_block) {
+    problem = "pages per map block " + std::to_string(ppb) + " (expected " +
+              std::to_string(pages_per_block) + ")";
+  }
+  if (problem.empty() && sb.directory_length != directory_length(sb.page_count())) {
+    problem = "directory length " + std::to_string(sb.directory_length) +
+              " does not match the geometry";
+  }
+  if (problem.empty() && (flags & ~(flag_directory_home | flag_prepared)) != 0) {
+    problem = "unknown flags " + std::to_string(flags);
+  }
+  if (problem.empty() && (sb.epoch == 0 ? sb.base_epoch != 0 : sb.base_epoch >= sb.epoch)) {
+    problem = "base epoch " + std::to_string(sb.base_epoch) + " of epoch " + std::to_string(sb.epoch);
+  }
+  if (problem.empty() &&
+      (!all_zero(b + 88, off_root - 88) ||
+       !all_zero(b + off_root + root_len, off_crc - off_root - root_len))) {
+    problem = "reserved bytes are not zero";
   }
   if (!problem.empty()) {
     d.status = slot_status::bad_values;
@@ -159,10 +185,6 @@ decoded_slot decode_slot(const std::byte* b) {
     return d;
   }
   sb.root.assign(b + off_root, b + off_root + root_len);
-  sb.segments.assign(seg_count, false);
-  for (std::size_t i = 0; i < seg_count; ++i) {
-    sb.segments[i] = (std::to_integer<unsigned>(b[off_bitmap + i / 8]) >> (i % 8)) & 1u;
-  }
   d.status = slot_status::ok;
   return d;
 }
@@ -174,42 +196,55 @@ void validate_geometry(const std::string& dir, std::uint32_t page_size,
   if (!problem.empty()) throw error(errc::invalid_argument, dir, "create", problem);
 }
 
-superblock read_superblock(io::engine& eng, io::file& f, const std::string& super_path) {
+chosen_slot read_superblock(io::engine& eng, io::file& f, const std::string& super_path,
+                            std::uint64_t max_epoch) {
   const std::uint64_t file_size = eng.size(f);
   std::vector<std::byte> buf(super_file_size);
   // Reads past end of file yield zeros (engine contract), so a truncated file shows up as an
   // "empty" slot rather than stale bytes.
   eng.read_at(f, 0, buf.data(), buf.size());
-  decoded_slot slots[slot_count] = {decode_slot(buf.data()), decode_slot(buf.data() + slot_size)};
-  for (auto& s : slots) {
-    if (s.status != slot_status::ok) continue;
-    if (auto problem = capacity_problem(s.sb.page_size, s.sb.capacity); !problem.empty()) {
-      s.status = slot_status::bad_values;
-      s.cause = "impossible values: " + problem;
-    }
-  }
-
+  const decoded_slot slots[slot_count] = {decode_slot(buf.data()),
+                                          decode_slot(buf.data() + slot_size)};
   for (const auto& s : slots) {
     if (s.status == slot_status::newer_version) {
-      throw error(errc::newer_format, super_path, "open",
-                  "written by a newer pheap: " + s.cause);
+      throw error(errc::newer_format, super_path, "open", "written by a newer pheap: " + s.cause);
     }
   }
   const decoded_slot* best = nullptr;
-  for (const auto& s : slots) {
-    if (s.status == slot_status::ok && (best == nullptr || s.sb.epoch > best->sb.epoch)) {
+  unsigned best_slot = 0;
+  bool above_max = false;
+  for (unsigned k = 0; k < slot_count; ++k) {
+    const auto& s = slots[k];
+    if (s.status != slot_status::ok) continue;
+    if (s.sb.epoch > max_epoch) {
+      above_max = true;
+      continue;
+    }
+    if (best == nullptr || s.sb.epoch > best->sb.epoch ||
+        (s.sb.epoch == best->sb.epoch && best->sb.prepared && !s.sb.prepared)) {
       best = &s;
+      best_slot = k;
     }
   }
-  if (best != nullptr) return best->sb;
+  if (best != nullptr) return {best->sb, best_slot};
 
   std::string why = "superblock slot 0 " + slots[0].cause + ", slot 1 " + slots[1].cause;
+  if (above_max) {
+    throw error(errc::corrupt, super_path, "open",
+                "no committed epoch at or below " + std::to_string(max_epoch) +
+                    " (the caller's highest accepted epoch): " + why);
+  }
   for (const auto& s : slots) {
-    if (s.status == slot_status::older_version) {
+    if (s.status != slot_status::older_version) continue;
+    if (s.version == format2_version) {
       throw error(errc::older_format, super_path, "open",
-                  "written by an older pheap: " + s.cause +
-                      "; open it with the pheap release that wrote it and copy the data out");
+                  "written by store format 2; convert it with `pheap upgrade SRC DST` "
+                  "(a format-" + std::to_string(sparse_store::format_version) +
+                      " copy), then open the copy");
     }
+    throw error(errc::older_format, super_path, "open",
+                "written by an older pheap: " + s.cause +
+                    "; open it with the pheap release that wrote it and copy the data out");
   }
   if (file_size < super_file_size) {
     why += " (file truncated to " + std::to_string(file_size) + " of " +
@@ -217,15 +252,14 @@ superblock read_superblock(io::engine& eng, io::file& f, const std::string& supe
     throw error(errc::corrupt, super_path, "open", why);
   }
   if (slots[0].status == slot_status::bad_magic && slots[1].status == slot_status::bad_magic) {
-    throw error(errc::not_a_datastore, super_path, "open",
-                "not a pheap superblock (" + why + ")");
+    throw error(errc::not_a_datastore, super_path, "open", "not a pheap superblock (" + why + ")");
   }
   throw error(errc::corrupt, super_path, "open", "both superblock slots invalid: " + why);
 }
 
-void write_slot(io::engine& eng, io::file& f, const superblock& sb) {
+void write_slot(io::engine& eng, io::file& f, unsigned slot, const superblock& sb) {
   const auto s = encode_slot(sb);
-  eng.write_at(f, (sb.epoch % slot_count) * slot_size, s.data(), s.size());
+  eng.write_at(f, slot * slot_size, s.data(), s.size());
 }
 
 uuid new_uuid() {

@@ -19,3 +19,6 @@ endif()
 # Sets vm.unprivileged_userfaultfd=0 (sysctl write) and runs children as uid 65534 (setuid).
 pheap_add_test_labels(rel_resource_limits_test LABELS root
   TESTS "^ResourceLimits\\.UnprivilegedUserWithoutUnprivilegedUserfaultfdRoundTripsAHeap$")
+
+# mount -t ramfs (CAP_SYS_ADMIN): a file system that refuses O_DIRECT.
+pheap_add_test_labels(io_direct_fallback_test LABELS root)

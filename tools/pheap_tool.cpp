@@ -1,185 +1,505 @@
-// pheap — command-line tool for pheap datastores.
+// pheap — command-line tool for pheap datastores: ls, info, check, snapshot, rm, upgrade.
 //
-//   pheap ls PATH             named and unique objects: kind, name, type, length, bytes, description
-//   pheap info PATH           format/library version, uuid, epoch, capacity, page size, usage
-//   pheap check PATH          store (superblocks, journal, segment headers: verified by opening;
-//                             then every page that may hold data read and verified against its
-//                             checksum) + allocator and directory invariants; exit 0 = sound,
-//                             1 = problems (listed)
-//   pheap snapshot SRC DST    copy of SRC's last watermark into the new datastore DST
-//   pheap rm PATH             delete a datastore (refuses non-datastores)
-//
-// Every command opens read-only (rm takes the exclusive lock) and fails with exit code 2 and
-// a message naming the path and the cause — e.g. "locked" when another process has the
-// datastore open for writing — instead of waiting.
+// Every command runs inside pheap::guard_faults: a damaged page met while reading the heap is
+// an error naming the segment file and the page (exit 2), never SIGBUS. Every command opens
+// read-only (rm takes the exclusive lock) and fails at once with a message naming the path and
+// the cause, e.g. "locked" when another process has the datastore open for writing — except
+// `info`, which then reports the last watermark from the superblock (manager::peek).
+// --help on the tool and on each command lists every option; the JSON schemas of --json are in
+// tools/README.md.
+#include <pheap/pheap.hpp>
+#include <pheap/sparse_store.hpp>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <ctime>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "pheap/pheap.hpp"
+#include "support/cli.hpp"
+#include "support/progress.hpp"
 
 namespace {
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: pheap ls PATH | info PATH | check PATH | snapshot SRC DST | rm PATH\n");
-  return 2;
-}
+using nlohmann::json;
+using tool_support::human_bytes;
+using tool_support::progress;
 
-std::string human(std::uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
+// Exit codes (also in the --help footer).
+constexpr int exit_problems = 1;  // check: the datastore is damaged (problems listed)
+constexpr int exit_error = 2;     // usage error, or the command failed (message on stderr)
 
-pheap::options quiet_options() {
+const char* const kFooter =
+    "Exit status: 0 success; 1 check found problems (listed); 2 usage error or failure (one\n"
+    "message naming the datastore and the cause, e.g. a damaged page: its segment file and\n"
+    "page). Every command opens read-only; info of a datastore that a writer holds shows its\n"
+    "last watermark from the superblock.";
+
+struct common_args {
+  std::string path;
+  std::uint64_t buffer = 64ull << 20;  // a tool needs little memory
+  bool json = false;
+  bool quiet = false;
+};
+
+pheap::options read_options(const common_args& a) {
   pheap::options o;
-  o.pager.buffer_size = 64ull << 20;  // a tool needs little memory
+  o.pager.buffer_size = a.buffer;
   return o;
 }
 
-void print_object(const pheap::object_info& i) {
-  std::printf("%-7s %-30.*s %-30.*s %8zu %10zu  %.*s\n", pheap::to_string(i.kind),
-              static_cast<int>(i.name.size()), i.name.data(), static_cast<int>(i.type_name.size()),
-              i.type_name.data(), i.length, i.length * i.type_size,
-              static_cast<int>(i.description.size()), i.description.data());
+std::string dump(const json& j) {
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
-int cmd_ls(const std::string& path) {
-  pheap::manager m(pheap::open_read_only, path, quiet_options());
-  std::printf("%-7s %-30s %-30s %8s %10s  %s\n", "KIND", "NAME", "TYPE", "LENGTH", "BYTES", "DESCRIPTION");
-  for (auto it = m.named_begin(); it != m.named_end(); ++it) print_object(*it);
-  for (auto it = m.unique_begin(); it != m.unique_end(); ++it) print_object(*it);
-  std::printf("%zu named, %zu unique, %zu anonymous objects\n", m.get_num_named_objects(),
-              m.get_num_unique_objects(), m.get_num_anonymous_objects());
-  return 0;
+// ---- ls -------------------------------------------------------------------------------------
+
+struct listed {
+  std::string kind, name, type, description;
+  std::uint64_t length = 0, bytes = 0, offset = 0;
+};
+
+std::vector<listed> list_objects(const pheap::manager& m) {
+  std::vector<listed> v;
+  auto add = [&](const pheap::object_info& i) {
+    v.push_back({pheap::to_string(i.kind), std::string(i.name), std::string(i.type_name),
+                 std::string(i.description), i.length, i.length * i.type_size, i.offset});
+  };
+  for (auto it = m.named_begin(); it != m.named_end(); ++it) add(*it);
+  for (auto it = m.unique_begin(); it != m.unique_end(); ++it) add(*it);
+  for (auto it = m.anonymous_begin(); it != m.anonymous_end(); ++it) add(*it);
+  return v;
 }
 
-int cmd_info(const std::string& path) {
-  pheap::manager m(pheap::open_read_only, path, quiet_options());
+// Columns KIND LENGTH BYTES NAME TYPE; NAME is as wide as the longest name up to 32 columns
+// (a longer one puts its TYPE on the next line), TYPE takes the rest of the terminal's width
+// (clipped with "..." unless `wide`; never clipped when stdout is not a terminal).
+void print_table(const std::vector<listed>& objs, bool wide) {
+  std::size_t wl = 6, wb = 5, wn = 4;
+  for (const auto& o : objs) {
+    wl = std::max(wl, std::to_string(o.length).size());
+    wb = std::max(wb, std::to_string(o.bytes).size());
+    wn = std::max(wn, std::min<std::size_t>(o.name.size(), 32));
+  }
+  int width = 0;
+  if (!wide && ::isatty(STDOUT_FILENO)) {
+    winsize ws{};
+    width = ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 80;
+  }
+  const std::size_t type_col = 10 + wl + 2 + wb + 2 + wn + 2;
+  auto clip = [&](const std::string& s, std::size_t col) {
+    if (width <= 0 || col + s.size() <= static_cast<std::size_t>(width)) return s;
+    const std::size_t room = static_cast<std::size_t>(width) > col + 4 ? width - col - 3 : 1;
+    return s.substr(0, room) + "...";
+  };
+  std::printf("%-9s %*s  %*s  %-*s  %s\n", "KIND", static_cast<int>(wl), "LENGTH",
+              static_cast<int>(wb), "BYTES", static_cast<int>(wn), "NAME", "TYPE");
+  for (const auto& o : objs) {
+    const std::string name = o.name.empty() ? "-" : o.name;
+    std::printf("%-9s %*llu  %*llu  %-*s  ", o.kind.c_str(), static_cast<int>(wl),
+                static_cast<unsigned long long>(o.length), static_cast<int>(wb),
+                static_cast<unsigned long long>(o.bytes), static_cast<int>(wn), name.c_str());
+    if (name.size() > wn) std::printf("\n%*s", static_cast<int>(type_col), "");
+    std::printf("%s\n", clip(o.type, type_col).c_str());
+    if (!o.description.empty()) {
+      std::printf("%*sdescription: %s\n", 10, "", clip(o.description, 23).c_str());
+    }
+  }
+}
+
+int cmd_ls(const common_args& a, bool wide) {
+  const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
+  const auto objs = list_objects(m);
   const pheap::manager_stats s = m.stats();
-  std::printf("path:            %s\n", path.c_str());
-  std::printf("uuid:            %s\n", m.get_uuid().c_str());
-  std::printf("store format:    %u\n", pheap::sparse_store::format_version);
-  std::printf("writer version:  %u\n", m.get_version());
-  std::printf("epoch:           %llu\n", static_cast<unsigned long long>(s.epoch));
-  std::printf("description:     %s\n", m.get_description().c_str());
-  std::printf("capacity:        %s (%llu bytes)\n", human(s.capacity).c_str(), static_cast<unsigned long long>(s.capacity));
-  std::printf("page size:       %s\n", human(s.page_size).c_str());
-  std::printf("chunk size:      %s\n", human(s.chunk_size).c_str());
-  std::printf("chunks in use:   %llu of %llu (%s)\n", static_cast<unsigned long long>(s.chunks_in_use),
-              static_cast<unsigned long long>(s.num_chunks), human(s.chunks_in_use * s.chunk_size).c_str());
-  std::printf("allocated:       %s small, %s large\n", human(s.small_bytes).c_str(), human(s.large_bytes).c_str());
-  std::printf("objects:         %llu named, %llu unique, %llu anonymous\n",
-              static_cast<unsigned long long>(s.named_objects), static_cast<unsigned long long>(s.unique_objects),
-              static_cast<unsigned long long>(s.anonymous_objects));
-  std::printf("on disk:         %s\n", human(s.disk_bytes).c_str());
+  if (a.json) {
+    json j{{"datastore", a.path}, {"epoch", s.epoch}, {"objects", json::array()},
+           {"counts", {{"named", s.named_objects}, {"unique", s.unique_objects},
+                       {"anonymous", s.anonymous_objects}}},
+           {"heap_allocated_bytes", s.small_bytes + s.large_bytes}};
+    for (const auto& o : objs) {
+      j["objects"].push_back({{"kind", o.kind}, {"name", o.name}, {"type", o.type},
+                              {"length", o.length}, {"bytes", o.bytes}, {"offset", o.offset},
+                              {"description", o.description}});
+    }
+    std::printf("%s\n", dump(j).c_str());
+    return 0;
+  }
+  print_table(objs, wide);
+  const std::uint64_t unlisted = s.anonymous_objects - std::min<std::uint64_t>(
+      s.anonymous_objects, static_cast<std::uint64_t>(std::count_if(
+          objs.begin(), objs.end(), [](const listed& o) { return o.kind == "anonymous"; })));
+  std::printf("%llu named, %llu unique, %llu anonymous objects. BYTES is sizeof(type) x LENGTH:\n"
+              "the object itself, not the memory it owns; all allocations of the heap take %s.\n",
+              static_cast<unsigned long long>(s.named_objects),
+              static_cast<unsigned long long>(s.unique_objects),
+              static_cast<unsigned long long>(s.anonymous_objects),
+              human_bytes(s.small_bytes + s.large_bytes).c_str());
+  if (unlisted > 0) {
+    std::printf("%llu anonymous object(s) were made by pheap 0.1.0 (heap layout 1), which did not\n"
+                "index them: they are counted, not listed.\n",
+                static_cast<unsigned long long>(unlisted));
+  }
   return 0;
 }
 
-// Reads every page of the store that may hold data (in batches), so each is verified against
-// its segment checksum or journal CRC; returns one problem per page that fails (a batch that
-// fails is read again page by page to name them all). Runs before the heap is mapped: a
-// damaged page read through the pager would end the tool by SIGBUS instead of a report.
-std::vector<std::string> scrub_pages(const std::string& path, std::uint64_t& pages_read) {
-  pheap::store_options o;
-  o.read_only = true;
-  const auto s = pheap::sparse_store::open(path, o);
-  const std::uint32_t ps = s->page_size();
-  const std::uint64_t n = s->capacity() / ps;
+// ---- info -----------------------------------------------------------------------------------
+
+std::string created_text(std::uint64_t ns) {
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  char b[64];
+  gmtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return b;
+}
+
+std::string version_text(std::uint32_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+// The fields both sources of info know (an open, or the superblock while a writer runs).
+json watermark_json(const std::string& path, const pheap::watermark_info& w) {
+  return {{"datastore", path},         {"uuid", w.uuid},
+          {"store_format", w.store_format}, {"writer_version", version_text(w.writer_version)},
+          {"epoch", w.epoch},          {"description", w.description},
+          {"capacity", w.capacity},    {"page_size", w.page_size},
+          {"chunk_size", w.chunk_size}, {"created", created_text(w.created_ns)},
+          {"disk_bytes", w.disk_bytes}};
+}
+
+void print_watermark(const json& j) {
+  std::printf("path:            %s\n", j["datastore"].get<std::string>().c_str());
+  std::printf("uuid:            %s\n", j["uuid"].get<std::string>().c_str());
+  std::printf("store format:    %u\n", j["store_format"].get<unsigned>());
+  std::printf("writer version:  %s\n", j["writer_version"].get<std::string>().c_str());
+  std::printf("created:         %s\n", j["created"].get<std::string>().c_str());
+  std::printf("epoch:           %llu\n", j["epoch"].get<unsigned long long>());
+  std::printf("description:     %s\n", j["description"].get<std::string>().c_str());
+  std::printf("capacity:        %s (%llu bytes)\n", human_bytes(j["capacity"].get<std::uint64_t>()).c_str(),
+              j["capacity"].get<unsigned long long>());
+  std::printf("page size:       %s\n", human_bytes(j["page_size"].get<std::uint64_t>()).c_str());
+  std::printf("chunk size:      %s\n", human_bytes(j["chunk_size"].get<std::uint64_t>()).c_str());
+}
+
+int cmd_info(const common_args& a) {
+  json j;
+  try {
+    const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
+    const pheap::manager_stats s = m.stats();
+    pheap::watermark_info w;
+    w.epoch = s.epoch;
+    w.uuid = m.get_uuid();
+    w.store_format = pheap::sparse_store::format_version;
+    w.writer_version = m.get_version();
+    w.capacity = s.capacity;
+    w.page_size = s.page_size;
+    w.chunk_size = s.chunk_size;
+    w.created_ns = pheap::manager::peek(a.path).created_ns;
+    w.disk_bytes = s.disk_bytes;
+    w.description = m.get_description();
+    j = watermark_json(a.path, w);
+    j["source"] = "open";
+    j["live_bytes"] = s.store.live_bytes;
+    j["chunks"] = {{"in_use", s.chunks_in_use}, {"total", s.num_chunks}};
+    j["allocated"] = {{"small_bytes", s.small_bytes}, {"large_bytes", s.large_bytes}};
+    j["objects"] = {{"named", s.named_objects}, {"unique", s.unique_objects},
+                    {"anonymous", s.anonymous_objects}};
+  } catch (const pheap::error& e) {
+    if (e.code() != pheap::errc::locked) throw;
+    j = watermark_json(a.path, pheap::manager::peek(a.path));
+    j["source"] = "superblock";
+  }
+  if (a.json) {
+    std::printf("%s\n", dump(j).c_str());
+    return 0;
+  }
+  print_watermark(j);
+  if (j["source"] == "superblock") {
+    std::printf("in use:          (another process has the datastore open for writing: this is its\n"
+                "                 last watermark, read from the superblock; usage and objects\n"
+                "                 need an open once the writer closes)\n");
+  } else {
+    const auto& c = j["chunks"];
+    std::printf("chunks in use:   %llu of %llu (%s)\n", c["in_use"].get<unsigned long long>(),
+                c["total"].get<unsigned long long>(),
+                human_bytes(c["in_use"].get<std::uint64_t>() * j["chunk_size"].get<std::uint64_t>()).c_str());
+    std::printf("allocated:       %s small, %s large\n", human_bytes(j["allocated"]["small_bytes"].get<std::uint64_t>()).c_str(),
+                human_bytes(j["allocated"]["large_bytes"].get<std::uint64_t>()).c_str());
+    const auto& o = j["objects"];
+    std::printf("objects:         %llu named, %llu unique, %llu anonymous\n",
+                o["named"].get<unsigned long long>(), o["unique"].get<unsigned long long>(),
+                o["anonymous"].get<unsigned long long>());
+  }
+  std::printf("on disk:         %s\n", human_bytes(j["disk_bytes"].get<std::uint64_t>()).c_str());
+  if (j.contains("live_bytes")) {
+    std::printf("live data:       %s (pages with data)\n",
+                human_bytes(j["live_bytes"].get<std::uint64_t>()).c_str());
+  }
+  return 0;
+}
+
+// ---- check and snapshot: the scrub -----------------------------------------------------------
+
+struct damaged_page {
+  std::uint64_t page;
+  std::string file;
+  std::string message;
+};
+
+struct scrub_result {
+  std::uint64_t pages_read = 0;
+  std::vector<damaged_page> damaged;
+};
+
+// Reads every page of the open store that may hold data (in batches), so each is verified
+// against its checksum in the page map (and every map block on the way); a batch that fails is read again page by page to
+// name every damaged one. Works on the store, before the heap is mapped.
+scrub_result scrub(pheap::sparse_store& s, progress& pr) {
+  const std::uint32_t ps = s.page_size();
+  const std::uint64_t n = s.capacity() / ps;
+  std::uint64_t with_data = 0;
+  for (std::uint64_t p = 0; p < n; ++p) with_data += s.may_have_data(p) ? 1 : 0;
+  pr.set_total(with_data * ps);
   constexpr std::size_t batch_pages = 256;
   std::vector<std::byte> buf(batch_pages * ps);
   std::vector<pheap::page_read> batch;
-  std::vector<std::string> problems;
+  scrub_result r;
   auto read_batch = [&] {
     if (batch.empty()) return;
     try {
-      s->read_pages(batch);
+      s.read_pages(batch);
     } catch (const pheap::error&) {
-      for (const auto& r : batch) {
+      for (const auto& one : batch) {
         try {
-          s->read_pages(std::span<const pheap::page_read>(&r, 1));
+          s.read_pages(std::span<const pheap::page_read>(&one, 1));
         } catch (const pheap::error& e) {
-          problems.push_back(e.what());
+          r.damaged.push_back({one.page, e.path(), e.what()});
         }
       }
     }
-    pages_read += batch.size();
+    r.pages_read += batch.size();
     batch.clear();
+    pr.update(r.pages_read * ps);
   };
   for (std::uint64_t p = 0; p < n; ++p) {
-    if (!s->may_have_data(p)) continue;
+    if (!s.may_have_data(p)) continue;
     batch.push_back({p, buf.data() + batch.size() * ps});
     if (batch.size() == batch_pages) read_batch();
   }
   read_batch();
-  return problems;
+  pr.finish(std::to_string(r.pages_read) + " pages verified");
+  return r;
 }
 
-int cmd_check(const std::string& path) {
-  // Opening verifies the superblocks, the segment headers and the committed journal; the
-  // scrub verifies every page with data; then the heap root record and header; then every
+std::unique_ptr<pheap::sparse_store> open_store(const std::string& path) {
+  pheap::store_options o;
+  o.read_only = true;
+  return pheap::sparse_store::open(path, o);
+}
+
+json damaged_json(const std::vector<damaged_page>& d) {
+  json a = json::array();
+  for (const auto& x : d) a.push_back({{"page", x.page}, {"file", x.file}, {"error", x.message}});
+  return a;
+}
+
+int cmd_check(const common_args& a) {
+  // Opening verifies the superblocks and the page-map directory; the scrub verifies every map
+  // block with data and every page with data; then the heap root record and header; then every
   // allocator and directory invariant.
-  std::uint64_t scrubbed = 0;
-  const auto damaged = scrub_pages(path, scrubbed);
-  if (!damaged.empty()) {
-    for (std::size_t i = 0; i < std::min<std::size_t>(damaged.size(), 50); ++i) {
-      std::printf("problem: %s\n", damaged[i].c_str());
+  progress pr(progress::choose(a.quiet), "check", progress::unit::bytes);
+  scrub_result sr;
+  {
+    const auto store = open_store(a.path);
+    sr = scrub(*store, pr);
+  }
+  json j{{"datastore", a.path}, {"pages_verified", sr.pages_read},
+         {"damaged_pages", damaged_json(sr.damaged)}, {"problems", json::array()}};
+  if (!sr.damaged.empty()) {
+    j["sound"] = false;
+    j["heap_checked"] = false;
+    if (a.json) {
+      std::printf("%s\n", dump(j).c_str());
+      return exit_problems;
     }
-    if (damaged.size() > 50) std::printf("problem: ... and %zu more pages\n", damaged.size() - 50);
+    for (std::size_t i = 0; i < std::min<std::size_t>(sr.damaged.size(), 50); ++i) {
+      std::printf("problem: %s\n", sr.damaged[i].message.c_str());
+    }
+    if (sr.damaged.size() > 50) std::printf("problem: ... and %zu more pages\n", sr.damaged.size() - 50);
     std::printf("%s: %zu damaged page(s) of %llu read; heap invariants not checked (the heap "
                 "would read damaged pages)\n",
-                path.c_str(), damaged.size(), static_cast<unsigned long long>(scrubbed));
-    return 1;
+                a.path.c_str(), sr.damaged.size(), static_cast<unsigned long long>(sr.pages_read));
+    return exit_problems;
   }
-  pheap::manager m(pheap::open_read_only, path, quiet_options());
+  const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
   const auto problems = m.check();
+  j["sound"] = problems.empty();
+  j["heap_checked"] = true;
+  j["epoch"] = m.epoch();
+  j["named_objects"] = m.get_num_named_objects();
+  for (const auto& p : problems) j["problems"].push_back(p);
+  if (a.json) {
+    std::printf("%s\n", dump(j).c_str());
+    return problems.empty() ? 0 : exit_problems;
+  }
   for (const auto& p : problems) std::printf("problem: %s\n", p.c_str());
   if (!problems.empty()) {
-    std::printf("%s: %zu problem(s) at epoch %llu\n", path.c_str(), problems.size(),
+    std::printf("%s: %zu problem(s) at epoch %llu\n", a.path.c_str(), problems.size(),
                 static_cast<unsigned long long>(m.epoch()));
-    return 1;
+    return exit_problems;
   }
-  std::printf("%s: sound (epoch %llu, %zu named objects, %llu pages verified)\n", path.c_str(),
+  std::printf("%s: sound (epoch %llu, %zu named objects, %llu pages verified)\n", a.path.c_str(),
               static_cast<unsigned long long>(m.epoch()), m.get_num_named_objects(),
-              static_cast<unsigned long long>(scrubbed));
+              static_cast<unsigned long long>(sr.pages_read));
   return 0;
+}
+
+// Verifies every page of SRC's last watermark, then copies it; refuses (nothing written) when a
+// page fails its checksum. The store stays open (shared lock) from the scrub to the end of the
+// copy, so no writer can commit in between: the copy is of the watermark that was verified.
+int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
+  progress pr(progress::choose(quiet), "verify", progress::unit::bytes);
+  const auto store = open_store(src);
+  const scrub_result sr = scrub(*store, pr);
+  if (!sr.damaged.empty()) {
+    for (std::size_t i = 0; i < std::min<std::size_t>(sr.damaged.size(), 10); ++i) {
+      std::fprintf(stderr, "pheap snapshot: %s\n", sr.damaged[i].message.c_str());
+    }
+    throw pheap::error(pheap::errc::corrupt, src, "snapshot",
+                       std::to_string(sr.damaged.size()) +
+                           " page(s) fail their checksum: refusing to copy damaged data, nothing "
+                           "was written to " + dst);
+  }
+  if (!quiet) std::fprintf(stderr, "copying %s to %s ...\n", src.c_str(), dst.c_str());
+  pheap::manager::copy(src, dst);
+  std::printf("snapshot of %s (epoch %llu) written to %s; its %llu pages with data were verified "
+              "against their checksums before the copy\n",
+              src.c_str(), static_cast<unsigned long long>(store->epoch()), dst.c_str(),
+              static_cast<unsigned long long>(sr.pages_read));
+  return 0;
+}
+
+// Converts a store-format-2 datastore into the new format-3 datastore DST, page for page (SRC is
+// only read), so any heap the library reads stays readable.
+int cmd_upgrade(const std::string& src, const std::string& dst, bool quiet) {
+  if (!quiet) std::fprintf(stderr, "upgrading %s to %s ...\n", src.c_str(), dst.c_str());
+  pheap::sparse_store::upgrade(src, dst);
+  std::printf("%s (store format 2) upgraded to %s (store format %u)\n", src.c_str(), dst.c_str(),
+              pheap::sparse_store::format_version);
+  return 0;
+}
+
+// ---- the command line --------------------------------------------------------------------------
+
+// Every failure is exit 2 with the library's message; two causes get a hint.
+tool_support::failure describe(const std::exception& e) {
+  std::string m = e.what();
+  if (const auto* pe = dynamic_cast<const pheap::error*>(&e)) {
+    if (pe->code() == pheap::errc::locked) {
+      m += " (another process has it open for writing; close it first — `pheap info` shows its "
+           "last watermark meanwhile)";
+    } else if (pe->code() == pheap::errc::corrupt) {
+      m += " (`pheap check` lists every damaged page)";
+    }
+  }
+  return {exit_error, m};
+}
+
+// The options of every command, and what the chosen one runs.
+struct command_line {
+  common_args a;
+  bool wide = false;
+  std::string dst;
+  std::function<int()> action;
+};
+
+void add_path(CLI::App& sub, common_args& a) {
+  sub.add_option("PATH", a.path, "the datastore directory")->required();
+}
+// --json and --buffer-size: the commands that read the heap.
+void add_read_options(CLI::App& sub, common_args& a) {
+  sub.add_flag("--json", a.json, "print one JSON document (schema: tools/README.md)");
+  tool_support::add_size_option(sub, "--buffer-size", a.buffer,
+                                "memory for the heap's pages while reading (default 64MiB)");
+}
+
+void define_ls(CLI::App& app, command_line& c) {
+  auto* ls = app.add_subcommand("ls", "list the named and unique objects (kind, length, bytes, "
+                                      "name, type, description), then the anonymous ones");
+  add_path(*ls, c.a);
+  add_read_options(*ls, c.a);
+  ls->add_flag("--wide", c.wide, "never clip long type names to the terminal's width");
+  ls->callback([&c] { c.action = [&c] { return cmd_ls(c.a, c.wide); }; });
+}
+
+void define_info(CLI::App& app, command_line& c) {
+  auto* info = app.add_subcommand("info", "versions, uuid, epoch, geometry, usage and disk space; "
+                                          "while a writer runs, its last watermark");
+  add_path(*info, c.a);
+  add_read_options(*info, c.a);
+  info->callback([&c] { c.action = [&c] { return cmd_info(c.a); }; });
+}
+
+void define_check(CLI::App& app, command_line& c) {
+  auto* check = app.add_subcommand(
+      "check", "verify the store, every page with data against its checksum, then the heap's "
+               "allocator and directory invariants (exit 1 if damaged)");
+  add_path(*check, c.a);
+  add_read_options(*check, c.a);
+  check->add_flag("-q,--quiet", c.a.quiet, "no progress on stderr");
+  check->callback([&c] { c.action = [&c] { return cmd_check(c.a); }; });
+}
+
+void define_snapshot(CLI::App& app, command_line& c) {
+  auto* snap = app.add_subcommand(
+      "snapshot", "copy the last watermark of SRC into the new datastore DST, after verifying "
+                  "every page against its checksum (damage: refused, nothing written)");
+  snap->add_option("SRC", c.a.path, "the datastore to copy")->required();
+  snap->add_option("DST", c.dst, "the new datastore (must not exist)")->required();
+  snap->add_flag("-q,--quiet", c.a.quiet, "no progress on stderr");
+  snap->callback([&c] { c.action = [&c] { return cmd_snapshot(c.a.path, c.dst, c.a.quiet); }; });
+}
+
+void define_rm(CLI::App& app, command_line& c) {
+  auto* rm = app.add_subcommand("rm", "delete a datastore (refuses directories that are not "
+                                      "datastores, and datastores in use)");
+  add_path(*rm, c.a);
+  rm->callback([&c] {
+    c.action = [&c] {
+      pheap::manager::remove(c.a.path);
+      return 0;
+    };
+  });
+}
+
+void define_upgrade(CLI::App& app, command_line& c) {
+  auto* up = app.add_subcommand(
+      "upgrade", "write a store-format-3 copy DST of the store-format-2 datastore SRC (every page "
+                 "and the root; SRC is only read)");
+  up->add_option("SRC", c.a.path, "the format-2 datastore")->required();
+  up->add_option("DST", c.dst, "the new datastore (must not exist)")->required();
+  up->add_flag("-q,--quiet", c.a.quiet, "no message on stderr");
+  up->callback([&c] { c.action = [&c] { return cmd_upgrade(c.a.path, c.dst, c.a.quiet); }; });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) return usage();
-  const std::string cmd = argv[1];
-  try {
-    if (cmd == "ls" && argc == 3) return cmd_ls(argv[2]);
-    if (cmd == "info" && argc == 3) return cmd_info(argv[2]);
-    if (cmd == "check" && argc == 3) return cmd_check(argv[2]);
-    if (cmd == "snapshot" && argc == 4) {
-      pheap::manager::copy(argv[2], argv[3]);
-      std::printf("snapshot of %s written to %s\n", argv[2], argv[3]);
-      return 0;
-    }
-    if (cmd == "rm" && argc == 3) {
-      pheap::manager::remove(argv[2]);
-      return 0;
-    }
-  } catch (const pheap::error& e) {
-    std::fprintf(stderr, "pheap %s: %s%s\n", cmd.c_str(), e.what(),
-                 e.code() == pheap::errc::locked ? " (another process has it open; close it first)" : "");
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pheap %s: %s\n", cmd.c_str(), e.what());
-    return 2;
-  }
-  return usage();
+  CLI::App app{"pheap: inspect, check, copy and delete pheap datastores.", "pheap"};
+  tool_support::set_up(app, "pheap", kFooter);
+  command_line c;
+  define_ls(app, c);
+  define_info(app, c);
+  define_check(app, c);
+  define_snapshot(app, c);
+  define_rm(app, c);
+  define_upgrade(app, c);
+  return tool_support::parse_and_run(app, argc, argv, c.action, describe);
 }

@@ -39,6 +39,8 @@
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "rmat_ingest.hpp"
+
 #include <boost/interprocess/managed_mapped_file.hpp>
 
 #include <fcntl.h>
@@ -111,43 +113,16 @@ shared_progress* g_prog = nullptr;
 
 double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+// The R-MAT stream of `c`, inserted into g (rmat_ingest.hpp); the shared progress record
+// follows it so that a run that does not finish says how far it got.
 template <class G>
 double ingest_all(G& g, const config& c) {
-  pg::rmat_params p;
-  p.scale = c.scale;
-  p.edge_factor = c.edge_factor;
-  p.scramble = true;
-  p.seed = 123;
-  pg::rmat_generator gen(p);
-  std::vector<pg::edge> batch(c.batch);
-  pg::bank_locks locks(g.num_banks());
-  double total = 0;
-  for (std::uint64_t first = 0; first < gen.num_edges(); first += c.batch) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(c.batch, gen.num_edges() - first));
-    gen.generate(first, n, batch.data(), c.threads);
-    const auto t0 = clk::now();
-    // Inserts [lo, hi); every 8192 edges the shared progress counter advances (2 arcs per
-    // edge, an estimate: self-loops count once) so a run that does not finish says how far it got.
-    auto part = [&](std::size_t lo, std::size_t hi) {
-      for (std::size_t i = lo; i < hi; ++i) {
-        g.insert(batch[i], &locks);
-        if (g_prog != nullptr && (i - lo) % 8192 == 8191) g_prog->arcs.fetch_add(2 * 8192, std::memory_order_relaxed);
-      }
-    };
-    if (c.threads == 1) {
-      part(0, n);
-    } else {
-      std::vector<std::thread> ts;
-      for (unsigned t = 0; t < c.threads; ++t) ts.emplace_back([&, t] { part(n * t / c.threads, n * (t + 1) / c.threads); });
-      for (auto& th : ts) th.join();
-    }
-    total += secs(t0, clk::now());
-    if (g_prog != nullptr) {
-      g_prog->arcs = 2 * (first + n);
-      g_prog->ingest_s = total;
-    }
-  }
-  return total;
+  const pheap::bench::rmat_stream s{c.scale, c.edge_factor, c.threads, c.batch};
+  if (g_prog == nullptr) return pheap::bench::ingest_rmat(g, s);
+  return pheap::bench::ingest_rmat(g, s, &g_prog->arcs, [](std::uint64_t edges, double seconds) {
+    g_prog->arcs = 2 * edges;
+    g_prog->ingest_s = seconds;
+  });
 }
 
 std::uint64_t dir_disk_bytes(const std::string& p) {
@@ -290,19 +265,19 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
   {
     pheap::manager m(pheap::create_only, path, o);
     auto& g = pg::open_or_create_graph<void>(m, "graph", false, 1024);
-    monitor mon(c, [&](result& r) {
+    monitor mon(c, [&](result& sample) {
       const auto st = m.stats();
-      fill_pager(r, st.pager);
+      fill_pager(sample, st.pager);
       if (c.progress > 0) {
         const auto& p = st.pager;
         std::fprintf(stderr,
                      "arcs %" PRIu64 " faults %" PRIu64 " zero %" PRIu64 " read %" PRIu64 " evict %" PRIu64
                      " dirty-evict %" PRIu64 " verify %" PRIu64 " MiB-read %" PRIu64 " MiB-written %" PRIu64
-                     " waits %" PRIu64 " resident %" PRIu64 " journal %" PRIu64 " MiB fault_ms %" PRIu64
+                     " waits %" PRIu64 " resident %" PRIu64 " map %" PRIu64 " MiB fault_ms %" PRIu64
                      " evict_ms %" PRIu64 "\n",
                      g.num_arcs(), p.read_faults + p.write_faults, p.zero_fills, p.pages_read, p.evictions,
                      p.evicted_dirty, p.evict_verify_reads, p.bytes_read >> 20, p.bytes_written >> 20,
-                     p.buffer_waits, p.resident_pages, st.store.journal_bytes >> 20, p.fault_ns / 1000000,
+                     p.buffer_waits, p.resident_pages, st.store.map_bytes_written >> 20, p.fault_ns / 1000000,
                      p.evict_ns / 1000000);
       }
     });

@@ -21,6 +21,8 @@
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "rmat_ingest.hpp"
+
 #include <boost/interprocess/managed_mapped_file.hpp>
 
 #include <poll.h>
@@ -66,30 +68,7 @@ double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration
 // Inserts all edges batch by batch; returns summed insert time (generation untimed).
 template <class G>
 double ingest_all(G& g, const config& c) {
-  pg::rmat_params p;
-  p.scale = c.scale;
-  p.edge_factor = c.edge_factor;
-  p.scramble = true;
-  p.seed = 123;
-  pg::rmat_generator gen(p);
-  std::vector<pg::edge> batch(c.batch);
-  pg::bank_locks locks(g.num_banks());
-  double total = 0;
-  for (std::uint64_t first = 0; first < gen.num_edges(); first += c.batch) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(c.batch, gen.num_edges() - first));
-    gen.generate(first, n, batch.data(), c.threads);
-    const auto t0 = clk::now();
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < c.threads; ++t) {
-      ts.emplace_back([&, t] {
-        const std::size_t lo = n * t / c.threads, hi = n * (t + 1) / c.threads;
-        for (std::size_t i = lo; i < hi; ++i) g.insert(batch[i], &locks);
-      });
-    }
-    for (auto& th : ts) th.join();
-    total += secs(t0, clk::now());
-  }
-  return total;
+  return pheap::bench::ingest_rmat(g, {c.scale, c.edge_factor, c.threads, c.batch});
 }
 
 std::uint64_t peak_rss_kb() {

@@ -8,10 +8,18 @@
 // same instance (round 1 includes first-touch page faults; round 2 is steady state) and the
 // table reports round 2 in M alloc+free pairs per second. 1 thread and 2 threads (each with
 // its own objects). Ratios: pheap / malloc and pheap / managed_mapped_file.
+// Containers: flat containers (elements that take no allocator) with the plain
+// pheap::allocator<T>, with scoped_allocator<T>, and through the pheap::container alias (whose
+// default_allocator picks one): vector push_back, deque push_back, unordered_map and map
+// inserts of N u64 (container built, filled and destroyed per rep; 15 interleaved reps,
+// each variant first in a third of them; median M ops per thread-CPU second); ratios
+// scoped/plain and alias/plain.
 // Reopen: builds a heap holding G GiB of objects (1 MiB blocks plus 100k small objects, first
 // word of each written), flushes and closes it, then times open_only and open_read_only
 // (constructor + find of one object) in fresh managers.
 #include <boost/interprocess/managed_mapped_file.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +37,9 @@
 #include "pheap/pheap.hpp"
 
 namespace {
+
+namespace pc = pheap::container;
+using u64 = std::uint64_t;
 
 using clk = std::chrono::steady_clock;
 namespace bip = boost::interprocess;
@@ -75,6 +86,74 @@ double measure(const alloc_api& a, std::size_t ops, unsigned threads, double* ro
     result = mops;
   }
   return result;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// M ops per CPU second of one rep (thread CPU time: the comparison is about code paths, and
+// other processes on a shared machine then do not count): build C with the heap's allocator,
+// fill it with n operations, destroy it.
+template <class C, class Fill>
+double container_rep(pheap::manager& m, std::size_t n, Fill fill) {
+  const double t0 = thread_cpu_seconds();
+  {
+    C c(m.get_allocator<>());
+    fill(c, n);
+  }
+  return static_cast<double>(n) / (thread_cpu_seconds() - t0) / 1e6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class Plain, class Scoped, class Alias, class Fill>
+void container_abc(pheap::manager& m, const char* name, std::size_t n, Fill fill) {
+  std::vector<double> plain, scoped, alias;
+  for (int rep = 0; rep < 15; ++rep) {  // each variant goes first in a third of the reps
+    for (int k = 0; k < 3; ++k) {
+      switch ((rep + k) % 3) {
+        case 0: plain.push_back(container_rep<Plain>(m, n, fill)); break;
+        case 1: scoped.push_back(container_rep<Scoped>(m, n, fill)); break;
+        default: alias.push_back(container_rep<Alias>(m, n, fill)); break;
+      }
+    }
+  }
+  const double p = median(plain), s = median(scoped), a = median(alias);
+  std::printf("%-24s %9.2f %9.2f %9.2f %13.3f %11.3f\n", name, p, s, a, s / p, a / p);
+}
+
+template <class A>
+using u64_map = boost::unordered_map<u64, u64, boost::hash<u64>, std::equal_to<u64>, A>;
+
+void container_bench(pheap::manager& m, std::size_t n) {
+  using plain = pheap::allocator<u64>;
+  using scoped = pc::scoped_allocator<u64>;
+  using plain_pair = pheap::allocator<std::pair<const u64, u64>>;
+  using scoped_pair = pc::scoped_allocator<std::pair<const u64, u64>>;
+  std::printf("containers: %zu u64 operations per rep, median of 15 (M ops per CPU second)\n", n);
+  std::printf("%-24s %9s %9s %9s %13s %11s\n", "container", "plain", "scoped", "alias", "scoped/plain",
+              "alias/plain");
+  const auto push = [](auto& c, std::size_t k) {
+    for (std::size_t i = 0; i < k; ++i) c.push_back(i);
+  };
+  const auto insert = [](auto& c, std::size_t k) {
+    for (std::size_t i = 0; i < k; ++i) c.emplace(i * 0x9E3779B97F4A7C15ull, i);
+  };
+  container_abc<boost::container::vector<u64, plain>, boost::container::vector<u64, scoped>, pc::vector<u64>>(
+      m, "vector push_back", n, push);
+  container_abc<boost::container::deque<u64, plain>, boost::container::deque<u64, scoped>, pc::deque<u64>>(
+      m, "deque push_back", n, push);
+  container_abc<u64_map<plain_pair>, u64_map<scoped_pair>, pc::unordered_map<u64, u64>>(
+      m, "unordered_map emplace", n, insert);
+  container_abc<boost::container::map<u64, u64, std::less<u64>, plain_pair>,
+                boost::container::map<u64, u64, std::less<u64>, scoped_pair>, pc::map<u64, u64>>(
+      m, "map emplace", n, insert);
 }
 
 void reopen_bench(const std::string& dir, unsigned gib) {
@@ -173,6 +252,8 @@ int main(int argc, char** argv) {
   std::printf("ratio pheap/malloc:        %10.2f %21.2f\n", res[3][0] / res[0][0], res[3][1] / res[0][1]);
   std::printf("ratio pheap/managed_mapped_file: %4.2f %21.2f\n", res[3][0] / res[2][0], res[3][1] / res[2][1]);
   std::printf("pheap heap after run: all memory deallocated: %s\n", m.all_memory_deallocated() ? "yes" : "NO");
+
+  container_bench(m, ops);
 
   for (unsigned g : reopen_gib) reopen_bench(dir, g);
   std::filesystem::remove(bip_path);

@@ -9,9 +9,14 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
-#include <system_error>
+
+#include <pheap/error.hpp>
+
+#include "input_source.hpp"
 
 namespace pheap::graph {
+
+std::optional<std::uint64_t> decoded_size(const std::string& path) { return detail::decoded_size(path); }
 
 // ---- types.hpp out-of-line parts ----------------------------------------------------------
 
@@ -28,7 +33,8 @@ weight_kind parse_weight_kind(std::string_view s) {
   if (s == "none") return weight_kind::none;
   if (s == "u64") return weight_kind::u64;
   if (s == "f32") return weight_kind::f32;
-  throw std::invalid_argument("unknown weight type '" + std::string(s) + "' (none|u64|f32)");
+  throw error(errc::invalid_argument, "", "parse weight kind",
+              "unknown weight type '" + std::string(s) + "' (none|u64|f32)");
 }
 
 const char* to_string(input_format f) noexcept {
@@ -38,7 +44,8 @@ const char* to_string(input_format f) noexcept {
 input_format parse_input_format(std::string_view s) {
   if (s == "text") return input_format::text;
   if (s == "binary") return input_format::binary;
-  throw std::invalid_argument("unknown format '" + std::string(s) + "' (text|binary)");
+  throw error(errc::invalid_argument, "", "parse input format",
+              "unknown format '" + std::string(s) + "' (text|binary)");
 }
 
 namespace {
@@ -91,34 +98,25 @@ edge_reader::edge_reader(std::string path, const reader_options& opts, std::uint
   if (opts_.buffer_bytes < 4096) opts_.buffer_bytes = 4096;
   const std::size_t rec = opts_.weights == weight_kind::none ? 16 : 24;
   if (opts_.format == input_format::binary && start_offset % rec != 0) {
-    throw std::invalid_argument(path_ + ": resume offset " + std::to_string(start_offset) +
-                                " is not a multiple of the " + std::to_string(rec) +
-                                "-byte record size");
+    throw pheap::error(errc::invalid_argument, path_, "open edge list",
+                       "resume offset " + std::to_string(start_offset) +
+                           " is not a multiple of the " + std::to_string(rec) + "-byte record size");
   }
-  if (is_stdin()) {
-    if (start_offset != 0) {
-      throw std::invalid_argument("stdin cannot be resumed at byte offset " +
-                                  std::to_string(start_offset) + " (it cannot seek)");
-    }
-    fd_ = STDIN_FILENO;
-  } else {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw input_error(path_, 0, 0, "", std::string("cannot open: ") + std::strerror(errno));
-    if (start_offset != 0 && ::lseek(fd_, static_cast<off_t>(start_offset), SEEK_SET) < 0) {
-      const int err = errno;
-      ::close(fd_);
-      fd_ = -1;
-      throw input_error(path_, 0, start_offset, "", std::string("cannot seek: ") + std::strerror(err));
-    }
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  if (is_stdin() && start_offset != 0) {
+    throw pheap::error(errc::invalid_argument, "", "open edge list",
+                       "stdin cannot be resumed at byte offset " + std::to_string(start_offset) +
+                           " (it cannot seek)");
+  }
+  try {
+    src_ = detail::open_input(path_, start_offset);
+  } catch (const std::runtime_error& e) {
+    throw input_error(path_, 0, start_offset, "", e.what());
   }
   buf_.resize(opts_.buffer_bytes);
   if (opts_.format == input_format::text) scan_matrix_market_header();
 }
 
-edge_reader::~edge_reader() {
-  if (fd_ >= 0 && fd_ != STDIN_FILENO) ::close(fd_);
-}
+edge_reader::~edge_reader() = default;
 
 // Decides whether the Matrix Market size line still lies ahead. At offset 0 we just look at
 // the first bytes; when resuming inside a regular file we re-read the header from the start.
@@ -131,16 +129,25 @@ void edge_reader::scan_matrix_market_header() {
     mm_size_line_pending_ = end_ - pos_ >= kLen && std::memcmp(buf_.data() + pos_, kMM, kLen) == 0;
     return;
   }
-  // Resuming (regular file only): find the end of the size line by reading the header.
+  // Resuming (regular file only): find the end of the size line by reading the header from
+  // the input's start, through a second source.
+  std::unique_ptr<detail::input_source> from_start;
+  try {
+    from_start = detail::open_input(path_, 0);
+  } catch (const std::runtime_error&) {
+    return;  // cannot read it again: nothing pending
+  }
   std::string head;
-  std::uint64_t at = 0;
   char tmp[65536];
   bool is_mm = false;
   for (;;) {
-    const ssize_t n = ::pread(fd_, tmp, sizeof tmp, static_cast<off_t>(at));
-    if (n <= 0) return;  // header shorter than expected: nothing pending
-    head.append(tmp, static_cast<std::size_t>(n));
-    at += static_cast<std::uint64_t>(n);
+    std::size_t n = 0;
+    try {
+      n = from_start->read(tmp, sizeof tmp);
+    } catch (const std::runtime_error&) {
+    }
+    if (n == 0) return;  // header shorter than expected: nothing pending
+    head.append(tmp, n);
     if (!is_mm) {
       if (head.size() < kLen) continue;
       if (head.compare(0, kLen, kMM) != 0) return;
@@ -171,20 +178,23 @@ bool edge_reader::fill() {
     pos_ = 0;
   }
   if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
-  for (;;) {
-    const ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
-    if (n > 0) {
-      end_ += static_cast<std::size_t>(n);
-      return true;
-    }
-    if (n == 0) {
-      file_eof_ = true;
-      return false;
-    }
-    if (errno == EINTR) continue;
-    throw input_error(path_, 0, offset_ + (end_ - pos_), "",
-                      std::string("read failed: ") + std::strerror(errno));
+  std::size_t n = 0;
+  try {
+    n = src_->read(buf_.data() + end_, buf_.size() - end_);
+  } catch (const detail::corrupt_input& e) {
+    // Like a malformed line: the reader stops at the last complete line or record before it.
+    error_.emplace(path_, 0, offset_, "", e.what());
+    file_eof_ = true;
+    return false;
+  } catch (const std::runtime_error& e) {
+    throw input_error(path_, 0, offset_ + (end_ - pos_), "", e.what());
   }
+  if (n == 0) {
+    file_eof_ = true;
+    return false;
+  }
+  end_ += n;
+  return true;
 }
 
 std::size_t edge_reader::read(std::vector<edge>& out, std::size_t max) {
@@ -267,7 +277,7 @@ bool edge_reader::parse_line(const char* b, const char* e, edge& out) {
 
 std::size_t edge_reader::read_text(std::vector<edge>& out, std::size_t max) {
   std::size_t got = 0;
-  while (got < max) {
+  while (got < max && !failed()) {
     const char* base = buf_.data();
     const void* nlp = std::memchr(base + pos_, '\n', end_ - pos_);
     std::size_t line_end;  // exclusive, without the '\n'
@@ -313,6 +323,7 @@ std::size_t edge_reader::read_binary(std::vector<edge>& out, std::size_t max) {
   while (got < max) {
     if (end_ - pos_ < rec) {
       if (fill()) continue;
+      if (failed()) return got;
       if (pos_ == end_) {
         eof_ = true;
       } else {
@@ -357,7 +368,7 @@ edge_writer::edge_writer(std::string path, input_format format, weight_kind weig
     fd_ = STDOUT_FILENO;
   } else {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "create " + path_);
+    if (fd_ < 0) throw_errno(errno, path_, "create edge list");
   }
   buf_.reserve(std::size_t{1} << 20);
 }
@@ -375,7 +386,7 @@ void edge_writer::drain() {
     const ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "write " + path_);
+      throw_errno(errno, path_, "write edge list");
     }
     off += static_cast<std::size_t>(n);
   }
@@ -384,7 +395,7 @@ void edge_writer::drain() {
 }
 
 void edge_writer::write(const edge* edges, std::size_t n) {
-  if (fd_ < 0) throw std::logic_error("edge_writer: write after close on " + path_);
+  if (fd_ < 0) throw error(errc::invalid_argument, path_, "write edge list", "write after close");
   char tmp[96];
   for (std::size_t i = 0; i < n; ++i) {
     const edge& e = edges[i];
@@ -430,8 +441,9 @@ void edge_writer::close() {
   if (fd_ < 0) return;
   drain();
   if (fd_ != STDOUT_FILENO && ::close(fd_) != 0) {
+    const int err = errno;
     fd_ = -1;
-    throw std::system_error(errno, std::generic_category(), "close " + path_);
+    throw_errno(err, path_, "close edge list");
   }
   fd_ = -1;
 }

@@ -1,10 +1,11 @@
 #include <pheap/graph/rmat.hpp>
 
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pheap/error.hpp>
 
 namespace pheap::graph {
 namespace {
@@ -24,19 +25,20 @@ constexpr double kTwo53 = 9007199254740992.0;
 
 rmat_generator::rmat_generator(const rmat_params& p) : p_(p) {
   if (p.scale < 1 || p.scale > 62) {
-    throw std::invalid_argument("rmat: scale must be in 1..62, got " + std::to_string(p.scale));
+    throw error(errc::invalid_argument, "", "rmat",
+                "scale must be in 1..62, got " + std::to_string(p.scale));
   }
-  if (p.edge_factor == 0) throw std::invalid_argument("rmat: edge factor must be > 0");
+  if (p.edge_factor == 0) throw error(errc::invalid_argument, "", "rmat", "edge factor must be > 0");
   if (p.edge_factor > (~std::uint64_t{0} >> p.scale)) {
-    throw std::invalid_argument("rmat: edge_factor * 2^scale overflows uint64");
+    throw error(errc::invalid_argument, "", "rmat", "edge_factor * 2^scale overflows uint64");
   }
   for (double x : {p.a, p.b, p.c}) {
     if (!(x >= 0.0) || !(x <= 1.0)) {
-      throw std::invalid_argument("rmat: a, b, c must each be in [0, 1]");
+      throw error(errc::invalid_argument, "", "rmat", "a, b, c must each be in [0, 1]");
     }
   }
   if (p.a + p.b + p.c > 1.0 + 1e-12) {
-    throw std::invalid_argument("rmat: a + b + c must be <= 1 (d = 1 - a - b - c)");
+    throw error(errc::invalid_argument, "", "rmat", "a + b + c must be <= 1 (d = 1 - a - b - c)");
   }
   edges_ = p.edge_factor << p.scale;
   mask_ = (std::uint64_t{1} << p.scale) - 1;

@@ -1,25 +1,22 @@
-// pheap-graph — generate, ingest and query persistent graphs.
+// pheap-graph — generate, ingest and query persistent graphs. `pheap-graph --help` and
+// `pheap-graph COMMAND --help` list every option; tools/README.md documents the --json schemas.
 //
-//   pheap-graph generate --scale S [--edge-factor E] [--a A --b B --c C] [--seed N]
-//                        [--scramble] [--weights none|u64|f32] [--format text|binary]
-//                        [--threads N] --output FILE|-
-//   pheap-graph ingest --datastore D [--name G] [--threads N] [--batch-size B]
-//                      [--flush-every N|Ns] [--undirected] [--weighted [u64|f32]]
-//                      [--format text|binary] [--skip-bad-lines] [--reingest]
-//                      [--abandon-incomplete] [--banks N] [--capacity BYTES]
-//                      [--page-size BYTES] [--buffer-size BYTES] [--quiet] INPUT...
-//   pheap-graph stats  --datastore D [--name G] [--degrees]
-//   pheap-graph bfs    --datastore D [--name G] --source S [--output FILE]
-//   pheap-graph cc     --datastore D [--name G] [--output FILE]
-//   pheap-graph export --datastore D [--name G] [--format text|binary] [--output FILE|-]
+//   generate  R-MAT edge list (Graph500 parameters) to a file or stdout
+//   ingest    edge lists (text or binary, plain, gzip or zstd) into a graph of a datastore;
+//             exactly-once and resumable: a watermark every --flush-every (default 30 s), and
+//             rerunning the same command after a crash continues from the last one
+//   stats     counts and degree distribution;  bfs, cc: traversals;  export: the edges back
 //
-// Exit status: 0 success; 1 runtime error (I/O, heap); 2 usage error (bad option, job
-// mismatch); 3 malformed input (the edges before the bad line are committed; fix the input or
-// rerun with --skip-bad-lines to resume at that line).
+// Exit status: 0 success; 1 failure (I/O, a damaged datastore page, a full disk: the message
+// names the file and the cause); 2 usage error (a bad option or value, a missing input, a
+// job or graph mismatch); 3 malformed input (the edges before the bad line are committed; fix
+// the input or rerun with --skip-bad-lines to resume at that line).
 //
-// ingest is exactly-once and resumable (pheap/graph/ingest.hpp): rerunning the same command
-// after a crash continues from the last watermark; rerunning it after success does nothing.
-// stdin ("-") cannot be resumed. Query commands open the datastore read-only.
+// Reads of the heap run inside pheap::guard_faults, so a damaged page is exit 1 naming the
+// segment file and the page instead of SIGBUS — for ingest on its main thread (all of it with
+// the default --threads 1; inserting threads started by --threads N > 1 are not guarded).
+// Query commands open the datastore read-only.
+#include <pheap/fault_guard.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/ingest.hpp>
@@ -27,198 +24,75 @@
 #include <pheap/graph/store.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <charconv>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
-#include <iostream>
 #include <map>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/cli.hpp"
+#include "support/progress.hpp"
 
 namespace pg = pheap::graph;
 
 namespace {
 
+using nlohmann::json;
+using tool_support::progress;
+
+constexpr int exit_failure = 1;
+constexpr int exit_usage = tool_support::exit_usage;
+constexpr int exit_bad_input = 3;
+
+const char* const kFooter =
+    "Exit status: 0 success; 1 failure (I/O, a damaged datastore page, a full disk: the message\n"
+    "names the file and the cause); 2 usage error (bad option or value, missing input, job or\n"
+    "graph mismatch); 3 malformed input (edges before the bad line are committed).";
+
+// A usage problem found after parsing (exit 2).
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-const char* const kUsage =
-    "usage:\n"
-    "  pheap-graph generate --scale S [--edge-factor E] [--a A --b B --c C] [--seed N]\n"
-    "                       [--scramble] [--weights none|u64|f32] [--format text|binary]\n"
-    "                       [--threads N] --output FILE|-\n"
-    "  pheap-graph ingest --datastore D [--name G] [--threads N] [--batch-size B]\n"
-    "                     [--flush-every N|Ns] [--undirected] [--weighted [u64|f32]]\n"
-    "                     [--format text|binary] [--skip-bad-lines] [--reingest]\n"
-    "                     [--abandon-incomplete] [--banks N] [--capacity BYTES]\n"
-    "                     [--page-size BYTES] [--buffer-size BYTES] [--quiet] INPUT...|-\n"
-    "  pheap-graph stats  --datastore D [--name G] [--degrees]\n"
-    "  pheap-graph bfs    --datastore D [--name G] --source S [--output FILE]\n"
-    "  pheap-graph cc     --datastore D [--name G] [--output FILE]\n"
-    "  pheap-graph export --datastore D [--name G] [--format text|binary] [--output FILE|-]\n";
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
-// Minimal option parser: "--key value", "--flag", positional arguments. Each subcommand
-// declares which keys take values and which are flags; anything else is a usage error.
-struct args {
-  std::map<std::string, std::string> values;
-  std::map<std::string, bool> flags;
-  std::vector<std::string> positional;
-
-  bool flag(const std::string& k) const { return flags.count(k) != 0; }
-  std::optional<std::string> get(const std::string& k) const {
-    auto it = values.find(k);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  }
-  std::string need(const std::string& k) const {
-    auto v = get(k);
-    if (!v) throw usage_error("missing required option --" + k);
-    return *v;
-  }
-};
-
-args parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
-                const std::vector<std::string>& flagged,
-                const std::vector<std::string>& optional_valued = {}) {
-  args a;
-  auto in = [](const std::vector<std::string>& v, const std::string& s) {
-    return std::find(v.begin(), v.end(), s) != v.end();
-  };
-  bool only_positional = false;
-  for (int i = first; i < argc; ++i) {
-    std::string s = argv[i];
-    if (only_positional || s == "-" || s.rfind("--", 0) != 0) {
-      a.positional.push_back(s);
-      continue;
-    }
-    if (s == "--") {
-      only_positional = true;
-      continue;
-    }
-    std::string key = s.substr(2), val;
-    bool has_inline = false;
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      val = key.substr(eq + 1);
-      key = key.substr(0, eq);
-      has_inline = true;
-    }
-    if (in(valued, key)) {
-      if (!has_inline) {
-        if (i + 1 >= argc) throw usage_error("option --" + key + " needs a value");
-        val = argv[++i];
-      }
-      a.values[key] = val;
-    } else if (in(optional_valued, key)) {
-      // --weighted [u64|f32]: takes the next argument only if it is a weight kind.
-      if (!has_inline && i + 1 < argc &&
-          (std::string(argv[i + 1]) == "u64" || std::string(argv[i + 1]) == "f32")) {
-        val = argv[++i];
-      }
-      a.values[key] = val;
-    } else if (in(flagged, key) && !has_inline) {
-      a.flags[key] = true;
-    } else {
-      throw usage_error("unknown option --" + key);
-    }
-  }
-  return a;
-}
-
-std::uint64_t parse_u64(const std::string& s, const std::string& what) {
-  std::uint64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    throw usage_error("bad " + what + " '" + s + "' (expected an unsigned integer)");
-  }
-  return v;
-}
-
-// "123", "64K", "2M", "1G", "1T" with binary multipliers (for byte sizes).
-std::uint64_t parse_bytes(const std::string& s, const std::string& what) {
-  if (s.empty()) throw usage_error("empty " + what);
-  std::uint64_t mult = 1;
-  std::string num = s;
-  switch (s.back()) {
-    case 'K': case 'k': mult = 1ull << 10; break;
-    case 'M': case 'm': mult = 1ull << 20; break;
-    case 'G': case 'g': mult = 1ull << 30; break;
-    case 'T': case 't': mult = 1ull << 40; break;
-    default: break;
-  }
-  if (mult != 1) num.pop_back();
-  const std::uint64_t v = parse_u64(num, what);
-  if (v > ~0ull / mult) throw usage_error(what + " '" + s + "' is too large");
-  return v * mult;
-}
-
-// "N" edges (with optional k/M/G decimal suffix) or "Ns" seconds ("0.5s").
-void parse_flush_every(const std::string& s, pg::ingest_options& o) {
-  if (!s.empty() && s.back() == 's') {
-    double secs = 0;
-    const std::string num = s.substr(0, s.size() - 1);
-    auto r = std::from_chars(num.data(), num.data() + num.size(), secs);
-    if (r.ec != std::errc() || r.ptr != num.data() + num.size() || !(secs > 0)) {
-      throw usage_error("bad --flush-every '" + s + "' (expected N edges or Ns seconds)");
-    }
-    o.flush_every_seconds = secs;
-    return;
-  }
-  std::uint64_t mult = 1;
-  std::string num = s;
-  if (!num.empty() && (num.back() == 'k' || num.back() == 'K')) mult = 1000;
-  if (!num.empty() && num.back() == 'M') mult = 1000000;
-  if (!num.empty() && num.back() == 'G') mult = 1000000000;
-  if (mult != 1) num.pop_back();
-  o.flush_every_edges = parse_u64(num, "--flush-every") * mult;
-  if (o.flush_every_edges == 0) throw usage_error("--flush-every must be > 0");
-}
-
-double parse_double(const std::string& s, const std::string& what) {
-  double v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) throw usage_error("bad " + what + " '" + s + "'");
-  return v;
-}
+void print_json(const json& j) { std::printf("%s\n", dump(j).c_str()); }
 
 // ---- generate -----------------------------------------------------------------------------
 
-int cmd_generate(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2,
-                            {"scale", "edge-factor", "a", "b", "c", "seed", "weights", "format",
-                             "threads", "output"},
-                            {"scramble"});
-  if (!a.positional.empty()) throw usage_error("generate takes no positional arguments");
+struct generate_args {
   pg::rmat_params p;
-  p.scale = static_cast<unsigned>(parse_u64(a.need("scale"), "--scale"));
-  if (auto v = a.get("edge-factor")) p.edge_factor = parse_u64(*v, "--edge-factor");
-  if (auto v = a.get("a")) p.a = parse_double(*v, "--a");
-  if (auto v = a.get("b")) p.b = parse_double(*v, "--b");
-  if (auto v = a.get("c")) p.c = parse_double(*v, "--c");
-  if (auto v = a.get("seed")) p.seed = parse_u64(*v, "--seed");
-  if (auto v = a.get("weights")) p.weights = pg::parse_weight_kind(*v);
-  p.scramble = a.flag("scramble");
-  const auto fmt = pg::parse_input_format(a.get("format").value_or("text"));
-  const unsigned threads = static_cast<unsigned>(
-      parse_u64(a.get("threads").value_or(std::to_string(std::max(1u, std::thread::hardware_concurrency()))), "--threads"));
+  std::string weights = "none", format = "text", output;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  bool quiet = false;
+};
+
+int cmd_generate(const generate_args& a) {
+  pg::rmat_params p = a.p;
+  p.weights = pg::parse_weight_kind(a.weights);
   pg::rmat_generator gen(p);
-  pg::edge_writer out(a.need("output"), fmt, p.weights);
+  pg::edge_writer out(a.output, pg::parse_input_format(a.format), p.weights);
+  progress pr(progress::choose(a.quiet), "generate", progress::unit::items, "edges");
+  pr.set_total(gen.num_edges());
   std::vector<pg::edge> buf(std::size_t{1} << 20);
   for (std::uint64_t i = 0; i < gen.num_edges(); i += buf.size()) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), gen.num_edges() - i));
-    gen.generate(i, n, buf.data(), threads);
+    gen.generate(i, n, buf.data(), a.threads);
     out.write(buf.data(), n);
+    pr.update(i + n);
   }
   out.close();
+  pr.finish();
   std::fprintf(stderr, "generated %" PRIu64 " edges (scale %u, edge factor %" PRIu64 ", seed %" PRIu64 ")\n",
                gen.num_edges(), p.scale, p.edge_factor, p.seed);
   return 0;
@@ -226,12 +100,51 @@ int cmd_generate(int argc, char** argv) {
 
 // ---- ingest -------------------------------------------------------------------------------
 
-std::string human_rate(double x) {
-  char b[32];
-  if (x >= 1e6) std::snprintf(b, sizeof b, "%.2fM", x / 1e6);
-  else if (x >= 1e3) std::snprintf(b, sizeof b, "%.1fk", x / 1e3);
-  else std::snprintf(b, sizeof b, "%.0f", x);
-  return b;
+struct ingest_args {
+  std::string datastore, name = "graph", format = "text", weighted, flush_every = "30s";
+  std::vector<std::string> inputs;
+  unsigned threads = 1;
+  std::uint64_t batch_size = 1u << 20, banks = 1024;
+  std::uint64_t capacity = 0, page_size = 0, buffer_size = 0;  // 0: the library's default
+  bool undirected = false, skip_bad_lines = false, reingest = false, abandon = false, quiet = false;
+};
+
+// "--flush-every": a COUNT of edges (powers of 1000), a duration ("30s", "5m", "1h", "0.5s"),
+// or 0 / never (a watermark only at the end).
+void parse_flush_every(const std::string& s, pg::ingest_options& o) {
+  o.flush_every_edges = 0;
+  o.flush_every_seconds = 0;
+  if (s == "0" || s == "never") return;
+  const char unit = s.empty() ? '\0' : s.back();
+  if (unit == 's' || unit == 'm' || unit == 'h') {
+    double v = 0;
+    const std::string num = s.substr(0, s.size() - 1);
+    const auto r = std::from_chars(num.data(), num.data() + num.size(), v);
+    if (num.empty() || r.ec != std::errc() || r.ptr != num.data() + num.size() || !(v > 0)) {
+      throw usage_error("--flush-every: bad duration '" + s + "' (expected e.g. 30s, 5m, 1h, 0.5s)");
+    }
+    o.flush_every_seconds = v * (unit == 's' ? 1 : unit == 'm' ? 60 : 3600);
+    return;
+  }
+  try {
+    o.flush_every_edges = tool_support::parse_count("--flush-every", s);
+  } catch (const CLI::ValidationError&) {
+    throw usage_error("--flush-every: bad value '" + s +
+                      "' (expected a COUNT of edges such as 1M, a duration such as 30s, or never)");
+  }
+}
+
+// Every input exists and is not a directory ("-" is stdin): checked before anything is
+// created, so a typo leaves no empty datastore behind.
+void check_inputs(const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    if (in == "-") continue;
+    struct stat st {};
+    if (::stat(in.c_str(), &st) != 0) {
+      throw usage_error("cannot read input " + in + ": " + std::strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) throw usage_error("input " + in + " is a directory");
+  }
 }
 
 // Creates datastore `ds` with an empty graph, atomically with respect to kill -9: it is built
@@ -261,225 +174,311 @@ void create_datastore(const std::string& ds, const pheap::options& mo, const std
   }
 }
 
-int cmd_ingest(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2,
-                            {"datastore", "name", "threads", "batch-size", "flush-every", "format",
-                             "banks", "capacity", "page-size", "buffer-size"},
-                            {"undirected", "skip-bad-lines", "reingest", "abandon-incomplete", "quiet"},
-                            {"weighted"});
-  if (a.positional.empty()) throw usage_error("ingest needs at least one INPUT (a file or '-' for stdin)");
-  const std::string ds = a.need("datastore");
-  const std::string name = a.get("name").value_or("graph");
-  pg::ingest_options o;
-  o.format = pg::parse_input_format(a.get("format").value_or("text"));
-  o.threads = static_cast<unsigned>(parse_u64(a.get("threads").value_or("1"), "--threads"));
-  if (o.threads == 0) throw usage_error("--threads must be >= 1");
-  o.batch_size = static_cast<std::size_t>(parse_u64(a.get("batch-size").value_or(std::to_string(1 << 20)), "--batch-size"));
-  if (o.batch_size == 0) throw usage_error("--batch-size must be >= 1");
-  if (auto v = a.get("flush-every")) parse_flush_every(*v, o);
-  o.skip_bad_lines = a.flag("skip-bad-lines");
-  o.reingest = a.flag("reingest");
-  o.abandon_incomplete = a.flag("abandon-incomplete");
-  const bool directed = !a.flag("undirected");
-  pg::weight_kind wk = pg::weight_kind::none;
-  if (auto v = a.get("weighted")) wk = v->empty() ? pg::weight_kind::u64 : pg::parse_weight_kind(*v);
-  const std::size_t banks = static_cast<std::size_t>(parse_u64(a.get("banks").value_or("1024"), "--banks"));
-  if (banks == 0) throw usage_error("--banks must be >= 1");
-
+pheap::options manager_options(const ingest_args& a) {
   pheap::options mo;
-  if (auto v = a.get("capacity")) mo.capacity = parse_bytes(*v, "--capacity");
-  if (auto v = a.get("page-size")) mo.page_size = static_cast<std::uint32_t>(parse_bytes(*v, "--page-size"));
-  if (auto v = a.get("buffer-size")) mo.pager.buffer_size = static_cast<std::size_t>(parse_bytes(*v, "--buffer-size"));
+  if (a.capacity) mo.capacity = a.capacity;
+  if (a.page_size) mo.page_size = static_cast<std::uint32_t>(a.page_size);
+  if (a.buffer_size) mo.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  return mo;
+}
 
-  if (!std::filesystem::exists(ds)) create_datastore(ds, mo, name, directed, wk, banks);
-  pheap::manager m(pheap::open_only, ds, mo);
+// Progress in input bytes: the total when every input's size is known (plain files, sized zstd
+// frames), and the position a resumed job starts from (returned).
+std::uint64_t prepare_progress(progress& pr, const ingest_args& a, const pg::persistent_ingest_state& st) {
+  std::vector<std::uint64_t> sizes;
+  bool known = true;
+  for (const auto& in : a.inputs) {
+    const auto s = pg::decoded_size(in);
+    known = known && s.has_value();
+    sizes.push_back(s.value_or(0));
+  }
+  std::uint64_t total = 0;
+  for (auto s : sizes) total += s;
+  if (known) pr.set_total(total);
+  std::uint64_t start = 0;
+  if (st.active && !a.abandon && st.input_index < sizes.size()) {
+    start = st.byte_offset;
+    for (std::size_t i = 0; i < st.input_index; ++i) start += sizes[i];
+  }
+  pr.set_start(start);
+  return start;
+}
 
-  const bool tty = ::isatty(STDERR_FILENO) != 0 && !a.flag("quiet");
-  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-  auto progress = [&](const pg::ingest_progress& p) {
-    if (!tty) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_print < std::chrono::milliseconds(250)) return;
-    last_print = now;
-    std::fprintf(stderr, "\r[input %zu/%zu] %" PRIu64 " edges  %s edges/s  %.1f MiB read  watermark %" PRIu64 "   ",
-                 p.input_index + 1, p.inputs, p.edges,
-                 human_rate(p.seconds > 0 ? static_cast<double>(p.edges_this_run) / p.seconds : 0).c_str(),
-                 static_cast<double>(p.bytes_this_run) / (1 << 20), p.watermark);
-    std::fflush(stderr);
+// The job's report: stdout for the result, stderr (through pr) for progress.
+void print_report(const pg::ingest_report& r, const std::string& name, std::uint64_t vertices,
+                  std::uint64_t arcs) {
+  if (r.already_done) {
+    std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them again)\n",
+                name.c_str());
+    return;
+  }
+  const auto& f = r.final;
+  std::printf("ingested %" PRIu64 " edges (%" PRIu64 " this run%s) from %zu input(s) in %.2f s: %s edges/s, %.1f MiB read, "
+              "%" PRIu64 " bad lines skipped, watermark %" PRIu64 ", graph has %" PRIu64 " vertices and %" PRIu64 " arcs\n",
+              f.edges, f.edges_this_run,
+              r.resumed ? (", resumed at edge " + std::to_string(r.resumed_at_edges)).c_str() : "",
+              f.inputs, f.seconds,
+              tool_support::human_count(f.seconds > 0 ? static_cast<double>(f.edges_this_run) / f.seconds : 0).c_str(),
+              static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, f.watermark, vertices, arcs);
+}
+
+template <class G>
+int ingest_into(G& g, pheap::manager& m, const ingest_args& a, const pg::ingest_options& o) {
+  pg::persistent_ingest_state& st = *pg::find_ingest_state(m, a.name);
+  progress pr(progress::choose(a.quiet), "ingest", progress::unit::bytes);
+  const std::uint64_t start = prepare_progress(pr, a, st);
+  auto report = [&](const pg::ingest_progress& p) {
+    pr.update(start + p.bytes_this_run,
+              "input " + std::to_string(p.input_index + 1) + "/" + std::to_string(p.inputs) + ", " +
+                  tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
+                  (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
   };
+  pg::ingest_report r;
+  try {
+    r = pheap::guard_faults([&] { return pg::ingest(g, st, a.inputs, o, [&] { return m.flush(); }, report); });
+  } catch (const pg::input_error& e) {
+    pr.break_line();
+    std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
+    std::fprintf(stderr,
+                 "pheap-graph ingest: %" PRIu64 " edges of this job are committed (watermark %" PRIu64
+                 "); fix the input or rerun with --skip-bad-lines to continue at that line\n",
+                 st.edges, m.epoch());
+    tool_support::leave(exit_bad_input);
+  } catch (const pg::ingest_usage_error& e) {
+    pr.break_line();
+    std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
+    tool_support::leave(exit_usage);
+  } catch (const std::exception& e) {
+    // A batch may be half inserted: the manager's destructor must not commit it. Leave without
+    // destructors; the datastore stays at its last watermark (exactly-once holds).
+    pr.break_line();
+    std::fprintf(stderr, "pheap-graph ingest: %s\npheap-graph ingest: stopped; the datastore keeps its last watermark %" PRIu64 "\n",
+                 e.what(), m.epoch());
+    tool_support::leave(exit_failure);
+  }
+  pr.finish();
+  print_report(r, a.name, g.num_vertices(), g.num_arcs());
+  return 0;
+}
 
-  auto run = [&](auto& g, pg::persistent_ingest_state& st) -> int {
-    pg::ingest_report r;
-    try {
-      r = pg::ingest(g, st, a.positional, o, [&] { return m.flush(); }, progress);
-    } catch (const pg::input_error& e) {
-      if (tty) std::fputc('\n', stderr);
-      std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
-      std::fprintf(stderr,
-                   "pheap-graph ingest: %" PRIu64 " edges of this job are committed (watermark %" PRIu64
-                   "); fix the input or rerun with --skip-bad-lines to continue at that line\n",
-                   st.edges, m.epoch());
-      return 3;
-    } catch (const pg::ingest_usage_error& e) {
-      std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
-      return 2;
-    } catch (const std::exception& e) {
-      // A batch may be half inserted: do not let the manager's destructor commit it. Exit
-      // without destructors; the datastore stays at its last watermark (exactly-once holds).
-      std::fprintf(stderr, "pheap-graph ingest: %s\npheap-graph ingest: stopped; the datastore keeps its last watermark %" PRIu64 "\n",
-                   e.what(), m.epoch());
-      std::fflush(stderr);
-      std::_Exit(1);
-    }
-    if (tty) std::fputc('\n', stderr);
-    if (r.already_done) {
-      std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them again)\n",
-                  name.c_str());
-      return 0;
-    }
-    const auto& f = r.final;
-    std::printf("ingested %" PRIu64 " edges (%" PRIu64 " this run%s) from %zu input(s) in %.2f s: %s edges/s, %.1f MiB read, "
-                "%" PRIu64 " bad lines skipped, watermark %" PRIu64 ", graph has %" PRIu64 " vertices and %" PRIu64 " arcs\n",
-                f.edges, f.edges_this_run,
-                r.resumed ? (", resumed at edge " + std::to_string(r.resumed_at_edges)).c_str() : "",
-                f.inputs, f.seconds,
-                human_rate(f.seconds > 0 ? static_cast<double>(f.edges_this_run) / f.seconds : 0).c_str(),
-                static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, f.watermark,
-                g.num_vertices(), g.num_arcs());
-    return 0;
-  };
+int cmd_ingest(const ingest_args& a) {
+  pg::ingest_options o;
+  o.format = pg::parse_input_format(a.format);
+  o.threads = a.threads;
+  o.batch_size = static_cast<std::size_t>(a.batch_size);
+  if (o.batch_size == 0) throw usage_error("--batch-size must be >= 1");
+  parse_flush_every(a.flush_every, o);
+  o.skip_bad_lines = a.skip_bad_lines;
+  o.reingest = a.reingest;
+  o.abandon_incomplete = a.abandon;
+  const bool directed = !a.undirected;
+  const pg::weight_kind wk = a.weighted.empty() ? pg::weight_kind::none : pg::parse_weight_kind(a.weighted);
+  if (a.banks == 0) throw usage_error("--banks must be >= 1");
+  check_inputs(a.inputs);
 
+  const pheap::options mo = manager_options(a);
+  if (!std::filesystem::exists(a.datastore)) {
+    create_datastore(a.datastore, mo, a.name, directed, wk, static_cast<std::size_t>(a.banks));
+  }
+  pheap::manager m(pheap::open_only, a.datastore, mo);
   try {
     switch (wk) {
-      case pg::weight_kind::none: {
-        auto& g = pg::open_or_create_graph<void>(m, name, directed, banks);
-        return run(g, *pg::find_ingest_state(m, name));
-      }
-      case pg::weight_kind::u64: {
-        auto& g = pg::open_or_create_graph<std::uint64_t>(m, name, directed, banks);
-        return run(g, *pg::find_ingest_state(m, name));
-      }
-      case pg::weight_kind::f32: {
-        auto& g = pg::open_or_create_graph<float>(m, name, directed, banks);
-        return run(g, *pg::find_ingest_state(m, name));
-      }
+      case pg::weight_kind::none:
+        return ingest_into(pg::open_or_create_graph<void>(m, a.name, directed, a.banks), m, a, o);
+      case pg::weight_kind::u64:
+        return ingest_into(pg::open_or_create_graph<std::uint64_t>(m, a.name, directed, a.banks), m, a, o);
+      case pg::weight_kind::f32:
+        return ingest_into(pg::open_or_create_graph<float>(m, a.name, directed, a.banks), m, a, o);
     }
-  } catch (const std::invalid_argument& e) {  // existing graph differs from the options
-    std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
-    return 2;
+  } catch (const pheap::error& e) {
+    if (e.code() != pheap::errc::invalid_argument) throw;
+    throw usage_error(e.what());  // the graph differs from the options
   }
-  return 1;
+  return exit_failure;
 }
 
 // ---- queries ------------------------------------------------------------------------------
 
-struct query_ctx {
-  pheap::manager m;
-  std::string name;
+struct query_args {
+  std::string datastore, name = "graph", output, format = "text";
+  std::uint64_t source = 0, buffer_size = 0;
+  bool json = false, degrees = false, quiet = false;
 };
 
-query_ctx open_query(const args& a) {
-  return {pheap::manager(pheap::open_read_only, a.need("datastore")), a.get("name").value_or("graph")};
+pheap::manager open_query(const query_args& a) {
+  pheap::options o;
+  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  return pheap::manager(pheap::open_read_only, a.datastore, o);
 }
 
-int cmd_stats(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"datastore", "name"}, {"degrees"});
-  auto q = open_query(a);
-  pg::visit_graph(q.m, q.name, [&](const auto& g) {
+// The log2 buckets of the degree distribution: {lo, hi, count}.
+std::vector<std::array<std::uint64_t, 3>> log2_buckets(const std::map<std::uint64_t, std::uint64_t>& hist) {
+  std::map<unsigned, std::uint64_t> buckets;
+  for (const auto& [d, n] : hist) buckets[d == 0 ? 0 : 1 + static_cast<unsigned>(63 - __builtin_clzll(d))] += n;
+  std::vector<std::array<std::uint64_t, 3>> v;
+  for (const auto& [b, n] : buckets) {
+    v.push_back({b == 0 ? 0 : (1ull << (b - 1)), b == 0 ? 0 : (1ull << b) - 1, n});
+  }
+  return v;
+}
+
+json ingestion_json(const pg::persistent_ingest_state* st) {
+  if (st == nullptr) return nullptr;
+  json j{{"jobs_completed", st->jobs_completed}, {"total_edges", st->total_edges}, {"unfinished", nullptr}};
+  if (st->active) {
+    j["unfinished"] = {{"input", st->input_index + 1}, {"byte_offset", st->byte_offset},
+                       {"edges", st->edges}, {"inputs", st->description.c_str()}};
+  }
+  return j;
+}
+
+// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
+json stats_json(pheap::manager& m, const query_args& a) {
+  json j;
+  pg::visit_graph(m, a.name, [&](const auto& g) {
     const auto c = pg::count(g);
-    const std::uint64_t edges = g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2;
-    std::printf("graph       %s (%s, weights %s, %zu banks) in %s, watermark %" PRIu64 "\n", q.name.c_str(),
-                g.directed() ? "directed" : "undirected", pg::to_string(std::remove_cvref_t<decltype(g)>::kind),
-                g.num_banks(), q.m.path().c_str(), q.m.epoch());
-    std::printf("vertices    %" PRIu64 "\n", c.vertices);
-    std::printf("edges       %" PRIu64 "\n", edges);
-    std::printf("arcs        %" PRIu64 " (stored adjacency entries)\n", c.arcs);
-    std::printf("self-loops  %" PRIu64 "\n", c.self_loops);
-    std::printf("max degree  %" PRIu64 "\n", c.max_degree);
-    std::printf("isolated    %" PRIu64 " (vertices without out-arcs)\n", c.isolated);
+    j = {{"datastore", m.path()}, {"graph", a.name}, {"directed", g.directed()},
+         {"weights", pg::to_string(std::remove_cvref_t<decltype(g)>::kind)}, {"banks", g.num_banks()},
+         {"watermark", m.epoch()}, {"vertices", c.vertices},
+         {"edges", g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
+         {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
     const auto hist = pg::degree_distribution(g);
-    if (a.flag("degrees")) {
-      std::printf("degree distribution (degree count):\n");
-      for (const auto& [d, n] : hist) std::printf("  %" PRIu64 " %" PRIu64 "\n", d, n);
+    json dist = json::array();
+    if (a.degrees) {
+      for (const auto& [d, n] : hist) dist.push_back({{"degree", d}, {"count", n}});
     } else {
-      std::printf("degree distribution (log2 buckets [lo, hi] count):\n");
-      std::map<unsigned, std::uint64_t> buckets;
-      for (const auto& [d, n] : hist) buckets[d == 0 ? 0 : 1 + static_cast<unsigned>(63 - __builtin_clzll(d))] += n;
-      for (const auto& [b, n] : buckets) {
-        const std::uint64_t lo = b == 0 ? 0 : (1ull << (b - 1)), hi = b == 0 ? 0 : (1ull << b) - 1;
-        std::printf("  [%" PRIu64 ", %" PRIu64 "] %" PRIu64 "\n", lo, hi, n);
-      }
+      for (const auto& [lo, hi, n] : log2_buckets(hist)) dist.push_back({{"lo", lo}, {"hi", hi}, {"count", n}});
     }
+    j["degree_distribution"] = dist;
   });
-  if (const auto* st = q.m.find<pg::persistent_ingest_state>(pg::ingest_name(q.name)).first) {
-    std::printf("ingestion   %" PRIu64 " job(s) completed, %" PRIu64 " edges ingested in total", st->jobs_completed,
-                st->total_edges);
-    if (st->active) {
-      std::printf("; UNFINISHED job at input %" PRIu64 " byte %" PRIu64 " (%" PRIu64 " edges): %s", st->input_index + 1,
-                  st->byte_offset, st->edges, st->description.c_str());
+  j["ingestion"] = ingestion_json(m.find<pg::persistent_ingest_state>(pg::ingest_name(a.name)).first);
+  return j;
+}
+
+// The text form; the reliability campaigns parse its "ingestion" line (tests/reliability).
+void print_stats(const json& j, const query_args& a) {
+  std::printf("graph       %s (%s, weights %s, %zu banks) in %s, watermark %" PRIu64 "\n", a.name.c_str(),
+              j["directed"].get<bool>() ? "directed" : "undirected", j["weights"].get<std::string>().c_str(),
+              j["banks"].get<std::size_t>(), j["datastore"].get<std::string>().c_str(),
+              j["watermark"].get<std::uint64_t>());
+  std::printf("vertices    %" PRIu64 "\n", j["vertices"].get<std::uint64_t>());
+  std::printf("edges       %" PRIu64 "\n", j["edges"].get<std::uint64_t>());
+  std::printf("arcs        %" PRIu64 " (stored adjacency entries)\n", j["arcs"].get<std::uint64_t>());
+  std::printf("self-loops  %" PRIu64 "\n", j["self_loops"].get<std::uint64_t>());
+  std::printf("max degree  %" PRIu64 "\n", j["max_degree"].get<std::uint64_t>());
+  std::printf("isolated    %" PRIu64 " (vertices without out-arcs)\n", j["isolated"].get<std::uint64_t>());
+  if (a.degrees) {
+    std::printf("degree distribution (degree count):\n");
+    for (const auto& e : j["degree_distribution"]) {
+      std::printf("  %" PRIu64 " %" PRIu64 "\n", e["degree"].get<std::uint64_t>(), e["count"].get<std::uint64_t>());
+    }
+  } else {
+    std::printf("degree distribution (log2 buckets [lo, hi] count):\n");
+    for (const auto& e : j["degree_distribution"]) {
+      std::printf("  [%" PRIu64 ", %" PRIu64 "] %" PRIu64 "\n", e["lo"].get<std::uint64_t>(),
+                  e["hi"].get<std::uint64_t>(), e["count"].get<std::uint64_t>());
+    }
+  }
+  if (const json& in = j["ingestion"]; !in.is_null()) {
+    std::printf("ingestion   %" PRIu64 " job(s) completed, %" PRIu64 " edges ingested in total",
+                in["jobs_completed"].get<std::uint64_t>(), in["total_edges"].get<std::uint64_t>());
+    if (const json& u = in["unfinished"]; !u.is_null()) {
+      std::printf("; UNFINISHED job at input %" PRIu64 " byte %" PRIu64 " (%" PRIu64 " edges): %s",
+                  u["input"].get<std::uint64_t>(), u["byte_offset"].get<std::uint64_t>(),
+                  u["edges"].get<std::uint64_t>(), u["inputs"].get<std::string>().c_str());
     }
     std::printf("\n");
+  }
+}
+
+int cmd_stats(const query_args& a) {
+  pheap::manager m = open_query(a);
+  const json j = stats_json(m, a);
+  if (a.json) {
+    print_json(j);
+  } else {
+    print_stats(j, a);
   }
   return 0;
 }
 
-int cmd_bfs(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"datastore", "name", "source", "output"}, {});
-  const std::uint64_t s = parse_u64(a.need("source"), "--source");
-  auto q = open_query(a);
-  pg::visit_graph(q.m, q.name, [&](const auto& g) {
-    if (!g.contains(s)) throw usage_error("source " + std::to_string(s) + " is not a vertex of the graph");
-    const auto r = pg::bfs(g, s);
-    std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %zu vertices, max level %" PRIu64 "\n", s, r.reached,
-                r.index.ids.size(), r.max_level);
+// Writes "# header" and one line per row to `path`; throws pheap::error naming it on failure.
+template <class Rows>
+void write_rows(const std::string& path, const char* header, Rows&& rows) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) pheap::throw_errno(errno, path, "create output");
+  std::fprintf(f, "%s\n", header);
+  rows(f);
+  if (std::ferror(f) != 0 || std::fclose(f) != 0) pheap::throw_errno(errno, path, "write output");
+}
+
+int cmd_bfs(const query_args& a) {
+  pheap::manager m = open_query(a);
+  return pg::visit_graph(m, a.name, [&](const auto& g) {
+    if (!g.contains(a.source)) {
+      throw usage_error("source " + std::to_string(a.source) + " is not a vertex of the graph");
+    }
+    const auto r = pg::bfs(g, a.source);
     std::vector<std::uint64_t> per_level(r.max_level + 1, 0);
     for (auto l : r.level)
       if (l != pg::kUnreached) ++per_level[l];
-    for (std::size_t l = 0; l < per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, per_level[l]);
-    if (auto out = a.get("output")) {
-      std::FILE* f = std::fopen(out->c_str(), "w");
-      if (!f) throw std::runtime_error("cannot create " + *out);
-      std::fprintf(f, "# vertex level parent\n");
-      for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-        if (r.level[i] != pg::kUnreached)
-          std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
-      if (std::fclose(f) != 0) throw std::runtime_error("write " + *out + " failed");
+    if (!a.output.empty()) {
+      write_rows(a.output, "# vertex level parent", [&](std::FILE* f) {
+        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+          if (r.level[i] != pg::kUnreached)
+            std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
+      });
     }
+    if (a.json) {
+      print_json({{"datastore", m.path()}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
+                  {"vertices", r.index.ids.size()}, {"max_level", r.max_level}, {"levels", per_level},
+                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
+      return 0;
+    }
+    std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %zu vertices, max level %" PRIu64 "\n", a.source,
+                r.reached, r.index.ids.size(), r.max_level);
+    for (std::size_t l = 0; l < per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, per_level[l]);
+    return 0;
   });
-  return 0;
 }
 
-int cmd_cc(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"datastore", "name", "output"}, {});
-  auto q = open_query(a);
-  pg::visit_graph(q.m, q.name, [&](const auto& g) {
+int cmd_cc(const query_args& a) {
+  pheap::manager m = open_query(a);
+  return pg::visit_graph(m, a.name, [&](const auto& g) {
     const auto r = pg::connected_components(g);
+    if (!a.output.empty()) {
+      write_rows(a.output, "# vertex component(smallest member id)", [&](std::FILE* f) {
+        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+          std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
+      });
+    }
+    if (a.json) {
+      print_json({{"datastore", m.path()}, {"graph", a.name}, {"weakly", g.directed()},
+                  {"components", r.components}, {"largest", r.largest}, {"vertices", r.index.ids.size()},
+                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
+      return 0;
+    }
     std::printf("%sconnected components: %" PRIu64 ", largest %" PRIu64 " of %zu vertices\n",
                 g.directed() ? "weakly " : "", r.components, r.largest, r.index.ids.size());
-    if (auto out = a.get("output")) {
-      std::FILE* f = std::fopen(out->c_str(), "w");
-      if (!f) throw std::runtime_error("cannot create " + *out);
-      std::fprintf(f, "# vertex component(smallest member id)\n");
-      for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-        std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
-      if (std::fclose(f) != 0) throw std::runtime_error("write " + *out + " failed");
-    }
+    return 0;
   });
-  return 0;
 }
 
 // Writes every edge once, vertices in ascending id order, neighbours in stored order:
 // all arcs of a directed graph; arcs with src <= dst of an undirected graph. Ingesting the
 // output with the same flags rebuilds an equal graph.
-int cmd_export(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"datastore", "name", "format", "output"}, {});
-  const auto fmt = pg::parse_input_format(a.get("format").value_or("text"));
-  auto q = open_query(a);
+int cmd_export(const query_args& a) {
+  pheap::manager m = open_query(a);
+  const auto fmt = pg::parse_input_format(a.format);
+  const std::string out = a.output.empty() ? "-" : a.output;
   std::uint64_t n = 0;
-  pg::visit_graph(q.m, q.name, [&](const auto& g) {
+  pg::visit_graph(m, a.name, [&](const auto& g) {
     using G = std::remove_cvref_t<decltype(g)>;
-    pg::edge_writer w(a.get("output").value_or("-"), fmt, G::kind);
+    pg::edge_writer w(out, fmt, G::kind);
     const auto ix = pg::build_index(g);
+    progress pr(progress::choose(a.quiet), "export", progress::unit::items, "vertices");
+    pr.set_total(ix.ids.size());
+    std::uint64_t done = 0;
     for (std::uint64_t u : ix.ids) {
       for (const auto& nb : *g.neighbors(u)) {
         const std::uint64_t v = G::dst_of(nb);
@@ -487,38 +486,163 @@ int cmd_export(int argc, char** argv) {
         w.write(pg::edge{u, v, G::weight_bits_of(nb)});
         ++n;
       }
+      if ((++done & 0xfff) == 0) pr.update(done);
     }
     w.close();
+    pr.update(done);
+    pr.finish();
   });
   std::fprintf(stderr, "exported %" PRIu64 " edges\n", n);
   return 0;
 }
 
+// ---- the command line --------------------------------------------------------------------
+
+// Exit 2 for usage errors (and pheap::error invalid_argument: a bad option value), else 1; two
+// causes get a hint.
+tool_support::failure describe(const std::exception& e) {
+  if (dynamic_cast<const usage_error*>(&e) != nullptr) return {exit_usage, e.what()};
+  const auto* pe = dynamic_cast<const pheap::error*>(&e);
+  if (pe == nullptr) return {exit_failure, e.what()};
+  std::string m = e.what();
+  if (pe->code() == pheap::errc::locked) {
+    m += " (an ingestion may be running: `pheap info` shows its last watermark meanwhile)";
+  } else if (pe->code() == pheap::errc::corrupt) {
+    m += " (`pheap check` lists every damaged page)";
+  }
+  return {pe->code() == pheap::errc::invalid_argument ? exit_usage : exit_failure, m};
+}
+
+// "--weighted" may be followed by its word ("--weighted f32") or stand alone (u64): rewritten
+// as "--weighted=WORD" before CLI11 sees it, so that the input after a bare --weighted stays an
+// input.
+std::vector<std::string> normalise_weighted(int argc, char** argv) {
+  std::vector<std::string> v(argv, argv + argc);
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    if (v[i] != "--weighted") continue;
+    const bool word = i + 1 < v.size() && (v[i + 1] == "u64" || v[i + 1] == "f32" || v[i + 1] == "none");
+    v[i] = "--weighted=" + (word ? v[i + 1] : std::string("u64"));
+    if (word) v.erase(v.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  return v;
+}
+
+void add_datastore(CLI::App& c, std::string& ds, std::string& name) {
+  c.add_option("--datastore", ds, "the datastore directory")->required();
+  c.add_option("--name", name, "the graph's name in the datastore (default: graph)");
+}
+
+void add_query_options(CLI::App& c, query_args& a) {
+  add_datastore(c, a.datastore, a.name);
+  tool_support::add_size_option(c, "--buffer-size", a.buffer_size,
+                                "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
+}
+
+const char* const kFlushEveryHelp =
+    "watermark interval: a COUNT of edges (1M = 10^6), a duration (30s, 5m, 1h) or never; "
+    "default 30s. Watermarks are taken between batches, so the interval is rounded up to the "
+    "first batch boundary at or after it";
+
+// The options of every command, and what the chosen one runs.
+struct command_line {
+  generate_args ga;
+  ingest_args ia;
+  query_args qa;
+  std::function<int()> action;
+};
+
+void define_generate(CLI::App& app, command_line& c) {
+  generate_args& ga = c.ga;
+  auto* gen = app.add_subcommand("generate", "write an R-MAT edge list (Graph500 parameters)");
+  gen->add_option("--scale", ga.p.scale, "2^scale vertices")->required()->check(CLI::Range(1u, 62u));
+  tool_support::add_count_option(*gen, "--edge-factor", ga.p.edge_factor, "edges per vertex (default 16)");
+  gen->add_option("--a", ga.p.a, "R-MAT probability a (default 0.57)");
+  gen->add_option("--b", ga.p.b, "R-MAT probability b (default 0.19)");
+  gen->add_option("--c", ga.p.c, "R-MAT probability c (default 0.19)");
+  gen->add_option("--seed", ga.p.seed, "random seed (default 123)");
+  gen->add_flag("--scramble", ga.p.scramble, "permute vertex ids (Graph500 scrambling)");
+  gen->add_option("--weights", ga.weights, "none, u64 or f32 (default none)")->check(CLI::IsMember({"none", "u64", "f32"}));
+  gen->add_option("--format", ga.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
+  gen->add_option("--threads", ga.threads, "generating threads (default: all cores)")->check(CLI::Range(1u, 1024u));
+  gen->add_option("--output", ga.output, "file to write, - for stdout")->required();
+  gen->add_flag("-q,--quiet", ga.quiet, "no progress on stderr");
+  gen->callback([&c] { c.action = [&c] { return cmd_generate(c.ga); }; });
+}
+
+void define_ingest(CLI::App& app, command_line& c) {
+  ingest_args& ia = c.ia;
+  auto* ing = app.add_subcommand(
+      "ingest", "add edge lists to a graph, exactly once; rerun the same command after a crash "
+                "to resume from the last watermark");
+  add_datastore(*ing, ia.datastore, ia.name);
+  ing->add_option("INPUT", ia.inputs, "edge lists: text or binary, plain, gzip or zstd (found by "
+                                      "their first bytes); - for stdin (cannot be resumed)")->required();
+  ing->add_option("--format", ia.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
+  ing->add_option("--weighted", ia.weighted,
+                  "weights in the third column: u64 (the default when the word is left out) or "
+                  "f32. Without it the graph is unweighted and a third column is read and ignored")
+      ->type_name("[u64|f32]")
+      ->check(CLI::IsMember({"u64", "f32"}).description(""));
+  ing->add_flag("--undirected", ia.undirected, "store each edge in both directions");
+  ing->add_option("--threads", ia.threads, "inserting threads (default 1)")->check(CLI::Range(1u, 1024u));
+  tool_support::add_count_option(*ing, "--batch-size", ia.batch_size, "edges per batch (default 1048576)");
+  ing->add_option("--flush-every", ia.flush_every, kFlushEveryHelp);
+  ing->add_flag("--skip-bad-lines", ia.skip_bad_lines, "skip malformed lines (counted) instead of stopping");
+  ing->add_flag("--reingest", ia.reingest, "ingest inputs again that were already ingested");
+  ing->add_flag("--abandon-incomplete", ia.abandon,
+                "keep what an unfinished job of other inputs committed and start this one");
+  tool_support::add_count_option(*ing, "--banks", ia.banks, "adjacency banks of a new graph (default 1024)");
+  tool_support::add_size_option(*ing, "--capacity", ia.capacity, "heap capacity of a new datastore (default 64GiB)");
+  tool_support::add_size_option(*ing, "--page-size", ia.page_size, "page size of a new datastore (default 64KiB)");
+  tool_support::add_size_option(*ing, "--buffer-size", ia.buffer_size,
+                                "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
+  ing->add_flag("-q,--quiet", ia.quiet, "no progress on stderr");
+  ing->callback([&c] { c.action = [&c] { return cmd_ingest(c.ia); }; });
+}
+
+// stats, bfs, cc and export: read-only queries.
+void define_queries(CLI::App& app, command_line& c) {
+  query_args& qa = c.qa;
+  const char* json_help = "print one JSON document (schema: tools/README.md)";
+  auto* stats = app.add_subcommand("stats", "vertices, edges, degrees and the ingestion record");
+  add_query_options(*stats, qa);
+  stats->add_flag("--degrees", qa.degrees, "the full degree distribution instead of log2 buckets");
+  stats->add_flag("--json", qa.json, json_help);
+  stats->callback([&c] { c.action = [&c] { return cmd_stats(c.qa); }; });
+
+  auto* bfs = app.add_subcommand("bfs", "breadth-first search: vertices reached per level");
+  add_query_options(*bfs, qa);
+  bfs->add_option("--source", qa.source, "the vertex to start from")->required();
+  bfs->add_option("--output", qa.output, "also write 'vertex level parent' lines to this file");
+  bfs->add_flag("--json", qa.json, json_help);
+  bfs->callback([&c] { c.action = [&c] { return cmd_bfs(c.qa); }; });
+
+  auto* cc = app.add_subcommand("cc", "(weakly) connected components");
+  add_query_options(*cc, qa);
+  cc->add_option("--output", qa.output, "also write 'vertex component' lines to this file");
+  cc->add_flag("--json", qa.json, json_help);
+  cc->callback([&c] { c.action = [&c] { return cmd_cc(c.qa); }; });
+
+  auto* exp = app.add_subcommand("export", "write the graph's edges; ingesting them with the same "
+                                           "flags rebuilds an equal graph");
+  add_query_options(*exp, qa);
+  exp->add_option("--format", qa.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
+  exp->add_option("--output", qa.output, "file to write (default: - for stdout)");
+  exp->add_flag("-q,--quiet", qa.quiet, "no progress on stderr");
+  exp->callback([&c] { c.action = [&c] { return cmd_export(c.qa); }; });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string cmd = argv[1];
-  try {
-    if (cmd == "generate") return cmd_generate(argc, argv);
-    if (cmd == "ingest") return cmd_ingest(argc, argv);
-    if (cmd == "stats") return cmd_stats(argc, argv);
-    if (cmd == "bfs") return cmd_bfs(argc, argv);
-    if (cmd == "cc") return cmd_cc(argc, argv);
-    if (cmd == "export") return cmd_export(argc, argv);
-    std::fprintf(stderr, "pheap-graph: unknown command '%s'\n%s", cmd.c_str(), kUsage);
-    return 2;
-  } catch (const usage_error& e) {
-    std::fprintf(stderr, "pheap-graph %s: %s\n%s", cmd.c_str(), e.what(), kUsage);
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "pheap-graph %s: %s\n", cmd.c_str(), e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pheap-graph %s: %s\n", cmd.c_str(), e.what());
-    return 1;
-  }
+  CLI::App app{"pheap-graph: generate, ingest and query persistent graphs.", "pheap-graph"};
+  tool_support::set_up(app, "pheap-graph", kFooter);
+  command_line c;
+  define_generate(app, c);
+  define_ingest(app, c);
+  define_queries(app, c);
+  std::vector<std::string> args = normalise_weighted(argc, argv);
+  std::vector<char*> av;
+  for (auto& a : args) av.push_back(a.data());
+  return tool_support::parse_and_run(app, static_cast<int>(av.size()), av.data(), c.action, describe);
 }

@@ -4,6 +4,10 @@
 // e.g. "pheap: open /data/g1: superblock slot 0 and 1 both corrupt (crc mismatch)".
 // `code()` lets callers branch without parsing text; `sys_errno()` keeps the OS error (0 when
 // the failure is not an OS error).
+//
+// A full heap is not an error code: like any allocator, allocate() returns nullptr and
+// pheap::allocator / construct throw std::bad_alloc (pheap/manager.hpp). A full disk is
+// errc::no_space.
 #pragma once
 
 #include <stdexcept>
@@ -24,7 +28,6 @@ enum class errc {
   read_only,         // mutation attempted through a read-only handle
   invalid_argument,  // bad option or argument (zero capacity, page out of range, ...)
   type_mismatch,     // named object found with a different type
-  capacity,          // capacity of the datastore exhausted
   unavailable,       // a kernel facility (userfaultfd, io_uring) is missing or refused
   poisoned,          // an earlier fatal error ended this epoch; reopen to continue
 };

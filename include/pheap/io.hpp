@@ -20,6 +20,16 @@
 //   * Nothing is durable until sync() (file data) / sync_dir() (names in a directory).
 //   * Thread safety: an engine and its files may be used from many threads at once.
 //     Buffers must not be inside a userfaultfd-registered region (the pager bounces).
+//   * Files opened with open_mode::direct keep every contract above. Transfers whose offset
+//     and length are multiples of the file's direct-I/O alignment bypass the page cache
+//     (O_DIRECT); a buffer that is not aligned in memory is copied through an aligned bounce
+//     buffer. Other transfers use a buffered descriptor of the same file (coherent: the kernel
+//     writes back and drops cached pages around direct I/O). Where the file system refuses
+//     O_DIRECT (ramfs, some FUSE; EINVAL at open), the file is buffered and sync() drops its
+//     cached pages after the fdatasync (posix_fadvise DONTNEED); the first such file of the
+//     process is reported on stderr ("pheap: O_DIRECT refused ..."). The same fallback, silent,
+//     applies when the process has no descriptor to spare for the O_DIRECT one (EMFILE).
+//     file::direct() says which applies.
 #pragma once
 
 #include <cstddef>
@@ -31,12 +41,25 @@
 
 namespace pheap::io {
 
-enum class open_mode {
+enum class open_mode : unsigned {
   read_only,      // O_RDONLY; the file must exist
   read_write,     // O_RDWR; the file must exist
   create,         // O_RDWR|O_CREAT; created if missing (caller fsyncs the directory)
   create_new,     // O_RDWR|O_CREAT|O_EXCL; errc::already_exists if present
+  // A flag OR-ed into one of the above: the file's data bypasses the page cache where the
+  // file system allows (see "Files opened with open_mode::direct" above).
+  direct = 0x100,
 };
+constexpr open_mode operator|(open_mode a, open_mode b) {
+  return static_cast<open_mode>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+// The access mode without flags / whether the direct flag is set.
+constexpr open_mode access_of(open_mode m) {
+  return static_cast<open_mode>(static_cast<unsigned>(m) & 0xffu);
+}
+constexpr bool is_direct(open_mode m) {
+  return (static_cast<unsigned>(m) & static_cast<unsigned>(open_mode::direct)) != 0;
+}
 
 class engine;
 
@@ -48,8 +71,12 @@ class file {
   file& operator=(const file&) = delete;
 
   const std::string& path() const noexcept { return path_; }
-  // The underlying descriptor (for flock and fstat); never -1 for an open file.
+  // The underlying descriptor (for flock, fstat and mmap); never -1 for an open file. For a
+  // file opened with open_mode::direct it is the buffered descriptor.
   virtual int fd() const noexcept = 0;
+  // True if aligned transfers of this file bypass the page cache (opened with
+  // open_mode::direct on a file system that accepts O_DIRECT).
+  virtual bool direct() const noexcept { return false; }
 
  protected:
   explicit file(std::string path) : path_(std::move(path)) {}
@@ -99,6 +126,12 @@ class engine {
   // callers must not retry and then trust the file: after a failed fsync the kernel
   // may already have dropped the dirty pages, so a later successful sync proves nothing.
   virtual void sync(file& f) = 0;
+  // sync() of several files, in parallel where the engine can (io_uring: all fdatasyncs in
+  // one submission; the default syncs one after the other). Throws for the first failure
+  // found; the others may or may not have been synced.
+  virtual void sync_files(std::span<file* const> files) {
+    for (file* f : files) sync(*f);
+  }
   virtual std::uint64_t size(file& f) = 0;
   virtual void truncate(file& f, std::uint64_t size) = 0;
   // Deallocates [offset, offset+len): later reads return zeros, st_blocks shrinks.

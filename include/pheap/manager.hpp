@@ -30,7 +30,8 @@
 //   was never initialised (creation interrupted) -> not_a_datastore; newer heap or store
 //   format -> newer_format; damaged metadata -> corrupt; create on an existing path ->
 //   already_exists; bad options (zero capacity, chunk size not a power of two) ->
-//   invalid_argument; any mutation through a read-only manager -> read_only; find<T>() of an
+//   invalid_argument; any mutation through a read-only manager -> read_only (a plain store
+//   into its memory is SIGSEGV, see the constructor); find<T>() of an
 //   object of another type -> type_mismatch naming both types.
 //   Capacity exhausted: allocate()/allocate_aligned() return nullptr; construct/find_or_construct
 //   and pheap::allocator throw std::bad_alloc. Never a crash.
@@ -47,6 +48,10 @@
 //   * Raw pointers into the heap are valid only while this manager is open; store
 //     boost::interprocess::offset_ptr (or offsets) inside the heap.
 //   * Type identity is pheap::type_name<T>() + sizeof + alignof (pheap/type_name.hpp).
+//   * construct<T> and its variants refuse at compile time types that cannot survive a
+//     reopen: std::allocator containers (std::vector, std::string, ...), raw pointers,
+//     references, smart pointers (pheap/persistable.hpp lists the rules, what they cannot see
+//     — members of your own structs — and how to override them).
 #pragma once
 
 #include <cstddef>
@@ -64,8 +69,8 @@
 #include "pheap/error.hpp"
 #include "pheap/object_info.hpp"
 #include "pheap/options.hpp"
-#include "pheap/pager.hpp"
-#include "pheap/sparse_store.hpp"
+#include "pheap/persistable.hpp"
+#include "pheap/stats.hpp"
 #include "pheap/type_name.hpp"
 
 namespace pheap {
@@ -102,13 +107,29 @@ struct manager_stats {
   store_stats store;
 };
 
+// What the last committed watermark of a datastore records, read without the datastore's lock
+// (manager::peek): from the store's superblock and the heap's root record only.
+struct watermark_info {
+  std::uint64_t epoch = 0;
+  std::string uuid;
+  std::uint32_t store_format = 0;
+  std::uint32_t writer_version = 0;  // library_version of the writer of that watermark
+  std::uint64_t capacity = 0;
+  std::uint64_t page_size = 0;
+  std::uint64_t chunk_size = 0;
+  std::uint64_t created_ns = 0;      // creation time, ns since the Unix epoch
+  std::uint64_t disk_bytes = 0;      // allocated by the datastore's files, now
+  std::string description;
+};
+
 namespace detail {
 class manager_core;
 }
 
 class manager;
 
-// Iterates named or unique objects; see manager::named_begin. Invalidated by construct/destroy.
+// Iterates named, unique or anonymous objects; see manager::named_begin. Invalidated by
+// construct/destroy.
 class object_iterator {
  public:
   using iterator_category = std::forward_iterator_tag;
@@ -143,12 +164,16 @@ class manager {
   using allocator_type = pheap::allocator<T>;
   using const_named_iterator = object_iterator;
   using const_unique_iterator = object_iterator;
+  using const_anonymous_iterator = object_iterator;
 
   // Creates a datastore at `path` (must not exist, or be an empty directory).
   manager(create_only_t, const std::string& path, const options& opt = options());
   // Opens for reading and writing (exclusive across processes).
   manager(open_only_t, const std::string& path, const options& opt = options());
-  // Opens for reading only (shared); every mutation throws error(read_only).
+  // Opens for reading only (shared); every mutation through the manager (construct, destroy,
+  // allocate, flush, set_description, a pheap::allocator of it) throws error(read_only). The
+  // heap itself is mapped read-only: a store through a pointer into it is SIGSEGV, announced
+  // by one line on stderr naming the datastore and the address (pheap/fault_guard.hpp).
   manager(open_read_only_t, const std::string& path, const options& opt = options());
   // Flushes (read-write) and closes. Never throws: a failing final flush is reported on
   // stderr and the datastore stays at its previous watermark.
@@ -263,6 +288,10 @@ class manager {
   object_iterator named_end() const;
   object_iterator unique_begin() const;
   object_iterator unique_end() const;
+  // Anonymous objects, in no particular order. Those constructed by pheap 0.1.0 (heap format
+  // 1, which did not index them) are counted by get_num_anonymous_objects() but not listed.
+  object_iterator anonymous_begin() const;
+  object_iterator anonymous_end() const;
 
   // ---- raw memory -------------------------------------------------------------------------
   // nullptr when the heap is full. error(read_only) on read-only managers.
@@ -289,6 +318,15 @@ class manager {
   // format supported). Never throws. A datastore that was not closed is still consistent:
   // it opens at its last watermark.
   static bool consistent(const std::string& path) noexcept;
+  // False once this manager met damaged data: a page whose store read failed its checksum or
+  // an I/O error (an access to it is SIGBUS, or an error inside pheap::guard_faults; see
+  // pheap/fault_guard.hpp). Pages never read are not judged: `pheap check` reads them all.
+  bool consistent() const noexcept;
+  // The last watermark of `path` from its superblock and root record, WITHOUT taking the
+  // datastore's lock: works while another process has it open for writing (its last flush).
+  // Reads nothing of the heap itself (objects and usage need an open). Throws as an open does
+  // for a missing, foreign or damaged datastore.
+  static watermark_info peek(const std::string& path);
   // Copies the last watermark of `src` to `dst` (sparse copy / reflink). Throws error; locked
   // if a writer holds `src`.
   static void copy(const std::string& src, const std::string& dst);
@@ -348,6 +386,8 @@ class manager {
   // the memory and name released before the exception propagates.
   template <class T, bool FindExisting>
   class construct_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 
@@ -403,6 +443,8 @@ class manager {
   // advancing each iterator i times.
   template <class T, bool FindExisting>
   class construct_iter_proxy {
+    static_assert(persistable_v<T>, PHEAP_PERSISTABLE_MESSAGE);
+
    public:
     construct_iter_proxy(manager* m, instance_kind k, std::string_view name) : m_(m), kind_(k), name_(name) {}
 

@@ -5,10 +5,13 @@
 #include <memory>
 #include <string>
 
-#include "pheap/io.hpp"
-#include "pheap/pager.hpp"
+#include "pheap/pager_options.hpp"
 
 namespace pheap {
+
+namespace io {
+class engine;  // pheap/io.hpp: the I/O seam (include it to make an engine)
+}
 
 // Which mechanism maps the heap (chosen per open; the on-disk format is the same).
 //
@@ -52,7 +55,7 @@ struct options {
 
   // ---- every open ----
   // Buffer size, dirty tracking, fault threads, read-ahead. Defaults honour PHEAP_* variables
-  // (see pheap/pager.hpp); a malformed variable throws error(invalid_argument) here.
+  // (see pheap/pager_options.hpp); a malformed variable throws error(invalid_argument) here.
   pager_options pager = pager_options::from_env();
   std::shared_ptr<io::engine> engine;  // null -> io::default_engine() (io_uring, else posix)
   backend_kind backend = backend_from_env();  // see backend_kind; default honours PHEAP_BACKEND

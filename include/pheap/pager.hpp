@@ -35,12 +35,15 @@
 //
 // Caveats and failure modes (read these):
 //   * fork(): the region is MADV_DONTFORK. A child process does not inherit it; touching it in
-//     the child raises SIGSEGV. Open the datastore again in the child if it needs the data.
+//     the child raises SIGSEGV (after one line saying so). Open the datastore again in the
+//     child if it needs the data.
 //   * A store read error while filling a page: that page is poisoned (UFFDIO_POISON, Linux
 //     ≥ 6.6): the access that faulted, and every later access to the page, gets SIGBUS; one
 //     line naming the store path, page and error is printed to stderr; the next flush()
-//     throws that error (once). Without UFFDIO_POISON the faulting thread is sent SIGBUS with
-//     tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent zeros.
+//     throws that error (once). Inside pheap::guard_faults (pheap/fault_guard.hpp) the SIGBUS
+//     is thrown as that error instead. Without UFFDIO_POISON the faulting thread is sent
+//     SIGBUS with tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent
+//     zeros.
 //   * A store write error during eviction keeps the pages resident and dirty (the buffer may
 //     then exceed its size) and the next flush() throws it. A flush() that throws leaves the
 //     previous epoch durable; pages it had collected stay dirty for the next attempt.
@@ -48,8 +51,9 @@
 //     to system calls that write into them (read(2) into the region, io_uring buffers): with
 //     UFFD_USER_MODE_ONLY those fail with EFAULT. Copy through a private buffer instead.
 //   * Destroying the pager while other threads still access the region is undefined.
-//   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV; flush() throws
-//     errc::read_only.
+//   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV, after one line on stderr
+//     naming the store path and the address (the pager's SIGSEGV handler, which passes every
+//     other SIGSEGV on to the handler installed before it); flush() throws errc::read_only.
 //   * The pager does not enable the uffd EVENT_* features, so a region accessed from a
 //     process created with clone(CLONE_VM) without CLONE_THREAD is unsupported.
 //   * userfaultfd is obtained with the userfaultfd(2) syscall, else the syscall with
@@ -71,76 +75,22 @@
 //     CRC of its stored copy — odds 2^-32 — would go unwritten). A store that cannot tell
 //     without I/O (page_crc() == nullopt) has the page read back (evict_verify_reads).
 //
-// Environment (pager_options::from_env):
-//   PHEAP_BUFFER_SIZE      bytes, K/M/G/T suffixes (powers of 1024); default 1/4 of RAM
-//   PHEAP_HIGH_WATERMARK   fraction (0,1], default 0.90
-//   PHEAP_LOW_WATERMARK    fraction [0, high), default 0.70
-//   PHEAP_DIRTY_TRACKING   automatic | wp_async | wp_sync | all_resident
-//   PHEAP_FAULT_THREADS    1..64, default 2
-//   PHEAP_READ_AHEAD       pages read ahead on sequential faults, 0..1024, default 0
+// Options (buffer, watermarks, tracking, threads, read-ahead, their PHEAP_* variables):
+// pheap/pager_options.hpp. Statistics: pager_stats in pheap/stats.hpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "pheap/pager_options.hpp"
 #include "pheap/sparse_store.hpp"
+#include "pheap/stats.hpp"
 
 namespace pheap {
-
-enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
-const char* to_string(dirty_tracking t) noexcept;
-std::ostream& operator<<(std::ostream& os, dirty_tracking t);
-
-struct pager_options {
-  // Bytes of DRAM the region may hold (rounded down to whole pages, at least 2 pages, at most
-  // the capacity). 0 → 1/4 of physical RAM.
-  std::size_t buffer_size = 0;
-  double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
-  dirty_tracking tracking = dirty_tracking::automatic;
-  unsigned fault_threads = 2;  // workers reading the uffd (1..64)
-  unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
-
-  // Overrides fields of `base` from PHEAP_* variables (see the header comment). A malformed
-  // or out-of-range value throws error(invalid_argument) naming the variable.
-  static pager_options from_env(pager_options base);
-  static pager_options from_env();  // == from_env(pager_options{})
-};
-
-struct pager_stats {
-  std::uint64_t read_faults = 0;    // missing-page faults from reads
-  std::uint64_t write_faults = 0;   // missing-page faults from writes
-  std::uint64_t wp_faults = 0;      // write-protect faults (wp_sync)
-  std::uint64_t zero_fills = 0;     // pages filled with zeros without store I/O
-  std::uint64_t pages_read = 0;     // pages filled from the store (faults, read-ahead, prefetch)
-  std::uint64_t bytes_read = 0;
-  std::uint64_t read_ahead_pages = 0;
-  std::uint64_t prefetched_pages = 0;
-  std::uint64_t evictions = 0;      // pages evicted
-  std::uint64_t evicted_dirty = 0;  // of which written back
-  std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
-  std::uint64_t dirty_pages_written = 0;  // by flushes
-  std::uint64_t bytes_written = 0;        // eviction + flush
-  std::uint64_t flushes = 0;
-  std::uint64_t flush_retakes = 0;  // pages re-taken with MOVE because a write raced the copy
-  std::uint64_t buffer_waits = 0;   // faults that waited for the evictor
-  std::uint64_t poisoned_pages = 0;
-  std::uint64_t resident_pages = 0;
-  std::uint64_t peak_resident_pages = 0;
-  std::uint64_t pinned_pages = 0;
-  std::uint64_t fault_ns = 0;  // worker time resolving missing faults (wall clock, I/O included)
-  std::uint64_t flush_ns = 0;
-  std::uint64_t evict_ns = 0;  // wall clock of eviction batches
-  // CPU time (user + system) the pager's own threads have used so far: the fault workers, and
-  // the evictor and write-back threads. The cost per fault / eviction that the pager adds.
-  std::uint64_t fault_cpu_ns = 0;
-  std::uint64_t evict_cpu_ns = 0;
-};
-std::ostream& operator<<(std::ostream& os, const pager_stats& s);
 
 namespace paging {
 class pager_impl;

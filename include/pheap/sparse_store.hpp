@@ -1,47 +1,56 @@
 // pheap/sparse_store.hpp — the page store under the pager.
 //
 // A SparseStore holds one region of `capacity` bytes, addressed in pages of `page_size`
-// bytes, in a datastore directory:
+// bytes, in a datastore directory (store format 3; byte layouts and every protocol:
+// sparse_store/FORMAT.md):
 //
-//   DIR/pheap.super          two superblock slots (LMDB-style), the commit record
-//   DIR/segment-NNNNNN       data, `segment_size` bytes of pages each plus a trailer (two
-//                            header slots naming the datastore, a CRC32C per page); created
-//                            on first checkpoint only, kept sparse (unwritten pages are holes)
-//   DIR/journal-EEEEEEEEEEEE pages written during epoch E, appended with checksums
+//   DIR/pheap.super      two superblock slots (LMDB-style): the commit record
+//   DIR/pheap.map        the page map: for every page where its copy is and its CRC32C, in
+//                        copy-on-write map blocks under a directory (both with two homes)
+//   DIR/segment-NNNNNN   data, `segment_size` bytes of pages each, every page with two homes
+//                        (copy-on-write), plus an identity header; created by the first write
+//                        into them, kept sparse (pages without data are holes)
 //
-// Durability model (details and byte layout: sparse_store/FORMAT.md):
+// Durability model:
 //   * commit(root) is the only unit of durability. It makes every write_pages()/discard()
 //     since the previous commit durable atomically, stores `root` (a small blob: the heap's
-//     root record) with it and returns the new epoch number.
+//     root record) with it and returns the new epoch number. A page is written once per
+//     epoch, to the home the last durable epoch does not use; the commit writes the changed
+//     map blocks and the directory to their unused homes, syncs, and switches the superblock.
 //   * After a crash at any point, open() yields exactly the state of the last completed
-//     commit: never a mix of two epochs.
+//     commit: never a mix of two epochs. Open reads the superblock and the directory only, so
+//     it costs the same after a crash as after a clean close.
 //   * Between commits, write_pages() may be called any number of times, rewriting the same
-//     page repeatedly; read_pages() always returns the newest content.
-//   * A failed write or sync during write_pages()/discard()/commit() ends that epoch: the call
-//     throws, the store becomes poisoned (later write_pages, discard, commit and snapshot
-//     throw errc::poisoned naming the original cause) and the previous epoch stays the durable
+//     page repeatedly (in place: a page holds at most two homes on disk); read_pages() always
+//     returns the newest content.
+//   * A failed write or sync during write_pages()/commit() ends that epoch: the call throws,
+//     the store becomes poisoned (later write_pages, discard, commit and snapshot throw
+//     errc::poisoned naming the original cause) and the previous epoch stays the durable
 //     state on disk. Reads keep working and return the newest successfully written content,
 //     so a pager can keep serving faults after a full disk. Reopen to continue writing.
-//   * Within an uncommitted epoch a page written again reuses its journal slot (the journal
-//     stays bounded by the distinct pages written). A read racing a rewrite of the SAME page
-//     may see either version (the pager never issues both at once).
+//   * A read racing a rewrite of the SAME page may fail its checksum or see either version
+//     (the pager never issues both at once).
+//   * Segment data goes through O_DIRECT (io::open_mode::direct): the caller's buffer is the
+//     only cache. Page-aligned buffers avoid a bounce copy.
 //
 // Concurrency: all member functions are thread-safe. write_pages() may run concurrently with
 // commit(); such a write lands in the committed epoch or the next, never torn within a page.
+// A write of a page the running commit changed may wait until that commit is durable.
 //
 // Locking: flock on DIR/pheap.super — one read-write opener or any number of read-only
 // openers per datastore, across processes. A conflicting open throws errc::locked.
 //
 // Failure modes (all throw pheap::error naming the path and the cause):
 //   missing directory → not_found; directory without pheap.super → not_a_datastore;
-//   newer format version → newer_format; format 1 (before segment checksums) → older_format;
+//   newer format version → newer_format; format 2 → older_format ("convert it with `pheap
+//   upgrade SRC DST`", see upgrade()); format 1 → older_format;
 //   both superblock slots invalid → corrupt (one invalid slot falls back to the other);
-//   journal shorter than the commit record says, a bad journal record checksum or a record
-//   written by another datastore → corrupt; segment file required by the commit missing,
-//   truncated, of another datastore or index, or an older/newer copy of itself (touch epochs)
-//   → corrupt; ENOSPC → no_space; any other OS failure → io.
-//   read_pages() verifies every page it serves from a segment against the segment's CRC
-//   table: a damaged page is errc::corrupt naming the segment file and the page, never data.
+//   a directory or map block that fails its checksum in its parent (torn, stale, lost,
+//   misdirected or another datastore's) → corrupt naming pheap.map, the block and its pages;
+//   a segment a committed page lives in missing, truncated or of another datastore / index →
+//   corrupt naming the file and the page; ENOSPC → no_space; any other OS failure → io.
+//   read_pages() verifies every page against the map's CRC: a damaged page, or one rewritten
+//   behind the map's back, is errc::corrupt naming the segment file and the page, never data.
 #pragma once
 
 #include <array>
@@ -54,6 +63,7 @@
 #include <vector>
 
 #include "pheap/io.hpp"
+#include "pheap/stats.hpp"
 
 namespace pheap {
 
@@ -67,8 +77,24 @@ struct store_options {
   std::uint64_t segment_size = 256ull << 20;  // power of two, multiple of page_size
 
   // Open parameters.
-  bool read_only = false;  // never writes; recovery happens in memory
+  bool read_only = false;  // never writes
   std::shared_ptr<io::engine> engine;  // null → io::default_engine()
+  // The highest epoch the caller accepts (two-phase commit, see prepare()): open picks the
+  // newest durable epoch not above it. A read-write open that accepts a prepared epoch
+  // confirms it. errc::corrupt if no durable epoch is at or below it.
+  std::uint64_t max_epoch = ~std::uint64_t{0};
+};
+
+// The last commit of a datastore as its superblock records it (sparse_store::peek).
+struct store_peek {
+  std::uint64_t epoch = 0;
+  uuid id{};
+  std::uint32_t format_version = 0;
+  std::uint32_t page_size = 0;
+  std::uint64_t capacity = 0;
+  std::uint64_t segment_size = 0;
+  std::vector<std::byte> root;      // root blob of that commit
+  std::uint64_t disk_bytes = 0;     // allocated bytes of the directory's files, now
 };
 
 struct page_read {
@@ -81,14 +107,12 @@ struct page_write {
   const void* buf;  // page_size bytes
 };
 
-struct store_stats {
-  std::uint64_t pages_read = 0;        // pages served from journal or segments
-  std::uint64_t zero_pages_read = 0;   // never-written pages served as zeros without I/O
-  std::uint64_t pages_written = 0;     // pages appended to the journal
-  std::uint64_t commits = 0;
-  std::uint64_t journal_bytes = 0;     // bytes appended to journals since open
-  std::uint64_t checkpointed_pages = 0;
-  std::uint64_t commit_ns = 0;         // total time inside commit()
+// A piece of the region laid out in a file (see sparse_store::direct_extents).
+struct direct_extent {
+  std::shared_ptr<io::file> file;  // null: no file, the bytes are zeros
+  std::uint64_t file_offset = 0;
+  std::uint64_t region_offset = 0;
+  std::uint64_t length = 0;
 };
 
 class sparse_store {
@@ -96,8 +120,25 @@ class sparse_store {
   // Creates DIR (must not exist, or be an empty directory) with an epoch-0 commit holding an
   // empty root. Throws already_exists / invalid_argument / io.
   static std::unique_ptr<sparse_store> create(const std::string& dir, const store_options& opt);
-  // Opens and recovers DIR. Read-only opens recover in memory and never write.
+  // Opens DIR. Read-only opens never write.
   static std::unique_ptr<sparse_store> open(const std::string& dir, const store_options& opt);
+  // Writes a format-3 copy of the format-2 datastore SRC at DST (must not exist): the same
+  // geometry, every page that may hold data, the root, in one commit; built under a temporary
+  // name and renamed into place like create(). SRC is opened read-only. Throws as open() for
+  // SRC (invalid_argument if SRC is not format 2) and as create() for DST.
+  static void upgrade(const std::string& src, const std::string& dst, const store_options& opt = {});
+
+  // Deletes the datastore DIR and every file in it, holding its exclusive lock meanwhile.
+  // not_found if DIR does not exist; not_a_datastore if it has no superblock (nothing is
+  // deleted); locked if another process has it open. A remove cut short (crash, I/O error)
+  // leaves a damaged datastore that a second remove finishes.
+  static void remove(const std::string& dir, const store_options& opt = {});
+
+  // The last durable commit of DIR, read from the superblock alone and WITHOUT the lock: works
+  // while a writer has DIR open (never blocks it, never writes). Reads nothing but the
+  // superblock (see sparse_store/peek.cpp for why that is safe). Throws as open() does for a
+  // missing directory, a foreign one or an unreadable superblock.
+  static store_peek peek(const std::string& dir, std::shared_ptr<io::engine> engine = nullptr);
 
   // Closing does not commit: writes after the last commit are discarded (as after a crash).
   virtual ~sparse_store() = default;
@@ -105,7 +146,7 @@ class sparse_store {
   virtual void read_pages(std::span<const page_read> batch) = 0;
   virtual void write_pages(std::span<const page_write> batch) = 0;  // errc::read_only if RO
   // Zeroes [first_page, first_page + count) as of the next commit; disk space is released
-  // (hole punched) once that commit is checkpointed.
+  // (holes punched) once that commit is durable.
   virtual void discard(std::uint64_t first_page, std::uint64_t count) = 0;
   // True if the page may hold non-zero data (written in some committed or current epoch).
   // False means read_pages() would return zeros: the pager zero-fills without I/O.
@@ -124,16 +165,44 @@ class sparse_store {
   // Makes everything written so far durable atomically with `root` (≤ max_root_size bytes).
   virtual std::uint64_t commit(std::span<const std::byte> root) = 0;
 
+  // Two-phase commit (a participant of a distributed commit). prepare(root) makes everything
+  // written so far durable as epoch E+1 like commit(), but not yet the watermark: epoch()
+  // stays E, and a later open picks E+1 only if the caller's store_options::max_epoch accepts
+  // it (else E, whose pages no write has touched meanwhile). confirm() makes the prepared
+  // epoch the watermark and returns it. While an epoch is prepared, writes continue (a write
+  // of a page it changed waits for confirm(), as it would for a running commit), commit() and
+  // prepare() throw invalid_argument, and closing leaves the decision to the next open.
+  virtual std::uint64_t prepare(std::span<const std::byte> root) = 0;
+  virtual std::uint64_t confirm() = 0;
+  virtual bool prepared() const = 0;
+
   // Writes an independent datastore at `dst` (must not exist) holding exactly the state of
   // the last commit (reflink where supported, sparse copy otherwise). Writers may continue.
   virtual void snapshot(const std::string& dst) = 0;
 
-  // For writers that change segment files directly instead of through write_pages() (the
-  // kernel-mmap heap backend maps them MAP_SHARED): recomputes every segment's page checksums
-  // from the files' current contents and syncs them, so that later reads verify. Reads every
-  // data page once. Call with no such writer active, before the commit that publishes the
-  // files' contents. errc::read_only on a read-only store; a failure poisons.
-  virtual void rebuild_checksums() = 0;
+  // --- direct mapping (the kernel-mmap heap backend maps the region's bytes MAP_SHARED) ---
+  // The caller never sees a file name or an offset rule: it maps what direct_extents() lists.
+  //
+  // True when the last commit lives at the fixed file offsets direct_extents() describes, so
+  // the region can be mapped as is (read-only opens need this; read-write opens get there with
+  // prepare_direct_mapping()). Waits for background work of the last commit.
+  virtual bool direct_mapping_possible() = 0;
+  // Read-write: commits everything written so far with `root`, then makes that state live at
+  // fixed file offsets, creates every file the region needs and commits `root` once more.
+  // Afterwards direct_mapping_possible() is true and every extent has a file. Returns the
+  // epoch. errc::read_only on a read-only store; a failure poisons.
+  virtual std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) = 0;
+  // The region as extents of open files, in region order, covering [0, capacity()) without
+  // gaps: region bytes [region_offset, +length) are the file's bytes [file_offset, +length).
+  // `file` is null where no file exists (read-only opens: those bytes are zeros). Files are
+  // open read-write on a read-write store. errc::unavailable (saying what to do) unless
+  // direct_mapping_possible().
+  virtual std::vector<direct_extent> direct_extents() = 0;
+  // For a region whose files were changed through the mapping instead of write_pages(): makes
+  // the store's own view (page checksums and which pages hold data) match the files' current
+  // contents, then commits `root`. Reads every data page once. Call with no writer mapping the
+  // files. Returns the epoch. errc::read_only on a read-only store; a failure poisons.
+  virtual std::uint64_t finish_direct_mapping(std::span<const std::byte> root) = 0;
 
   virtual std::uint64_t epoch() const = 0;  // last committed epoch
   virtual std::vector<std::byte> root() const = 0;  // root blob of the last commit
@@ -144,12 +213,13 @@ class sparse_store {
   virtual std::uint64_t segment_size() const = 0;
   virtual bool read_only() const = 0;
   virtual io::engine& engine() const = 0;
+  // Counters since open, and the space the datastore uses (live_bytes, disk_bytes).
   virtual store_stats stats() const = 0;
   // Bytes allocated on disk by all files of the datastore.
   virtual std::uint64_t disk_bytes() const = 0;
 
   static constexpr std::size_t max_root_size = 2048;
-  static constexpr std::uint32_t format_version = 2;
+  static constexpr std::uint32_t format_version = 3;
 };
 
 }  // namespace pheap

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "pheap/env.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 
@@ -15,16 +16,11 @@ namespace {
 
 // PHEAP_IO_ENGINE=uring forces io_uring (its setup error is thrown, not papered over);
 // =posix forces pread/pwrite; unset or empty picks io_uring and falls back to posix with one
-// line on stderr giving the reason. Any other value is rejected.
+// line on stderr giving the reason. Any other value is rejected (pheap/env.hpp).
 std::shared_ptr<engine> choose_engine() {
-  const char* env = std::getenv("PHEAP_IO_ENGINE");
-  const std::string want = env != nullptr ? env : "";
+  const auto want = env::word(env::var::io_engine);
   if (want == "posix") return make_posix_engine();
-  if (want == "uring" || want == "io_uring") return make_uring_engine();
-  if (!want.empty()) {
-    throw error(errc::invalid_argument, "", "PHEAP_IO_ENGINE",
-                "unknown engine '" + want + "' (expected 'uring' or 'posix')");
-  }
+  if (want == "uring") return make_uring_engine();
   try {
     return make_uring_engine();
   } catch (const error& e) {

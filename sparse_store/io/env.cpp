@@ -1,26 +1,147 @@
+// The table of PHEAP_* variables and their typed accessors (contract: include/pheap/env.hpp).
+// mimalloc's options.c is the model: every variable the library reads is one row here, and
+// README.md's "Tuning" table lists the same rows (tests/io/env_test.cpp).
 #include "pheap/env.hpp"
 
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "pheap/error.hpp"
 
 namespace pheap::env {
 
-[[noreturn]] void bad_env(const char* var, const std::string& value, const std::string& why) {
-  throw error(errc::invalid_argument, "", std::string("read ") + var,
+namespace {
+
+// The order of the rows is the order of `var` (checked below).
+constexpr variable kTable[] = {
+    {.id = var::page_size, .name = "PHEAP_PAGE_SIZE", .type = kind::size,
+     .default_value = "64 KiB", .meaning = "pager page (UPage) of new datastores",
+     .min = 4096, .max = 64ull << 20, .power_of_two = true},
+    {.id = var::buffer_size, .name = "PHEAP_BUFFER_SIZE", .type = kind::size,
+     .default_value = "1/4 of RAM", .meaning = "DRAM the pager's region may hold"},
+    {.id = var::high_watermark, .name = "PHEAP_HIGH_WATERMARK", .type = kind::fraction,
+     .default_value = "0.90", .meaning = "buffer occupancy at which background eviction starts",
+     .lo = 0, .hi = 1, .lo_open = true},
+    {.id = var::low_watermark, .name = "PHEAP_LOW_WATERMARK", .type = kind::fraction,
+     .default_value = "0.70", .meaning = "occupancy eviction brings the buffer back to (below the high one)",
+     .lo = 0, .hi = 1, .hi_open = true},
+    {.id = var::dirty_tracking, .name = "PHEAP_DIRTY_TRACKING", .type = kind::word,
+     .default_value = "automatic", .meaning = "how the pager learns which pages were written",
+     .words = "automatic|auto wp_async wp_sync all_resident"},
+    {.id = var::fault_threads, .name = "PHEAP_FAULT_THREADS", .type = kind::count,
+     .default_value = "2", .meaning = "workers reading the userfaultfd", .min = 1, .max = 64},
+    {.id = var::read_ahead, .name = "PHEAP_READ_AHEAD", .type = kind::count,
+     .default_value = "0", .meaning = "pages read ahead on sequential faults", .min = 0, .max = 1024},
+    {.id = var::io_engine, .name = "PHEAP_IO_ENGINE", .type = kind::word,
+     .default_value = "io_uring, else posix", .meaning = "the I/O engine of io::default_engine()",
+     .words = "uring|io_uring posix"},
+    {.id = var::backend, .name = "PHEAP_BACKEND", .type = kind::word, .default_value = "uffd",
+     .meaning = "how the heap is mapped: userfaultfd pager or kernel mmap", .words = "uffd mmap"},
+    {.id = var::mmap_advice, .name = "PHEAP_MMAP_ADVICE", .type = kind::word,
+     .default_value = "normal", .meaning = "madvise of the mmap backend's mapping (random: no read-around)",
+     .words = "normal random"},
+};
+
+constexpr bool rows_in_var_order() {
+  for (unsigned i = 0; i < std::size(kTable); ++i) {
+    if (static_cast<unsigned>(kTable[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(rows_in_var_order(), "kTable rows must follow the order of env::var");
+static_assert(std::size(kTable) == static_cast<unsigned>(var::mmap_advice) + 1,
+              "every env::var has a row");
+
+// A variable's row and value (nullopt: unset or empty), for the accessor of kind `k`.
+struct lookup_result {
+  const variable& row;
+  std::optional<std::string> value;
+};
+lookup_result lookup(var id, kind k) {
+  const variable& d = kTable[static_cast<unsigned>(id)];
+  assert(d.type == k);
+  (void)k;
+  const char* v = std::getenv(d.name);
+  return {d, v != nullptr && *v != '\0' ? std::optional<std::string>(v) : std::nullopt};
+}
+
+// 4096 -> "4K", 64 MiB -> "64M", 1000 -> "1000".
+std::string format_size(std::uint64_t n) {
+  static const char suffix[] = {'\0', 'K', 'M', 'G', 'T'};
+  unsigned i = 0;
+  while (i + 1 < sizeof suffix && n >= 1024 && n % 1024 == 0) {
+    n /= 1024;
+    ++i;
+  }
+  std::string s = std::to_string(n);
+  if (suffix[i] != '\0') s += suffix[i];
+  return s;
+}
+
+std::string format_fraction_range(const variable& d) {
+  std::ostringstream os;
+  os << (d.lo_open ? '(' : '[') << d.lo << ", " << d.hi << (d.hi_open ? ')' : ']');
+  return os.str();
+}
+
+// Calls fn(group_index, first_spelling, spelling) for every spelling of `words`.
+template <class Fn>
+void for_each_spelling(std::string_view words, Fn fn) {
+  unsigned group = 0;
+  while (!words.empty()) {
+    const std::size_t end = std::min(words.find(' '), words.size());
+    std::string_view g = words.substr(0, end);
+    const std::string_view first = g.substr(0, std::min(g.find('|'), g.size()));
+    while (!g.empty()) {
+      const std::size_t bar = std::min(g.find('|'), g.size());
+      fn(group, first, g.substr(0, bar));
+      g.remove_prefix(std::min(bar + 1, g.size()));
+    }
+    words.remove_prefix(std::min(end + 1, words.size()));
+    ++group;
+  }
+}
+
+// "expected automatic, wp_async, wp_sync or all_resident"
+std::string expected_words(const variable& d) {
+  std::vector<std::string_view> firsts;
+  for_each_spelling(d.words, [&](unsigned group, std::string_view first, std::string_view) {
+    if (group == firsts.size()) firsts.push_back(first);
+  });
+  std::string s = "expected ";
+  for (std::size_t i = 0; i < firsts.size(); ++i) {
+    if (i > 0) s += i + 1 == firsts.size() ? " or " : ", ";
+    s += firsts[i];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::span<const variable> table() noexcept { return kTable; }
+
+const variable& describe(var v) noexcept { return kTable[static_cast<unsigned>(v)]; }
+
+[[noreturn]] void bad_env(const char* what, const std::string& value, const std::string& why) {
+  throw error(errc::invalid_argument, "", std::string("read ") + what,
               "bad value '" + value + "': " + why);
 }
 
-std::uint64_t parse_size(const char* var, const std::string& v) {
-  if (v.empty()) bad_env(var, v, "empty");
+std::uint64_t parse_size(const char* what, const std::string& v) {
+  if (v.empty()) bad_env(what, v, "empty");
   std::size_t pos = 0;
   unsigned long long n = 0;
   try {
     if (v[0] == '-') throw std::invalid_argument("negative");
     n = std::stoull(v, &pos, 10);
   } catch (const std::exception&) {
-    bad_env(var, v, "expected a number of bytes with an optional K/M/G/T suffix");
+    bad_env(what, v, "expected a number of bytes with an optional K/M/G/T suffix");
   }
   std::string suf = v.substr(pos);
   if (suf.size() == 2 && (suf[1] == 'B' || suf[1] == 'b')) suf.pop_back();
@@ -36,13 +157,74 @@ std::uint64_t parse_size(const char* var, const std::string& v) {
       case 'm': case 'M': shift = 20; break;
       case 'g': case 'G': shift = 30; break;
       case 't': case 'T': shift = 40; break;
-      default: bad_env(var, v, "unknown suffix (use K, M, G or T)");
+      default: bad_env(what, v, "unknown suffix (use K, M, G or T)");
     }
   } else {
-    bad_env(var, v, "unknown suffix (use K, M, G or T)");
+    bad_env(what, v, "unknown suffix (use K, M, G or T)");
   }
-  if (shift && n > (~0ull >> shift)) bad_env(var, v, "too large");
+  if (shift && n > (~0ull >> shift)) bad_env(what, v, "too large");
   return n << shift;
+}
+
+std::optional<std::uint64_t> size(var id) {
+  const auto [d, v] = lookup(id, kind::size);
+  if (!v) return std::nullopt;
+  const std::uint64_t n = parse_size(d.name, *v);
+  const bool pow2_ok = !d.power_of_two || (n & (n - 1)) == 0;
+  if (n < d.min || n > d.max || !pow2_ok) {
+    bad_env(d.name, *v, std::string("must be ") + (d.power_of_two ? "a power of two " : "") +
+                            "from " + format_size(d.min) + " to " + format_size(d.max));
+  }
+  return n;
+}
+
+std::optional<double> fraction(var id) {
+  const auto [d, v] = lookup(id, kind::fraction);
+  if (!v) return std::nullopt;
+  const std::string& s = *v;
+  std::size_t pos = 0;
+  double x = 0;
+  try {
+    x = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    bad_env(d.name, s, "expected a fraction such as 0.9");
+  }
+  const bool above_lo = d.lo_open ? x > d.lo : x >= d.lo;
+  const bool below_hi = d.hi_open ? x < d.hi : x <= d.hi;
+  if (pos != s.size() || !std::isfinite(x) || !above_lo || !below_hi) {
+    bad_env(d.name, s, "expected a fraction in " + format_fraction_range(d));
+  }
+  return x;
+}
+
+std::optional<unsigned> count(var id) {
+  const auto [d, v] = lookup(id, kind::count);
+  if (!v) return std::nullopt;
+  const std::string& s = *v;
+  std::size_t pos = 0;
+  unsigned long long n = 0;
+  try {
+    if (s[0] == '-') throw std::invalid_argument("negative");
+    n = std::stoull(s, &pos, 10);
+  } catch (const std::exception&) {
+    bad_env(d.name, s, "expected an integer");
+  }
+  if (pos != s.size() || n < d.min || n > d.max) {
+    bad_env(d.name, s,
+            "expected an integer in [" + std::to_string(d.min) + ", " + std::to_string(d.max) + "]");
+  }
+  return static_cast<unsigned>(n);
+}
+
+std::optional<std::string_view> word(var id) {
+  const auto [d, v] = lookup(id, kind::word);
+  if (!v) return std::nullopt;
+  std::optional<std::string_view> found;
+  for_each_spelling(d.words, [&](unsigned, std::string_view first, std::string_view spelling) {
+    if (spelling == *v) found = first;
+  });
+  if (!found) bad_env(d.name, *v, expected_words(d));
+  return found;
 }
 
 }  // namespace pheap::env

@@ -19,7 +19,6 @@ const char* to_string(errc code) noexcept {
     case errc::read_only: return "read-only";
     case errc::invalid_argument: return "invalid argument";
     case errc::type_mismatch: return "type mismatch";
-    case errc::capacity: return "capacity exhausted";
     case errc::unavailable: return "unavailable";
     case errc::poisoned: return "poisoned";
   }

@@ -1,5 +1,5 @@
-// The pread/pwrite engine: each request of a batch is one pread_full/pwrite_full loop, run in
-// order on the calling thread. Stateless apart from the descriptors, hence trivially
+// The pread/pwrite engine: each request of a batch is one file_pread/file_pwrite (a pread/pwrite
+// loop on the route the file gives it, posix_file.hpp), run in order on the calling thread. Stateless apart from the descriptors, hence trivially
 // thread-safe. Used where io_uring is unavailable or PHEAP_IO_ENGINE=posix.
 #include <memory>
 
@@ -15,13 +15,13 @@ class posix_engine final : public fs_engine {
 
   void read(std::span<const read_request> batch) override {
     for (const auto& r : batch) {
-      pread_full(as_posix(*r.f, "read").fd(), r.f->path(), r.offset, r.buf, r.len);
+      file_pread(as_posix(*r.f, "read"), r.offset, r.buf, r.len);
     }
   }
 
   void write(std::span<const write_request> batch) override {
     for (const auto& w : batch) {
-      pwrite_full(as_posix(*w.f, "write").fd(), w.f->path(), w.offset, w.buf, w.len);
+      file_pwrite(as_posix(*w.f, "write"), w.offset, w.buf, w.len);
     }
   }
 };

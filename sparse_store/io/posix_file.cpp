@@ -10,8 +10,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "pheap/error.hpp"
@@ -74,21 +78,117 @@ void sparse_copy(int in, int out, std::uint64_t size, const std::string& src,
 
 posix_file::~posix_file() {
   if (fd_ >= 0) ::close(fd_);
+  if (dfd_ >= 0) ::close(dfd_);
 }
 
-int open_fd(const std::string& path, open_mode mode) {
+void posix_file::set_direct(int dfd, std::size_t mem_align, std::size_t off_align) noexcept {
+  dfd_ = dfd;
+  mem_align_ = mem_align;
+  off_align_ = off_align;
+  drop_cache_ = true;
+}
+
+posix_file::route posix_file::route_for(std::uint64_t offset, const void* buf,
+                                        std::size_t len) const noexcept {
+  if (dfd_ < 0 || offset % off_align_ != 0 || len % off_align_ != 0 || len == 0) {
+    return {fd_, false};
+  }
+  return {dfd_, reinterpret_cast<std::uintptr_t>(buf) % mem_align_ != 0};
+}
+
+void aligned_buffer::free_deleter::operator()(std::byte* p) const noexcept { std::free(p); }
+
+aligned_buffer::aligned_buffer(std::size_t align, std::size_t len) {
+  void* p = nullptr;
+  const int rc = ::posix_memalign(&p, std::max<std::size_t>(align, sizeof(void*)), std::max<std::size_t>(len, 1));
+  if (rc != 0) throw error(errc::io, "", "allocate an aligned bounce buffer", std::strerror(rc), rc);
+  p_.reset(static_cast<std::byte*>(p));
+}
+
+namespace {
+
+int open_flags(open_mode mode) {
   int flags = O_CLOEXEC;
-  switch (mode) {
-    case open_mode::read_only: flags |= O_RDONLY; break;
-    case open_mode::read_write: flags |= O_RDWR; break;
+  switch (access_of(mode)) {
     case open_mode::create: flags |= O_RDWR | O_CREAT; break;
     case open_mode::create_new: flags |= O_RDWR | O_CREAT | O_EXCL; break;
+    case open_mode::read_only: flags |= O_RDONLY; break;
+    default: flags |= O_RDWR; break;
   }
+  return flags;
+}
+
+int open_retrying(const std::string& path, int flags) {
   for (;;) {
     const int fd = ::open(path.c_str(), flags, 0644);
-    if (fd >= 0) return fd;
-    if (errno != EINTR) throw_errno(errno, path, "open");
+    if (fd >= 0 || errno != EINTR) return fd;
   }
+}
+
+// Where O_DIRECT is refused, say so once per process.
+void report_refused_direct(const std::string& path, const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "pheap: O_DIRECT refused for %s (%s): using buffered I/O with "
+                 "posix_fadvise(DONTNEED) after each sync\n",
+                 path.c_str(), why.c_str());
+  });
+}
+
+// The O_DIRECT alignment of `dfd`: {memory, offset}; {0, 0} if the file system reports that it
+// does no direct I/O. Kernels or file systems that do not report it get 4096 for both (the
+// largest logical block size in use).
+std::pair<std::size_t, std::size_t> direct_alignment(int dfd) {
+  struct statx stx {};
+  if (::statx(dfd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+      (stx.stx_mask & STATX_DIOALIGN) != 0) {
+    return {stx.stx_dio_mem_align, stx.stx_dio_offset_align};
+  }
+  return {4096, 4096};
+}
+
+}  // namespace
+
+int open_fd(const std::string& path, open_mode mode) {
+  const int fd = open_retrying(path, open_flags(mode));
+  if (fd < 0) throw_errno(errno, path, "open");
+  return fd;
+}
+
+std::unique_ptr<posix_file> open_file(const std::string& path, open_mode mode) {
+  auto f = std::make_unique<posix_file>(path, open_fd(path, mode));
+  if (!is_direct(mode)) return f;
+  // A second descriptor of the same inode with O_DIRECT (never O_CREAT: the first open made it).
+  const int access = access_of(mode) == open_mode::read_only ? O_RDONLY : O_RDWR;
+  const int dfd = open_retrying(path, access | O_CLOEXEC | O_DIRECT);
+  if (dfd < 0) {
+    // Out of descriptors for the second one: the file works buffered (as where O_DIRECT is
+    // refused) rather than not at all.
+    if (errno == EMFILE || errno == ENFILE) {
+      f->set_direct(-1, 0, 0);
+      return f;
+    }
+    if (errno != EINVAL) throw_errno(errno, path, "open (O_DIRECT)");
+    report_refused_direct(path, "EINVAL at open");
+    f->set_direct(-1, 0, 0);
+    return f;
+  }
+  const auto a = fstat_or_throw(f->fd(), path, "open (fstat)");
+  const auto b = fstat_or_throw(dfd, path, "open (fstat O_DIRECT)");
+  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+    ::close(dfd);
+    throw error(errc::io, path, "open (O_DIRECT)", "the file was replaced while it was opened");
+  }
+  const auto [mem, off] = direct_alignment(dfd);
+  if (off == 0) {
+    ::close(dfd);
+    report_refused_direct(path, "the file system reports no direct I/O");
+    f->set_direct(-1, 0, 0);
+    return f;
+  }
+  f->set_direct(dfd, mem, off);
+  return f;
 }
 
 void throw_transfer_error(int err, const std::string& path, const char* op,
@@ -137,6 +237,64 @@ void pwrite_full(int fd, const std::string& path, std::uint64_t offset, const vo
   }
 }
 
+namespace {
+
+// One direct transfer of the route's descriptor; a short one (end of file, or a file system
+// that split it) is finished on the buffered descriptor, whose offsets need no alignment. A
+// transfer the kernel refuses with EINVAL (a limit such as RLIMIT_FSIZE cut it to an
+// unaligned length) is done buffered instead, which gives the real outcome.
+template <class Io, class Full>
+void direct_transfer(int dfd, int fd, const std::string& path, const char* op,
+                     std::uint64_t offset, char* p, std::size_t len, Io io, Full full) {
+  ssize_t n;
+  do {
+    n = io(dfd, p, len, static_cast<off_t>(offset));
+  } while (n < 0 && (errno == EINTR || errno == EAGAIN));
+  if (n < 0 && errno == EINVAL) n = 0;
+  if (n < 0) throw_transfer_error(errno, path, op, offset, len);
+  const auto done = static_cast<std::size_t>(n);
+  if (done < len) full(fd, path, offset + done, p + done, len - done);
+}
+
+}  // namespace
+
+void file_pread(posix_file& f, std::uint64_t offset, void* buf, std::size_t len) {
+  const auto r = f.route_for(offset, buf, len);
+  if (r.fd == f.fd()) return pread_full(f.fd(), f.path(), offset, buf, len);
+  auto full = [](int fd, const std::string& path, std::uint64_t off, char* p, std::size_t n) {
+    pread_full(fd, path, off, p, n);
+  };
+  if (!r.bounce) {
+    return direct_transfer(r.fd, f.fd(), f.path(), "read", offset, static_cast<char*>(buf), len,
+                           &::pread, full);
+  }
+  aligned_buffer bounce(f.mem_align(), len);
+  direct_transfer(r.fd, f.fd(), f.path(), "read", offset, reinterpret_cast<char*>(bounce.data()),
+                  len, &::pread, full);
+  std::memcpy(buf, bounce.data(), len);
+}
+
+void file_pwrite(posix_file& f, std::uint64_t offset, const void* buf, std::size_t len) {
+  const auto r = f.route_for(offset, buf, len);
+  if (r.fd == f.fd()) return pwrite_full(f.fd(), f.path(), offset, buf, len);
+  auto full = [](int fd, const std::string& path, std::uint64_t off, char* p, std::size_t n) {
+    pwrite_full(fd, path, off, p, n);
+  };
+  auto io = [](int fd, char* p, std::size_t n, off_t off) { return ::pwrite(fd, p, n, off); };
+  if (!r.bounce) {
+    return direct_transfer(r.fd, f.fd(), f.path(), "write", offset,
+                           const_cast<char*>(static_cast<const char*>(buf)), len, io, full);
+  }
+  aligned_buffer bounce(f.mem_align(), len);
+  std::memcpy(bounce.data(), buf, len);
+  direct_transfer(r.fd, f.fd(), f.path(), "write", offset, reinterpret_cast<char*>(bounce.data()),
+                  len, io, full);
+}
+
+void drop_cached_pages(const posix_file& f) noexcept {
+  if (f.drop_cache()) (void)::posix_fadvise(f.fd(), 0, 0, POSIX_FADV_DONTNEED);
+}
+
 posix_file& as_posix(file& f, const char* op) {
   auto* p = dynamic_cast<posix_file*>(&f);
   if (p == nullptr) {
@@ -146,8 +304,7 @@ posix_file& as_posix(file& f, const char* op) {
 }
 
 std::unique_ptr<file> fs_engine::open(const std::string& path, open_mode mode) {
-  const int fd = open_fd(path, mode);
-  return std::make_unique<posix_file>(path, fd);
+  return open_file(path, mode);
 }
 
 bool fs_engine::exists(const std::string& path) {
@@ -198,7 +355,9 @@ void fs_engine::sync_dir(const std::string& path) {
 }
 
 void fs_engine::sync(file& f) {
-  if (::fdatasync(as_posix(f, "sync").fd()) != 0) throw_errno(errno, f.path(), "sync (fdatasync)");
+  posix_file& pf = as_posix(f, "sync");
+  if (::fdatasync(pf.fd()) != 0) throw_errno(errno, f.path(), "sync (fdatasync)");
+  drop_cached_pages(pf);
 }
 
 std::uint64_t fs_engine::size(file& f) {

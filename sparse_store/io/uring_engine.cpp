@@ -2,7 +2,7 @@
 //
 // Rings. The engine owns a small pool of rings guarded by a mutex. A read()/write() call
 // leases one ring for its whole duration (so a ring is only ever driven by one thread at a
-// time), and returns it when done. The pool grows on demand up to kMaxRings, i.e. to the
+// time), and returns it when done. The pool grows on demand up to max_rings(), i.e. to the
 // number of threads that transfer at the same time; beyond that, callers wait for a free ring.
 // Rings die with the engine, never with a thread, so neither thread exit nor engine
 // destruction leaks one. After fork(), the child discards the inherited rings (their memory is
@@ -16,8 +16,10 @@
 // with the caller's buffers before we return), and throws for the failed request.
 //
 // sync() is a plain fdatasync(2) (inherited from fs_engine): one request gains nothing from a
-// ring round trip, and a synchronous call keeps the error attribution obvious.
+// ring round trip, and a synchronous call keeps the error attribution obvious. sync_files()
+// of several files submits all their fdatasyncs at once.
 #include <liburing.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,16 @@ namespace pheap::io {
 namespace {
 
 constexpr std::size_t kMaxRings = 64;
+
+// A ring is a descriptor the pool keeps for the engine's lifetime: under a low RLIMIT_NOFILE
+// the pool may take at most an eighth of the descriptors above 64 (at least one ring), so
+// rings created in a burst of concurrent transfers do not starve the files they transfer.
+std::size_t max_rings() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return kMaxRings;
+  if (lim.rlim_cur <= 64 + 8) return 1;
+  return std::min<std::size_t>(kMaxRings, static_cast<std::size_t>(lim.rlim_cur - 64) / 8);
+}
 // Upper bound of one SQE's length: the kernel caps a single transfer below 2 GiB anyway; larger
 // requests simply take several rounds.
 constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
@@ -84,15 +96,35 @@ void probe(ring& rg) {
   if (res < 0) throw error(errc::unavailable, "", "io_uring nop (probe)", std::strerror(-res), -res);
 }
 
-// One request of a batch as it progresses.
+// One request of a batch as it progresses. A direct-mode file's request runs on the route
+// the file gives it (posix_file::route_for): the O_DIRECT descriptor, possibly through an
+// aligned bounce buffer (`user` is then the caller's buffer), or the buffered descriptor; a
+// short direct transfer continues on the buffered descriptor (`buffered_fd`).
+enum class op_kind { read, write, fsync };
+
 struct op {
   int fd;
+  int buffered_fd;
   const std::string* path;
   char* buf;
   std::size_t len;
   std::uint64_t offset;
   std::size_t done = 0;
+  char* user = nullptr;  // bounced: copy back here (reads) after completion
+  aligned_buffer bounce;
 };
+
+op make_op(posix_file& f, std::uint64_t offset, void* buf, std::size_t len, bool is_write) {
+  const auto r = f.route_for(offset, buf, len);
+  op o{r.fd, f.fd(), &f.path(), static_cast<char*>(buf), len, offset};
+  if (r.bounce) {
+    o.bounce = aligned_buffer(f.mem_align(), len);
+    if (is_write) std::memcpy(o.bounce.data(), buf, len);
+    o.user = o.buf;
+    o.buf = reinterpret_cast<char*>(o.bounce.data());
+  }
+  return o;
+}
 
 class uring_engine final : public fs_engine {
  public:
@@ -113,10 +145,29 @@ class uring_engine final : public fs_engine {
     std::vector<op> ops;
     ops.reserve(batch.size());
     for (const auto& r : batch) {
-      ops.push_back(op{as_posix(*r.f, "read").fd(), &r.f->path(),
-                       static_cast<char*>(r.buf), r.len, r.offset});
+      ops.push_back(make_op(as_posix(*r.f, "read"), r.offset, r.buf, r.len, false));
     }
-    run(ops, false);
+    run(ops, op_kind::read);
+    for (op& o : ops) {
+      if (o.user != nullptr) std::memcpy(o.user, o.buf, o.len);
+    }
+  }
+
+  // Every fdatasync in flight at once (IORING_OP_FSYNC, IORING_FSYNC_DATASYNC): the device
+  // can flush the files' data together instead of one after the other.
+  void sync_files(std::span<file* const> files) override {
+    if (files.size() <= 1) {
+      for (file* f : files) sync(*f);
+      return;
+    }
+    std::vector<op> ops;
+    ops.reserve(files.size());
+    for (file* f : files) {
+      posix_file& pf = as_posix(*f, "sync");
+      ops.push_back(op{pf.fd(), pf.fd(), &pf.path(), nullptr, 1, 0});
+    }
+    run(ops, op_kind::fsync);
+    for (file* f : files) drop_cached_pages(as_posix(*f, "sync"));
   }
 
   void write(std::span<const write_request> batch) override {
@@ -125,10 +176,10 @@ class uring_engine final : public fs_engine {
     ops.reserve(batch.size());
     for (const auto& w : batch) {
       // The buffer is only read by the kernel for a write; the cast keeps one op type.
-      ops.push_back(op{as_posix(*w.f, "write").fd(), &w.f->path(),
-                       const_cast<char*>(static_cast<const char*>(w.buf)), w.len, w.offset});
+      ops.push_back(make_op(as_posix(*w.f, "write"), w.offset, const_cast<void*>(w.buf), w.len,
+                            true));
     }
-    run(ops, true);
+    run(ops, op_kind::write);
   }
 
  private:
@@ -162,7 +213,7 @@ class uring_engine final : public fs_engine {
         free_.pop_back();
         return r;
       }
-      if (created_ < kMaxRings) {
+      if (created_ < max_rings()) {
         try {
           auto r = std::make_unique<ring>(depth_);
           ++created_;
@@ -188,7 +239,10 @@ class uring_engine final : public fs_engine {
     cv_.notify_one();
   }
 
-  void run(std::vector<op>& ops, bool is_write) {
+  // Runs `ops` (all reads, all writes, or all fsyncs: `kind`) to completion or first error.
+  void run(std::vector<op>& ops, op_kind kind) {
+    const bool is_write = kind == op_kind::write;
+    const bool is_sync = kind == op_kind::fsync;
     lease held(*this, acquire());
     ring& rg = *held;
     io_uring* u = rg.get();
@@ -202,7 +256,13 @@ class uring_engine final : public fs_engine {
     std::size_t in_kernel = 0;  // submitted, completion not yet reaped
     int first_err = 0;
     std::size_t err_op = 0;
-    const char* err_what = is_write ? "write" : "read";
+    const char* err_what = is_sync ? "sync (fdatasync)" : is_write ? "write" : "read";
+    const char* submit_what = is_sync    ? "sync (io_uring_submit)"
+                              : is_write ? "write (io_uring_submit)"
+                                         : "read (io_uring_submit)";
+    const char* wait_what = is_sync    ? "sync (io_uring_wait_cqe)"
+                            : is_write ? "write (io_uring_wait_cqe)"
+                                       : "read (io_uring_wait_cqe)";
 
     auto fail = [&](int err, std::size_t i, const char* what) {
       if (first_err == 0) {
@@ -220,7 +280,9 @@ class uring_engine final : public fs_engine {
         queue.pop_front();
         op& o = ops[i];
         const auto n = static_cast<unsigned>(std::min(o.len - o.done, kMaxChunk));
-        if (is_write) {
+        if (is_sync) {
+          io_uring_prep_fsync(sqe, o.fd, IORING_FSYNC_DATASYNC);
+        } else if (is_write) {
           io_uring_prep_write(sqe, o.fd, o.buf + o.done, n, o.offset + o.done);
         } else {
           io_uring_prep_read(sqe, o.fd, o.buf + o.done, n, o.offset + o.done);
@@ -238,8 +300,7 @@ class uring_engine final : public fs_engine {
         } else if (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
           // The staged SQEs still sit in the submission queue: the ring cannot be reused.
           rg.broken = true;
-          fail(-rc, queue.empty() ? 0 : queue.front(), is_write ? "write (io_uring_submit)"
-                                                                  : "read (io_uring_submit)");
+          fail(-rc, queue.empty() ? 0 : queue.front(), submit_what);
           staged = 0;
           if (in_kernel == 0) break;
         }
@@ -255,7 +316,7 @@ class uring_engine final : public fs_engine {
       if (rc < 0) {
         // Waiting itself failed: the in-flight operations cannot be accounted for.
         rg.broken = true;
-        fail(-rc, 0, is_write ? "write (io_uring_wait_cqe)" : "read (io_uring_wait_cqe)");
+        fail(-rc, 0, wait_what);
         break;
       }
       unsigned head;
@@ -268,8 +329,13 @@ class uring_engine final : public fs_engine {
         op& o = ops[i];
         if (res == -EINTR || res == -EAGAIN) {
           queue.push_back(i);
+        } else if (res == -EINVAL && o.fd != o.buffered_fd) {
+          o.fd = o.buffered_fd;  // O_DIRECT refused this one (file_pread/file_pwrite: same)
+          queue.push_back(i);
         } else if (res < 0) {
-          fail(-res, i, is_write ? "write" : "read");
+          fail(-res, i, err_what);
+        } else if (is_sync) {
+          o.done = o.len;
         } else if (res == 0) {
           if (is_write) {
             fail(EIO, i, "write (no progress)");
@@ -279,7 +345,10 @@ class uring_engine final : public fs_engine {
           }
         } else {
           o.done += static_cast<std::size_t>(res);
-          if (o.done < o.len) queue.push_back(i);
+          if (o.done < o.len) {
+            o.fd = o.buffered_fd;  // the rest of a short direct transfer need not be aligned
+            queue.push_back(i);
+          }
         }
       }
       io_uring_cq_advance(u, seen);
@@ -287,6 +356,7 @@ class uring_engine final : public fs_engine {
 
     if (first_err != 0) {
       const op& o = ops[err_op];
+      if (is_sync) throw_errno(first_err, *o.path, err_what);
       throw_transfer_error(first_err, *o.path, err_what, o.offset, o.len);
     }
   }

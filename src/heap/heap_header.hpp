@@ -32,7 +32,12 @@
 namespace pheap::heap {
 
 inline constexpr std::size_t guaranteed_base_alignment = 4096;
-inline constexpr std::uint32_t heap_format_version = 1;
+// Heap formats: 1 (pheap 0.1.0) did not index anonymous objects; 2 lists them in the object
+// table. A format-1 heap opens (read-only: as it is; read-write: upgraded in place to 2 at
+// attach, durable with the next flush), and its anonymous objects stay counted but unlisted
+// (heap_header::num_anonymous_unlisted).
+inline constexpr std::uint32_t heap_format_version = 2;
+inline constexpr std::uint32_t oldest_heap_format = 1;
 inline constexpr char header_magic[8] = {'P', 'H', 'E', 'A', 'P', 'H', 'D', 'R'};
 inline constexpr std::size_t max_bins = 128;
 inline constexpr std::uint64_t min_chunk_size = 64 * 1024;
@@ -89,15 +94,18 @@ struct heap_header {
   std::uint32_t bin_head[max_bins];
 
   // Object directory (directory lock).
-  std::uint64_t table_off;   // open-addressing table of named+unique objects, 0 = none
+  std::uint64_t table_off;   // open-addressing table of named, unique and anonymous objects, 0 = none
   std::uint64_t table_cap;   // slots (power of two)
   std::uint64_t table_live;  // occupied slots
   std::uint64_t table_tomb;  // tombstones
   std::uint64_t num_named;
   std::uint64_t num_unique;
   std::uint64_t num_anonymous;
+  // Anonymous objects built under format 1 (not in the table): set when a read-write open
+  // upgrades the heap, decremented as they are destroyed. Zero for heaps created as format 2.
+  std::uint64_t num_anonymous_unlisted;
 
-  std::uint64_t reserved[32];
+  std::uint64_t reserved[31];
 };
 
 // Offsets inside the region (area starts) are computed by compute_layout().

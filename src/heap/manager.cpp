@@ -2,12 +2,7 @@
 // non-template half of the object API.
 #include "pheap/manager.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -45,6 +40,7 @@ class manager_core {
     }
     dir = std::make_unique<heap::object_directory>(*alloc, path);
     if (!ro) {
+      root.heap_format = heap::heap_format_version;  // the directory upgraded an older heap
       // Released chunk ranges become holes (region::discard, see region.hpp). Errors are not
       // fatal here (the chunk is free in the allocator either way; a poisoned store fails the
       // next flush).
@@ -299,6 +295,12 @@ object_iterator manager::unique_begin() const {
 object_iterator manager::unique_end() const {
   return {this, instance_kind::unique_kind, core().dir->table_capacity()};
 }
+object_iterator manager::anonymous_begin() const {
+  return {this, instance_kind::anonymous_kind, priv_next(instance_kind::anonymous_kind, 0)};
+}
+object_iterator manager::anonymous_end() const {
+  return {this, instance_kind::anonymous_kind, core().dir->table_capacity()};
+}
 
 object_info object_iterator::operator*() const { return m_->priv_entry(slot_); }
 object_iterator& object_iterator::operator++() {
@@ -362,6 +364,31 @@ bool manager::consistent(const std::string& path) noexcept {
   }
 }
 
+bool manager::consistent() const noexcept {
+  try {
+    return core_ && core_->pg->stats().poisoned_pages == 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+watermark_info manager::peek(const std::string& path) {
+  store_peek p = sparse_store::peek(path);
+  const heap::root_record r = heap::root_record::decode(p.root, path);
+  watermark_info w;
+  w.epoch = p.epoch;
+  w.uuid = to_string(p.id);
+  w.store_format = p.format_version;
+  w.writer_version = r.writer_version;
+  w.capacity = r.capacity;
+  w.page_size = p.page_size;
+  w.chunk_size = r.chunk_size;
+  w.created_ns = r.created_ns;
+  w.disk_bytes = p.disk_bytes;
+  w.description = r.description;
+  return w;
+}
+
 void manager::copy(const std::string& src, const std::string& dst) {
   store_options so;
   so.read_only = true;
@@ -370,28 +397,7 @@ void manager::copy(const std::string& src, const std::string& dst) {
   store->snapshot(dst);
 }
 
-void manager::remove(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw error(errc::not_found, path, "remove", "no such datastore");
-  const std::string super = path + "/pheap.super";
-  const int fd = ::open(super.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw error(errc::not_a_datastore, path, "remove",
-                "no pheap.super: refusing to delete a directory that is not a datastore");
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK) {
-      throw error(errc::locked, path, "remove", "another process has the datastore open");
-    }
-    throw_errno(err, path, "remove: flock");
-  }
-  fs::remove_all(path, ec);
-  ::close(fd);
-  if (ec) throw error(errc::io, path, "remove", ec.message(), ec.value());
-}
+void manager::remove(const std::string& path) { sparse_store::remove(path); }
 
 std::string manager::get_uuid() const { return to_string(core().pg->store().id()); }
 

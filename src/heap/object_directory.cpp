@@ -33,7 +33,18 @@ std::string describe(std::string_view name, std::size_t size, std::size_t align)
 }  // namespace
 
 object_directory::object_directory(segment_allocator& alloc, std::string path)
-    : alloc_(alloc), h_(alloc.header()), path_(std::move(path)) {}
+    : alloc_(alloc), h_(alloc.header()), path_(std::move(path)) {
+  if (!alloc_.read_only() && h_.format_version < heap_format_version) {
+    // Format 1 -> 2 (file comment): its anonymous objects are not in the table. Durable with
+    // the next flush, together with the root record's heap format (manager attach).
+    h_.num_anonymous_unlisted = h_.num_anonymous;
+    h_.format_version = heap_format_version;
+  }
+}
+
+std::uint64_t object_directory::unlisted_anonymous() const noexcept {
+  return h_.format_version < heap_format_version ? h_.num_anonymous : h_.num_anonymous_unlisted;
+}
 
 std::uint64_t object_directory::hash_of(instance_kind kind, std::string_view name) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -45,6 +56,12 @@ std::uint64_t object_directory::hash_of(instance_kind kind, std::string_view nam
   for (char c : name) mix(static_cast<unsigned char>(c));
   h ^= h >> 29;
   return h < 2 ? h + 2 : h;
+}
+
+std::uint64_t object_directory::anonymous_hash(std::uint64_t obj) noexcept {
+  char bytes[sizeof obj];
+  std::memcpy(bytes, &obj, sizeof obj);
+  return hash_of(instance_kind::anonymous_kind, std::string_view(bytes, sizeof bytes));
 }
 
 object_directory::slot* object_directory::table() const noexcept {
@@ -71,6 +88,18 @@ std::uint64_t object_directory::lookup(instance_kind kind, std::string_view name
     if (t[i].hash != h) continue;
     const auto* hdr = reinterpret_cast<const object_header*>(at(t[i].obj) - sizeof(object_header));
     if (hdr->kind == static_cast<std::uint8_t>(kind) && name_of(hdr) == name) return i;
+  }
+  return none;
+}
+
+std::uint64_t object_directory::lookup_anonymous(std::uint64_t obj) const noexcept {
+  const std::uint64_t cap = h_.table_cap;
+  if (cap == 0) return none;
+  const std::uint64_t h = anonymous_hash(obj);
+  const slot* t = table();
+  for (std::uint64_t i = h & (cap - 1), n = 0; n < cap; i = (i + 1) & (cap - 1), ++n) {
+    if (t[i].hash == empty_hash) return none;
+    if (t[i].hash == h && t[i].obj == obj) return i;
   }
   return none;
 }
@@ -116,7 +145,7 @@ void object_directory::erase_slot(std::uint64_t i) noexcept {
 }
 
 void object_directory::release_empty_table() noexcept {
-  if (h_.table_off == 0 || h_.table_live != 0 || !pending_.empty()) return;
+  if (h_.table_off == 0 || h_.table_live != 0 || !pending_.empty() || pending_anonymous_ != 0) return;
   const std::uint64_t off = h_.table_off;
   h_.table_off = h_.table_cap = h_.table_tomb = 0;
   alloc_.deallocate(off);
@@ -139,9 +168,9 @@ construct_result object_directory::construct(instance_kind kind, std::string_vie
                                              const type_identity& type, std::size_t n,
                                              bool find_existing, init_fn init, void* ctx) {
   if (alloc_.read_only()) throw error(errc::read_only, path_, "construct", "the heap is open read-only");
-  const bool indexed = kind != instance_kind::anonymous_kind;
-  if (!indexed) name = {};
-  if (indexed && name.empty()) throw error(errc::invalid_argument, path_, "construct", "empty object name");
+  const bool named = kind != instance_kind::anonymous_kind;  // unique objects are named by their type
+  if (!named) name = {};
+  if (named && name.empty()) throw error(errc::invalid_argument, path_, "construct", "empty object name");
   if (name.size() > max_name_length || type.name.size() > max_name_length) {
     throw error(errc::invalid_argument, path_, "construct", "object or type name longer than 1 MiB");
   }
@@ -155,7 +184,11 @@ construct_result object_directory::construct(instance_kind kind, std::string_vie
   world_lock::shared world(alloc_.world());
   std::string key;
   std::uint64_t h = 0;
-  if (indexed) {
+  if (!named) {
+    std::lock_guard lk(mutex_);
+    reserve_slots(pending_.size() + pending_anonymous_ + 1);
+    ++pending_anonymous_;
+  } else {
     key.reserve(name.size() + 1);
     key.push_back(static_cast<char>(kind));
     key.append(name);
@@ -179,17 +212,17 @@ construct_result object_directory::construct(instance_kind kind, std::string_vie
       if (!find_existing) return {};
       pending_cv_.wait(lk);
     }
-    reserve_slots(pending_.size() + 1);
+    reserve_slots(pending_.size() + pending_anonymous_ + 1);
     pending_.emplace(key, std::this_thread::get_id());
   }
   auto drop_pending = [&]() noexcept {
-    if (!indexed) return;
     {
       std::lock_guard lk(mutex_);
-      pending_.erase(key);
+      if (named) pending_.erase(key);
+      else --pending_anonymous_;
       release_empty_table();
     }
-    pending_cv_.notify_all();
+    if (named) pending_cv_.notify_all();
   };
 
   // Block: [name][type name][pad][header][elements]
@@ -230,12 +263,15 @@ construct_result object_directory::construct(instance_kind kind, std::string_vie
       case instance_kind::unique_kind: ++h_.num_unique; break;
       case instance_kind::anonymous_kind: ++h_.num_anonymous; break;
     }
-    if (indexed) {
+    if (named) {
       insert(h, obj);
       pending_.erase(key);
+    } else {
+      insert(anonymous_hash(obj), obj);
+      --pending_anonymous_;
     }
   }
-  if (indexed) pending_cv_.notify_all();
+  if (named) pending_cv_.notify_all();
   return {at(obj), n, true};
 }
 
@@ -306,10 +342,18 @@ void object_directory::destroy_ptr(const void* p, const type_identity& type, des
     std::lock_guard lk(mutex_);
     check_type(hdr, type, "destroy_ptr");
     const auto kind = static_cast<instance_kind>(hdr->kind);
+    const std::uint64_t obj = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - alloc_.base());
     if (kind == instance_kind::anonymous_kind) {
+      const std::uint64_t i = lookup_anonymous(obj);
+      if (i != none) {
+        erase_slot(i);
+      } else if (h_.num_anonymous_unlisted > 0) {
+        --h_.num_anonymous_unlisted;  // built under heap format 1
+      } else {
+        throw error(errc::invalid_argument, path_, "destroy_ptr", "anonymous object is not in the directory");
+      }
       --h_.num_anonymous;
     } else {
-      const std::uint64_t obj = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - alloc_.base());
       const std::uint64_t i = lookup(kind, name_of(hdr), hash_of(kind, name_of(hdr)));
       if (i == none || table()[i].obj != obj) {
         throw error(errc::invalid_argument, path_, "destroy_ptr",
@@ -397,7 +441,9 @@ void object_directory::check(std::vector<std::string>& problems) const {
     if (h_.table_off != 0 || h_.table_live != 0 || h_.table_tomb != 0) {
       problems.push_back("directory: empty table with nonzero offset/counters");
     }
-    if (h_.num_named != 0 || h_.num_unique != 0) problems.push_back("directory: objects counted but no table");
+    if (h_.num_named != 0 || h_.num_unique != 0 || h_.num_anonymous != unlisted_anonymous()) {
+      problems.push_back("directory: objects counted but no table");
+    }
     return;
   }
   if (!std::has_single_bit(cap)) {
@@ -409,7 +455,7 @@ void object_directory::check(std::vector<std::string>& problems) const {
     return;
   }
   const slot* t = table();
-  std::uint64_t live = 0, tomb = 0, named = 0, unique = 0;
+  std::uint64_t live = 0, tomb = 0, named = 0, unique = 0, anonymous = 0;
   for (std::uint64_t i = 0; i < cap; ++i) {
     if (t[i].hash == empty_hash) continue;
     if (t[i].hash == tomb_hash) {
@@ -430,6 +476,7 @@ void object_directory::check(std::vector<std::string>& problems) const {
     }
     if (hdr->kind == static_cast<std::uint8_t>(instance_kind::named_kind)) ++named;
     else if (hdr->kind == static_cast<std::uint8_t>(instance_kind::unique_kind)) ++unique;
+    else if (hdr->kind == static_cast<std::uint8_t>(instance_kind::anonymous_kind)) ++anonymous;
     else {
       problems.push_back(where + "indexed object of kind " + std::to_string(hdr->kind));
       continue;
@@ -444,7 +491,13 @@ void object_directory::check(std::vector<std::string>& problems) const {
       continue;
     }
     const auto kind = static_cast<instance_kind>(hdr->kind);
-    if (hash_of(kind, name_of(hdr)) != t[i].hash) {
+    if (kind == instance_kind::anonymous_kind) {
+      if (hdr->name_len != 0 || anonymous_hash(obj) != t[i].hash) {
+        problems.push_back(where + "anonymous object with a name or a stored hash not of its offset");
+      } else if (lookup_anonymous(obj) != i) {
+        problems.push_back(where + "anonymous object unreachable or duplicated");
+      }
+    } else if (hash_of(kind, name_of(hdr)) != t[i].hash) {
       problems.push_back(where + "stored hash does not match name '" + std::string(name_of(hdr)) + "'");
     } else if (lookup(kind, name_of(hdr), t[i].hash) != i) {
       problems.push_back(where + "name '" + std::string(name_of(hdr)) + "' unreachable or duplicated");
@@ -458,10 +511,13 @@ void object_directory::check(std::vector<std::string>& problems) const {
                        std::to_string(h_.table_tomb) + " tombstones, table has " +
                        std::to_string(live) + " / " + std::to_string(tomb));
   }
-  if (named != h_.num_named || unique != h_.num_unique) {
+  if (named != h_.num_named || unique != h_.num_unique ||
+      anonymous + unlisted_anonymous() != h_.num_anonymous) {
     problems.push_back("directory: header counts " + std::to_string(h_.num_named) + " named / " +
-                       std::to_string(h_.num_unique) + " unique, table has " +
-                       std::to_string(named) + " / " + std::to_string(unique));
+                       std::to_string(h_.num_unique) + " unique / " + std::to_string(h_.num_anonymous) +
+                       " anonymous (" + std::to_string(unlisted_anonymous()) + " unlisted), table has " +
+                       std::to_string(named) + " / " + std::to_string(unique) + " / " +
+                       std::to_string(anonymous));
   }
 }
 

@@ -7,7 +7,10 @@
 // open-addressing hash table in the region (header.table_off; slots {hash, object offset};
 // hash 0 = empty, 1 = tombstone), grown by rehashing into a fresh allocation at 70 % load and
 // freed when it becomes empty (so all_memory_deallocated() can become true again).
-// Anonymous objects are counted but not indexed.
+// Anonymous objects are in the same table, hashed by their offset (they have no name), so they
+// can be listed; never found by name. Heaps of format 1 did not index them: a read-write open
+// upgrades the header to format 2 and counts the old ones in num_anonymous_unlisted (listed:
+// num_anonymous - unlisted), which destroy_ptr decrements when it meets one.
 //
 // Construction protocol (exception safety + flush consistency): under the directory lock the
 // name is checked and marked "pending" in a DRAM set and one table slot is reserved; the block
@@ -87,8 +90,8 @@ class object_directory {
   object_info info(const void* p) const;
   void set_description(const void* p, std::string_view text);
 
-  // Iteration over the table (named or unique kind): returns the first occupied slot >= slot
-  // holding `kind`, or table capacity when none. Not thread-safe against construct/destroy.
+  // Iteration over the table (any kind): returns the first occupied slot >= slot holding
+  // `kind`, or table capacity when none. Not thread-safe against construct/destroy.
   std::uint64_t next_entry(instance_kind kind, std::uint64_t slot) const noexcept;
   std::uint64_t table_capacity() const noexcept { return h_.table_cap; }
   object_info entry_info(std::uint64_t slot) const;
@@ -104,6 +107,11 @@ class object_directory {
     std::uint64_t obj;
   };
   static std::uint64_t hash_of(instance_kind kind, std::string_view name) noexcept;
+  static std::uint64_t anonymous_hash(std::uint64_t obj) noexcept;
+  // Table slot index of the anonymous object at offset obj, or ~0. Directory lock held.
+  std::uint64_t lookup_anonymous(std::uint64_t obj) const noexcept;
+  // Anonymous objects not in the table (format-1 heaps; see the file comment).
+  std::uint64_t unlisted_anonymous() const noexcept;
   slot* table() const noexcept;
   // Table slot index of (kind, name), or ~0. Directory lock held.
   std::uint64_t lookup(instance_kind kind, std::string_view name, std::uint64_t h) const noexcept;
@@ -127,6 +135,7 @@ class object_directory {
   mutable std::mutex mutex_;
   std::condition_variable pending_cv_;
   std::unordered_map<std::string, std::thread::id> pending_;  // kind byte + name
+  std::uint64_t pending_anonymous_ = 0;  // anonymous constructions holding a reserved slot
 };
 
 }  // namespace pheap::heap

@@ -1,11 +1,9 @@
 // src/heap/region.cpp — the pager-backed region (backend_kind::uffd) and backend selection.
 #include "heap/region.hpp"
 
-#include <cstdlib>
 #include <string>
 
 #include "pheap/env.hpp"
-#include "pheap/error.hpp"
 
 namespace pheap {
 
@@ -18,23 +16,12 @@ const char* to_string(backend_kind b) noexcept {
 }
 
 backend_kind backend_from_env() {
-  const char* v = std::getenv("PHEAP_BACKEND");
-  if (v == nullptr || *v == '\0') return backend_kind::uffd;
-  const std::string s(v);
-  if (s == "uffd") return backend_kind::uffd;
-  if (s == "mmap") return backend_kind::mmap;
-  throw error(errc::invalid_argument, "", "PHEAP_BACKEND",
-              "'" + s + "' is not a backend (expected uffd or mmap)");
+  const auto w = env::word(env::var::backend);
+  return w && *w == to_string(backend_kind::mmap) ? backend_kind::mmap : backend_kind::uffd;
 }
 
 std::uint32_t page_size_from_env() {
-  const char* v = std::getenv("PHEAP_PAGE_SIZE");
-  if (v == nullptr || *v == '\0') return 64 * 1024;
-  const std::uint64_t n = env::parse_size("PHEAP_PAGE_SIZE", v);
-  if (n < 4096 || n > (64u << 20) || (n & (n - 1)) != 0) {
-    env::bad_env("PHEAP_PAGE_SIZE", v, "must be a power of two from 4K to 64M");
-  }
-  return static_cast<std::uint32_t>(n);
+  return static_cast<std::uint32_t>(env::size(env::var::page_size).value_or(64 * 1024));
 }
 
 namespace heap {

@@ -65,7 +65,7 @@ root_record root_record::decode(std::span<const std::byte> blob, const std::stri
   if (crc != get<std::uint32_t>(blob, 44)) {
     throw error(errc::corrupt, path, "open heap", "root record checksum mismatch");
   }
-  if (r.heap_format != heap_format_version) {
+  if (r.heap_format < oldest_heap_format) {
     throw error(errc::corrupt, path, "open heap", "unknown heap format " + std::to_string(r.heap_format));
   }
   r.writer_version = get<std::uint32_t>(blob, 12);

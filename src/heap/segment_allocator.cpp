@@ -79,7 +79,7 @@ const heap_header& validated(std::byte* base, std::uint64_t capacity, const std:
                 "heap format version " + std::to_string(h->format_version) +
                     " is newer than this library's " + std::to_string(heap_format_version));
   }
-  if (h->format_version != heap_format_version) {
+  if (h->format_version < oldest_heap_format) {
     throw error(errc::corrupt, path, "open heap",
                 "unknown heap format version " + std::to_string(h->format_version));
   }

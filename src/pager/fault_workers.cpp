@@ -214,11 +214,11 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
       page_read one{pages[i], bounce + i * ps_};
       try {
         store_->read_pages(std::span<const page_read>(&one, 1));
-      } catch (const std::exception& e) {
+      } catch (const std::exception&) {
         src[i] = nullptr;
         if (fault && i == 0) {
           errors_.record(std::current_exception());
-          poison_page(pages[i], tid, e.what());
+          poison_page(pages[i], tid, std::current_exception());
         }
       }
     }
@@ -264,12 +264,19 @@ void pager_impl::forget_fill(std::size_t p) {
   wake_page(p);
 }
 
-void pager_impl::poison_page(std::size_t page, std::uint32_t tid, const std::string& why) {
+void pager_impl::poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why) {
   c_.poisoned_pages.fetch_add(1, std::memory_order_relaxed);
+  std::string what;
+  try {
+    std::rethrow_exception(why);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
   std::fprintf(stderr,
                "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
-               "SIGBUS and the next flush() reports it\n",
-               name_.c_str(), page, page * ps_, why.c_str());
+               "SIGBUS (an error inside pheap::guard_faults) and the next flush() reports it\n",
+               name_.c_str(), page, page * ps_, what.c_str());
+  registration_.note_poisoned(page_addr(page), std::move(why));
   if (have_poison_) {
     const int rc = uffd_poison(uffd_, page_addr(page), ps_);
     if (rc == 0) {

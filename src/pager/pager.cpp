@@ -15,9 +15,9 @@
 #include <cassert>
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <ostream>
+#include <sstream>
 
 #include "pheap/env.hpp"
 #include "pager/pager_impl.hpp"
@@ -40,37 +40,6 @@ std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_s
 // ---- options ----------------------------------------------------------------------------------
 namespace {
 
-using env::bad_env;
-using env::parse_size;
-double parse_fraction(const char* var, const std::string& v) {
-  std::size_t pos = 0;
-  double d = 0;
-  try {
-    d = std::stod(v, &pos);
-  } catch (const std::exception&) {
-    bad_env(var, v, "expected a fraction such as 0.9");
-  }
-  if (pos != v.size() || !std::isfinite(d) || d < 0 || d > 1) {
-    bad_env(var, v, "expected a fraction in [0, 1]");
-  }
-  return d;
-}
-
-unsigned parse_uint(const char* var, const std::string& v, unsigned lo, unsigned hi) {
-  std::size_t pos = 0;
-  unsigned long n = 0;
-  try {
-    if (v.empty() || v[0] == '-') throw std::invalid_argument("neg");
-    n = std::stoul(v, &pos, 10);
-  } catch (const std::exception&) {
-    bad_env(var, v, "expected an integer");
-  }
-  if (pos != v.size() || n < lo || n > hi) {
-    bad_env(var, v, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return static_cast<unsigned>(n);
-}
-
 void validate(const pager_options& o, const std::string& name) {
   auto bad = [&](const std::string& why) {
     throw error(errc::invalid_argument, name, "map pager", why);
@@ -86,34 +55,30 @@ void validate(const pager_options& o, const std::string& name) {
 
 pager_options pager_options::from_env() { return from_env(pager_options{}); }
 
+// Each variable is parsed and range-checked by the table (pheap/env.hpp); what is left here
+// is where the values go and the one relation between two of them.
 pager_options pager_options::from_env(pager_options base) {
-  auto get = [](const char* n) -> const char* { return std::getenv(n); };
-  if (const char* v = get("PHEAP_BUFFER_SIZE")) base.buffer_size = parse_size("PHEAP_BUFFER_SIZE", v);
-  if (const char* v = get("PHEAP_HIGH_WATERMARK")) {
-    base.high_watermark = parse_fraction("PHEAP_HIGH_WATERMARK", v);
-    if (base.high_watermark <= 0) bad_env("PHEAP_HIGH_WATERMARK", v, "must be > 0");
+  using env::var;
+  if (auto v = env::size(var::buffer_size)) base.buffer_size = *v;
+  const auto high = env::fraction(var::high_watermark);
+  const auto low = env::fraction(var::low_watermark);
+  if (high) base.high_watermark = *high;
+  if (low) base.low_watermark = *low;
+  if ((high || low) && base.low_watermark >= base.high_watermark) {
+    // Name the variable that was set (the low one when both are).
+    std::ostringstream value;
+    value << (low ? *low : *high);
+    env::bad_env(env::describe(low ? var::low_watermark : var::high_watermark).name, value.str(),
+                 "low watermark must be below the high watermark");
   }
-  if (const char* v = get("PHEAP_LOW_WATERMARK")) {
-    base.low_watermark = parse_fraction("PHEAP_LOW_WATERMARK", v);
+  if (auto w = env::word(var::dirty_tracking)) {
+    for (dirty_tracking t : {dirty_tracking::automatic, dirty_tracking::wp_async,
+                             dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
+      if (*w == to_string(t)) base.tracking = t;
+    }
   }
-  if (base.low_watermark >= base.high_watermark) {
-    const char* v = get("PHEAP_LOW_WATERMARK");
-    bad_env(v ? "PHEAP_LOW_WATERMARK" : "PHEAP_HIGH_WATERMARK",
-            v ? v : (get("PHEAP_HIGH_WATERMARK") ? get("PHEAP_HIGH_WATERMARK") : ""),
-            "low watermark must be below the high watermark");
-  }
-  if (const char* v = get("PHEAP_DIRTY_TRACKING")) {
-    const std::string s = v;
-    if (s == "automatic" || s == "auto") base.tracking = dirty_tracking::automatic;
-    else if (s == "wp_async") base.tracking = dirty_tracking::wp_async;
-    else if (s == "wp_sync") base.tracking = dirty_tracking::wp_sync;
-    else if (s == "all_resident") base.tracking = dirty_tracking::all_resident;
-    else bad_env("PHEAP_DIRTY_TRACKING", s, "expected automatic, wp_async, wp_sync or all_resident");
-  }
-  if (const char* v = get("PHEAP_FAULT_THREADS")) {
-    base.fault_threads = parse_uint("PHEAP_FAULT_THREADS", v, 1, 64);
-  }
-  if (const char* v = get("PHEAP_READ_AHEAD")) base.read_ahead = parse_uint("PHEAP_READ_AHEAD", v, 0, 1024);
+  if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
+  if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
   return base;
 }
 
@@ -146,6 +111,7 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
   try {
     open_descriptors(f);
     map_region();
+    register_region();
     map_buffers(f);
     start_threads(opt.fault_threads);
   } catch (...) {
@@ -270,6 +236,12 @@ void pager_impl::map_region() {
   }
 }
 
+// The region joins the SIGBUS/SIGSEGV registry: a poisoned page becomes an error inside
+// guard_faults, a write into a read-only region is named before the process dies.
+void pager_impl::register_region() {
+  registration_ = region_registration(base_, cap_, ps_, ro_, name_);
+}
+
 // The zero page (source of zero fills) and, for a writable region, the staging ranges (where
 // UFFDIO_MOVE exists) and the bounce buffers of eviction and flush.
 void pager_impl::map_buffers(const uffd_features& f) {
@@ -322,6 +294,7 @@ void pager_impl::close_descriptors() noexcept {
 }
 
 pager_impl::~pager_impl() {
+  registration_.release();
   stop_threads();
 #ifndef NDEBUG
   {

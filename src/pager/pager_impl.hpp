@@ -6,6 +6,8 @@
 //   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
 //                            move back
 //   error_channel.hpp        store errors of background threads, for the next flush
+//   fault_signals.{hpp,cpp}  the region registry and SIGBUS/SIGSEGV handlers: poisoned pages
+//                            as errors in guard_faults, one line before a read-only write dies
 //   anon_map.{hpp,cpp}       private anonymous mappings (region, staging, bounce buffers)
 //   pager.cpp                options (PHEAP_* env), construction as named steps, teardown,
 //                            pin, prefetch queue, statistics, the public facade
@@ -44,6 +46,7 @@
 #include "pager/anon_map.hpp"
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
+#include "pager/fault_signals.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
@@ -83,6 +86,7 @@ class pager_impl {
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
   void open_descriptors(const uffd_features& f);
   void map_region();
+  void register_region();
   void map_buffers(const uffd_features& f);
   void start_threads(unsigned fault_threads);
   void stop_threads() noexcept;
@@ -136,6 +140,9 @@ class pager_impl {
   uffd_source source_ = uffd_source::syscall;
   anon_map region_map_;  // the region (exactly cap_ bytes at base_)
   anon_map zero_;        // ps_ zero bytes (source for zero fills)
+  // The region in the SIGBUS/SIGSEGV registry (fault_signals.hpp); declared after region_map_
+  // so that it is released before the region is unmapped.
+  region_registration registration_;
 
   // --- page state and buffer --------------------------------------------------------------------
   std::atomic<bool> stop_{false};  // set once, at teardown: every thread and wait ends
@@ -163,7 +170,8 @@ class pager_impl {
   void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
   bool prefetch_step(std::byte* bounce);
-  void poison_page(std::size_t page, std::uint32_t tid, const std::string& why);
+  // `why`: the store's error, logged with the registration for guard_faults.
+  void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
   // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
   void release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits = 0);
   void wake_page(std::size_t page) noexcept;

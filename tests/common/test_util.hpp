@@ -1,11 +1,22 @@
 // Helpers shared by all test suites.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "pheap/error.hpp"
 
 namespace pheap::test {
 
@@ -45,6 +56,57 @@ void fill_pattern(void* buf, std::size_t len, std::uint64_t seed, std::uint64_t 
                   std::uint64_t version);
 std::vector<std::uint8_t> pattern(std::size_t len, std::uint64_t seed, std::uint64_t page,
                                   std::uint64_t version);
+
+// The code of the pheap::error that `f` throws; a test failure when it throws none.
+template <class F>
+errc code_of(F&& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "expected a pheap::error";
+  return errc::io;
+}
+
+// Runs `body` in a forked child and waits for it. Returns the child's exit status, or 128 + the
+// signal that ended it (the shell's convention). `body` returns the exit status (an int) or
+// nothing (0); an exception escaping it is printed to stderr ("child: ...") and exits 125. The
+// child leaves with std::_Exit: no destructors or atexit handlers of the parent's copies run.
+template <class F>
+int run_in_child(F&& body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+        body();
+      } else {
+        rc = body();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      rc = 125;
+    } catch (...) {
+      std::fprintf(stderr, "child: unknown exception\n");
+      rc = 125;
+    }
+    std::_Exit(rc);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      return -1;
+    }
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 // Path of a helper binary built next to the running test binary (for crash tests that fork
 // and exec a child).

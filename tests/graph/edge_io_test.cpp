@@ -1,12 +1,15 @@
 // Edge-list readers and writers: the grammar of edge_io.hpp and every documented bad-input
-// outcome (bad token, overflowing id, truncated binary record, empty file).
+// outcome (bad token, overflowing id, truncated binary record, empty file); gzip and zstd
+// inputs detected by their magic bytes, resumed, and refused when corrupt or truncated.
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/rmat.hpp>
 
 #include "common/test_util.hpp"
+#include "compress_util.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -254,11 +257,117 @@ TEST(GraphEdgeIo, LinesLongerThanTheBufferAreHandled) {
 TEST(GraphEdgeIo, MisuseIsRejected) {
   pheap::test::temp_dir d;
   EXPECT_THROW(edge_reader(d / "missing.txt", text()), input_error);
-  EXPECT_THROW(edge_reader("-", text(), 10), std::invalid_argument) << "stdin cannot seek";
+  using pheap::test::code_of;
+  constexpr auto invalid = pheap::errc::invalid_argument;
+  EXPECT_EQ(code_of([] { edge_reader("-", text(), 10); }), invalid) << "stdin cannot seek";
   const auto b = write_file(d, "x.bin", std::string(32, '\0'));
   reader_options o;
   o.format = input_format::binary;
-  EXPECT_THROW(edge_reader(b, o, 5), std::invalid_argument) << "offset inside a record";
-  EXPECT_THROW(parse_weight_kind("u32"), std::invalid_argument);
-  EXPECT_THROW(parse_input_format("csv"), std::invalid_argument);
+  EXPECT_EQ(code_of([&] { edge_reader(b, o, 5); }), invalid) << "offset inside a record";
+  EXPECT_EQ(code_of([] { parse_weight_kind("u32"); }), invalid);
+  EXPECT_EQ(code_of([] { parse_input_format("csv"); }), invalid);
+}
+
+namespace {
+
+// A text edge list of n edges and its edges.
+std::pair<std::string, std::vector<edge>> text_edges(std::size_t n) {
+  std::string t = "# a comment\n";
+  std::vector<edge> es;
+  for (std::size_t i = 0; i < n; ++i) {
+    es.push_back({i, (i * 7919) % 1000, 0});
+    t += std::to_string(es.back().src) + " " + std::to_string(es.back().dst) + "\n";
+  }
+  return {t, es};
+}
+
+}  // namespace
+
+TEST(GraphEdgeIo, GzipAndZstdInputsAreDetectedByTheirMagicBytesWhateverTheirName) {
+  pheap::test::temp_dir d;
+  const auto [t, es] = text_edges(5000);
+  namespace gt = pheap::graph::test;
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"a.txt", gt::gzip(t)},            {"b.gz", gt::gzip(t, 3)},
+           {"c.edges", gt::zstd(t)},          {"d.zst", gt::zstd(t, 4)},
+           {"e", gt::zstd(t, 2, false)}}) {
+    const auto r = read_all(write_file(d, name, bytes), text(), 1000);
+    EXPECT_FALSE(r.failed) << name << ": " << r.error;
+    EXPECT_EQ(r.edges, es) << name;
+    EXPECT_EQ(r.end_offset, t.size()) << name << ": offsets count decompressed bytes";
+  }
+  // Binary records compress the same way.
+  const std::string bin = write_file(d, "g.bin", "");
+  edge_writer w(bin, input_format::binary, weight_kind::none);
+  w.write(es.data(), es.size());
+  w.close();
+  std::ifstream f(bin, std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  reader_options o = text();
+  o.format = input_format::binary;
+  EXPECT_EQ(read_all(write_file(d, "g.bin.zst", gt::zstd(raw, 3)), o, 777).edges, es);
+  EXPECT_EQ(read_all(write_file(d, "g.bin.gz", gt::gzip(raw)), o, 777).edges, es);
+}
+
+TEST(GraphEdgeIo, ResumingACompressedInputContinuesAtTheDecompressedOffset) {
+  pheap::test::temp_dir d;
+  const auto [t, es] = text_edges(3000);
+  for (const std::string& bytes : {pheap::graph::test::gzip(t, 2), pheap::graph::test::zstd(t, 2)}) {
+    const std::string p = write_file(d, "in", bytes);
+    reader_options o = text();
+    o.buffer_bytes = 4096;
+    edge_reader first(p, o);
+    std::vector<edge> got;
+    first.read(got, 1234);
+    ASSERT_EQ(got.size(), 1234u);
+    const auto rest = read_all(p, text(), 500, first.offset(), first.line());
+    EXPECT_FALSE(rest.failed) << rest.error;
+    got.insert(got.end(), rest.edges.begin(), rest.edges.end());
+    EXPECT_EQ(got, es);
+  }
+}
+
+TEST(GraphEdgeIo, CorruptOrTruncatedCompressedInputStopsTheReaderNamingTheFile) {
+  pheap::test::temp_dir d;
+  const auto [t, es] = text_edges(20000);
+  const std::string gz = pheap::graph::test::gzip(t);
+  const std::string zs = pheap::graph::test::zstd(t);
+  struct c {
+    std::string name, bytes, says;
+  };
+  std::string gz_crc = gz, zs_bad = zs;
+  gz_crc[gz.size() - 6] = static_cast<char>(gz_crc[gz.size() - 6] ^ 0x55);  // the CRC32 trailer
+  zs_bad[zs.size() / 2] = static_cast<char>(zs_bad[zs.size() / 2] ^ 0x55);
+  for (const c& x : std::vector<c>{
+           {"gz-truncated", gz.substr(0, gz.size() / 2), "truncated gzip input"},
+           {"zst-truncated", zs.substr(0, zs.size() / 2), "truncated zstd input"},
+           {"gz-bad-crc", gz_crc, "corrupt gzip data"},
+           {"zst-trailing", zs + "garbage!", "corrupt zstd data"},
+           // Inside a block the decoder may emit wrong bytes before it notices (gzip and zstd
+           // check a member's or frame's checksum at its end): a parse error or a zstd error.
+           {"zst-corrupt", zs_bad, ""}}) {
+    const std::string p = write_file(d, x.name, x.bytes);
+    for (bool skip : {false, true}) {
+      const auto r = read_all(p, text(weight_kind::none, skip), 4096);
+      EXPECT_TRUE(r.failed) << x.name;
+      EXPECT_NE(r.error.find(p), std::string::npos) << r.error;
+      EXPECT_NE(r.error.find(x.says), std::string::npos) << x.name << ": " << r.error;
+      if (x.says.empty()) continue;
+      // What came out before the error is a prefix of the input's edges, in whole lines.
+      ASSERT_LE(r.edges.size(), es.size()) << x.name;
+      EXPECT_TRUE(std::equal(r.edges.begin(), r.edges.end(), es.begin())) << x.name;
+      EXPECT_EQ(r.end_offset, r.error_offset) << x.name << ": stops after the last whole line";
+    }
+  }
+}
+
+TEST(GraphEdgeIo, DecodedSizeIsKnownForPlainAndSizedZstdInputsOnly) {
+  pheap::test::temp_dir d;
+  const auto [t, es] = text_edges(1000);
+  EXPECT_EQ(decoded_size(write_file(d, "p", t)), t.size());
+  EXPECT_EQ(decoded_size(write_file(d, "z", pheap::graph::test::zstd(t, 3))), t.size());
+  EXPECT_EQ(decoded_size(write_file(d, "u", pheap::graph::test::zstd(t, 1, false))), std::nullopt);
+  EXPECT_EQ(decoded_size(write_file(d, "g", pheap::graph::test::gzip(t))), std::nullopt);
+  EXPECT_EQ(decoded_size("-"), std::nullopt);
+  EXPECT_EQ(decoded_size(d / "missing"), std::nullopt);
 }

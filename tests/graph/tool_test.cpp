@@ -1,13 +1,17 @@
 // pheap-graph end to end: ingestion in a child process, reopened in this (another) process and
 // compared with a DRAM reference; incremental ingestion; kill -9 during --flush-every
-// ingestion; bad input outcomes; read-only queries.
+// ingestion; bad input outcomes; read-only queries; the command line (--help, --version,
+// usage errors, the number rules), --json, compressed inputs, damaged pages, progress.
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "common/damage.hpp"
 #include "common/test_util.hpp"
+#include "compress_util.hpp"
 #include "graph_reference.hpp"
+#include "tools/tool_test_util.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -287,9 +291,17 @@ TEST(GraphTool, MalformedInputsGiveTheDocumentedOutcomes) {
   EXPECT_NE(r.output.find("ingested 0 edges"), std::string::npos) << r.output;
   EXPECT_TRUE(load(d / "ds4").empty());
 
-  // Missing input file: usage error, nothing created.
+  // Missing input file: usage error naming it, nothing created.
   r = run(ingest_args(d / "ds5", {}, {d / "nope.txt"}));
   EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot read input " + (d / "nope.txt")), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(d / "ds5")) << "a missing input must leave no datastore behind";
+
+  // A third column without --weighted: read (it must be a number) and ignored, as --help says.
+  std::ofstream(d / "w.txt") << "1 2 5\n2 3 0.5\n";
+  r = run(ingest_args(d / "ds6", {}, {d / "w.txt"}));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(load(d / "ds6"), reference_from_edges({{1, 2}, {2, 3}}, true, false));
 }
 
 TEST(GraphTool, StdinIngestionAndOptionMismatchesOnAnExistingGraph) {
@@ -347,4 +359,230 @@ TEST(GraphTool, BfsAndCcOnReadOnlyOpenEqualReference) {
   EXPECT_NE(r.output.find("edges       " + std::to_string(es.size())), std::string::npos) << r.output;
   r = run({"bfs", "--datastore", d / "ds", "--source", "999999999"});
   EXPECT_EQ(r.code, 2) << r.output;
+}
+
+namespace {
+
+using nlohmann::json;
+using pheap::test::child_result;
+using pheap::test::lines_of;
+using pheap::test::parse_json;
+
+child_result tool(std::vector<std::string> args) {
+  args.insert(args.begin(), kTool);
+  return pheap::test::run_child(args);
+}
+
+}  // namespace
+
+TEST(GraphToolCli, HelpOnTheToolAndEveryCommandExitsZeroAndExplainsEveryOption) {
+  pheap::test::expect_help_explains_every_option(kTool, "pheap-graph",
+                                                 {"generate", "ingest", "stats", "bfs", "cc", "export"});
+  const auto r = tool({"ingest", "--help"});
+  EXPECT_NE(r.out.find("default 30s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rounded up to the first batch boundary"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a third column is read and ignored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gzip or zstd"), std::string::npos) << r.out;
+}
+
+TEST(GraphToolCli, VersionPrintsTheLibraryVersionFromCMake) {
+  const auto r = tool({"--version"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out.rfind(std::string("pheap-graph ") + PHEAP_VERSION_STRING + " (", 0), 0u) << r.out;
+}
+
+TEST(GraphToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
+  struct c {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<c> cases{
+      {{"ingest", "in.txt"}, "--datastore is required"},
+      {{"ingest", "--datastore", "d", "--buffer-size", "5X", "in.txt"}, "bad size '5X'"},
+      {{"ingest", "--datastore", "d", "--batch-size", "2Q", "in.txt"}, "bad count '2Q'"},
+      {{"ingest", "--datastore", "d", "--weighted=f64", "in.txt"}, "f64"},
+      {{"bfs", "--datastore", "d"}, "--source is required"},
+      {{"generate", "--scale", "99", "--output", "-"}, "--scale"},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+  };
+  for (const auto& x : cases) {
+    const auto r = tool(x.args);
+    EXPECT_TRUE(r.exited(2)) << x.says << ": " << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(x.says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--help)"), std::string::npos) << r.err;
+  }
+  // After parsing: a bad --flush-every, one line naming it.
+  pheap::test::temp_dir d;
+  std::ofstream(d / "in.txt") << "1 2\n";
+  const auto r = tool({"ingest", "--datastore", d / "ds", "--flush-every", "3x", d / "in.txt"});
+  EXPECT_TRUE(r.exited(2)) << r.describe();
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("--flush-every: bad value '3x'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d / "ds"));
+}
+
+// One size parser for options and PHEAP_* variables; counts are powers of 1000.
+TEST(GraphToolCli, SizesFollowThePheapVariablesRuleAndCountsArePowersOfAThousand) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(11, 4, weight_kind::none, 8);  // 8192 edges
+  write(d / "in.txt", es, input_format::text, weight_kind::none);
+  auto r = tool({"ingest", "--datastore", d / "a", "--capacity", "1GiB", "--buffer-size", "64MiB",
+                 "--page-size", "64KiB", "--flush-every", "never", "--quiet", d / "in.txt"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const pheap::watermark_info a = pheap::manager::peek(d / "a");
+  EXPECT_EQ(a.capacity, 1ull << 30);
+  EXPECT_EQ(a.page_size, 64u << 10);
+  // --batch-size 1k = 1000 edges, --flush-every 2k = 2000 edges: a watermark at 2000, 4000,
+  // 6000 and 8000 edges (batch boundaries), then the final one.
+  r = tool({"ingest", "--datastore", d / "b", "--capacity", "1G", "--batch-size", "1k",
+            "--flush-every", "2k", "--quiet", d / "in.txt"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const std::uint64_t never = a.epoch, every = pheap::manager::peek(d / "b").epoch;
+  EXPECT_EQ(every, never + 4) << r.out;
+  EXPECT_EQ(load(d / "a"), load(d / "b"));
+}
+
+TEST(GraphToolCli, JsonOfStatsBfsAndCcParsesAndCarriesTheFields) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(10, 2, weight_kind::none, 31);
+  write(d / "in.txt", es, input_format::text, weight_kind::none);
+  ASSERT_EQ(run(ingest_args(d / "ds", {"--undirected"}, {d / "in.txt"})).code, 0);
+  const auto ref = reference_from_edges(es, false, false);
+  auto r = tool({"stats", "--datastore", d / "ds", "--json"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  std::string why;
+  json j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << r.out;
+  EXPECT_EQ(j["graph"], "graph");
+  EXPECT_EQ(j["directed"], false);
+  EXPECT_EQ(j["weights"], "none");
+  EXPECT_EQ(j["vertices"], ref.size());
+  EXPECT_EQ(j["edges"], es.size());
+  for (const char* k : {"datastore", "banks", "watermark", "arcs", "self_loops", "max_degree", "isolated"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  std::uint64_t in_buckets = 0;
+  for (const auto& b : j["degree_distribution"]) {
+    EXPECT_LE(b["lo"].get<std::uint64_t>(), b["hi"].get<std::uint64_t>());
+    in_buckets += b["count"].get<std::uint64_t>();
+  }
+  EXPECT_EQ(in_buckets, ref.size());
+  EXPECT_EQ(j["ingestion"]["jobs_completed"], 1);
+  EXPECT_EQ(j["ingestion"]["total_edges"], es.size());
+  EXPECT_TRUE(j["ingestion"]["unfinished"].is_null());
+
+  const std::uint64_t src = es.front().src;
+  r = tool({"bfs", "--datastore", d / "ds", "--source", std::to_string(src), "--json"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << r.out;
+  const auto want = reference_bfs(ref, src);
+  std::vector<std::uint64_t> per_level;
+  for (const auto& [v, l] : want) {
+    if (per_level.size() <= l) per_level.resize(l + 1);
+    ++per_level[l];
+  }
+  EXPECT_EQ(j["source"], src);
+  EXPECT_EQ(j["reached"], want.size());
+  EXPECT_EQ(j["levels"].get<std::vector<std::uint64_t>>(), per_level);
+  EXPECT_EQ(j["max_level"], per_level.size() - 1);
+  EXPECT_TRUE(j["output"].is_null());
+
+  r = tool({"cc", "--datastore", d / "ds", "--json"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << r.out;
+  std::map<std::uint64_t, std::uint64_t> sizes;
+  for (const auto& [v, c] : reference_cc(ref)) ++sizes[c];
+  std::uint64_t largest = 0;
+  for (const auto& [c, n] : sizes) largest = std::max(largest, n);
+  EXPECT_EQ(j["components"], sizes.size());
+  EXPECT_EQ(j["largest"], largest);
+  EXPECT_EQ(j["vertices"], ref.size());
+  EXPECT_EQ(j["weakly"], false);
+}
+
+TEST(GraphToolCli, GzipAndZstdInputsAreIngestedLikeThePlainFile) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(12, 4, weight_kind::u64, 12);
+  write(d / "plain.txt", es, input_format::text, weight_kind::u64);
+  std::ifstream f(d / "plain.txt");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::ofstream(d / "edges.gz", std::ios::binary) << pheap::graph::test::gzip(text, 2);
+  std::ofstream(d / "edges.txt", std::ios::binary) << pheap::graph::test::zstd(text, 3);  // the name lies
+  const auto want = reference_from_edges(es, true, true);
+  for (const std::string in : {"edges.gz", "edges.txt"}) {
+    const auto r = run(ingest_args(d / ("ds-" + in), {"--weighted", "--batch-size", "3000"}, {d / in}));
+    ASSERT_EQ(r.code, 0) << in << ": " << r.output;
+    EXPECT_EQ(load(d / ("ds-" + in)), want) << in;
+  }
+  // A truncated gzip input: exit 3 naming it, the whole lines before the damage committed.
+  const std::string gz = pheap::graph::test::gzip(text);
+  std::ofstream(d / "cut.gz", std::ios::binary) << gz.substr(0, gz.size() / 2);
+  const auto r = run(ingest_args(d / "ds-cut", {"--weighted", "--batch-size", "100"}, {d / "cut.gz"}));
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find(d / "cut.gz"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("truncated gzip input"), std::string::npos) << r.output;
+  pheap::manager m(pheap::open_read_only, d / "ds-cut");
+  const auto* st = find_ingest_state(m, "graph");
+  ASSERT_NE(st, nullptr);
+  EXPECT_GT(st->edges, 0u);
+  EXPECT_LT(st->edges, es.size());
+  const std::vector<edge> prefix(es.begin(), es.begin() + static_cast<std::ptrdiff_t>(st->edges));
+  EXPECT_EQ(visit_graph(m, "graph", [](const auto& g) { return reference_of(g); }),
+            reference_from_edges(prefix, true, true));
+}
+
+// Neighbour ids made of one byte value: a page of adjacency data the test can find and damage.
+TEST(GraphToolCli, DamagedPageUnderEveryReadCommandIsAnErrorNamingSegmentAndPageNotASignal) {
+  pheap::test::temp_dir d;
+  constexpr std::uint64_t kId = 0x3c3c3c3c3c3c3c3cull;
+  {
+    std::ofstream f(d / "in.txt");
+    for (int i = 0; i < 20000; ++i) f << "7 " << kId << "\n";
+  }
+  ASSERT_EQ(run(ingest_args(d / "ds", {}, {d / "in.txt"})).code, 0);
+  {
+    pheap::manager m(pheap::open_only, d / "ds");
+    m.flush();
+    m.flush();  // the adjacency pages are checkpointed into the segment files
+  }
+  const std::string seg = pheap::test::damage_block_of(d / "ds", 0x3c, pheap::test::which_block::last);
+  ASSERT_FALSE(seg.empty());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"stats"}, {"bfs", "--source", "7"}, {"cc"}, {"export", "--output", d / "x"}}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--datastore", d / "ds"});
+    const auto r = tool(a);
+    EXPECT_FALSE(WIFSIGNALED(r.status)) << args[0] << ": " << r.describe();
+    EXPECT_TRUE(r.exited(1)) << args[0] << ": " << r.describe();
+    const std::string last = lines_of(r.err).back();
+    EXPECT_EQ(last.rfind("pheap-graph " + args[0] + ": ", 0), 0u) << r.err;
+    EXPECT_NE(last.find(seg + ": page "), std::string::npos) << r.err;
+    EXPECT_NE(last.find("fails its checksum"), std::string::npos) << r.err;
+  }
+}
+
+TEST(GraphToolCli, IngestProgressIsABarOnATerminalAPlainLineInALogAndNothingWithQuiet) {
+  pheap::test::temp_dir d;
+  write(d / "in.txt", rmat_edges(14, 8, weight_kind::none, 3), input_format::text, weight_kind::none);
+  const auto t = pheap::test::run_on_pty(
+      {kTool, "ingest", "--datastore", d / "t", "--capacity", "1G", "--batch-size", "20000", d / "in.txt"}, 140);
+  ASSERT_TRUE(t.exited(0)) << t.describe() << t.out;
+  const auto bar = t.out.rfind("\ringest [");
+  ASSERT_NE(bar, std::string::npos) << t.out;
+  const std::string line = t.out.substr(bar + 1, t.out.find('\n', bar) - bar - 1);
+  for (const char* want : {"100.0%", "MiB/s", "ETA 0:00", "input 1/1", "131.1k edges, watermark"}) {
+    EXPECT_NE(line.find(want), std::string::npos) << want << " in: " << line;
+  }
+  EXPECT_LE(line.size(), 140u) << line;
+  const auto l = tool({"ingest", "--datastore", d / "l", "--capacity", "1G", d / "in.txt"});
+  ASSERT_TRUE(l.exited(0)) << l.describe();
+  EXPECT_EQ(l.err.find('\r'), std::string::npos) << l.err;
+  EXPECT_NE(lines_of(l.err).back().find("100.0%"), std::string::npos) << l.err;
+  EXPECT_NE(lines_of(l.err).back().find("(done)"), std::string::npos) << l.err;
+  const auto q = tool({"ingest", "--datastore", d / "q", "--capacity", "1G", "--quiet", d / "in.txt"});
+  ASSERT_TRUE(q.exited(0)) << q.describe();
+  EXPECT_TRUE(q.err.empty()) << q.err;
 }

@@ -37,15 +37,4 @@ class manager_test : public ::testing::Test {
   std::string path_;
 };
 
-template <class F>
-errc code_of(F&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "expected a pheap::error";
-  return errc::io;
-}
-
 }  // namespace pheap::test

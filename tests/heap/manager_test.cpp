@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <numeric>
 #include <stdexcept>
+#include <set>
 #include <vector>
 
 #include "manager_fixture.hpp"
@@ -90,7 +91,7 @@ TEST_F(Manager, ConstructReturnsNullForTakenNamesAndFindOrConstructReturnsTheExi
   EXPECT_EQ(code_of([&] { m.construct<int>("")(1); }), errc::invalid_argument);
 }
 
-TEST_F(Manager, UniqueAndAnonymousInstancesAreKeyedByTypeAndUnindexed) {
+TEST_F(Manager, UniqueInstancesAreKeyedByTypeAndAnonymousOnesAreNamelessAndUnfindable) {
   manager m(create_only, path_, small_options());
   point* u = m.construct<point>(unique_instance)(point{1, 2});
   ASSERT_NE(u, nullptr);
@@ -110,6 +111,31 @@ TEST_F(Manager, UniqueAndAnonymousInstancesAreKeyedByTypeAndUnindexed) {
   EXPECT_EQ(m.get_num_anonymous_objects(), 1u);
   EXPECT_TRUE(m.destroy<point>(unique_instance));
   EXPECT_EQ(m.find<point>(unique_instance).first, nullptr);
+}
+
+TEST_F(Manager, AnonymousObjectsAreListedByIterationAcrossReopenUntilDestroyed) {
+  {
+    manager m(create_only, path_, small_options());
+    m.construct<point>("named")(point{0, 0});
+    m.construct<int>(anonymous_instance)(1);
+    m.construct<point>(anonymous_instance)[3](point{2, 3});
+    double* d = m.construct<double>(anonymous_instance)(4.5);
+    EXPECT_TRUE(m.destroy_ptr(d));
+  }
+  manager m(open_read_only, path_);
+  std::vector<object_info> seen(m.anonymous_begin(), m.anonymous_end());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(m.get_num_anonymous_objects(), 2u);
+  std::sort(seen.begin(), seen.end(), [](const object_info& a, const object_info& b) { return a.length < b.length; });
+  EXPECT_EQ(seen[0].kind, instance_kind::anonymous_kind);
+  EXPECT_EQ(seen[0].type_name, type_name<int>());
+  EXPECT_EQ(*static_cast<int*>(seen[0].value), 1);
+  EXPECT_EQ(seen[1].type_name, type_name<point>());
+  EXPECT_EQ(seen[1].length, 3u);
+  EXPECT_EQ(static_cast<point*>(seen[1].value)[2].y, 3);
+  EXPECT_TRUE(seen[0].name.empty());
+  EXPECT_EQ(std::distance(m.named_begin(), m.named_end()), 1);  // the kinds do not mix
+  EXPECT_TRUE(m.check().empty());
 }
 
 TEST_F(Manager, ArrayAndIteratorConstructionBuildEveryElement) {

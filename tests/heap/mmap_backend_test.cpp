@@ -44,24 +44,6 @@ bool have_uffd(const std::string& probe_path) {
   }
 }
 
-template <class F>
-int in_child(F&& body) {
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-    }
-    std::_Exit(rc);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 class MmapBackend : public ::testing::Test {
  protected:
   temp_dir dir_;
@@ -70,7 +52,7 @@ class MmapBackend : public ::testing::Test {
 
 TEST_F(MmapBackend, RoundTripAcrossProcessesAndBackends) {
   constexpr std::uint64_t n1 = 20000, n2 = 30000;
-  ASSERT_EQ(in_child([&] {
+  ASSERT_EQ(run_in_child([&] {
               manager m(create_only, path_, mmap_options());
               if (m.stats().backend != backend_kind::mmap) return 2;
               heap_state s = open_state(m);
@@ -89,7 +71,7 @@ TEST_F(MmapBackend, RoundTripAcrossProcessesAndBackends) {
     EXPECT_EQ(compare(s, reference(n1)), "");
   }
   // Continue in another process, read-write, with the mmap backend again.
-  ASSERT_EQ(in_child([&] {
+  ASSERT_EQ(run_in_child([&] {
               manager m(open_only, path_, mmap_options());
               heap_state s = open_state(m);
               if (*s.steps != n1) return 2;
@@ -110,7 +92,7 @@ TEST_F(MmapBackend, RoundTripAcrossProcessesAndBackends) {
     for (std::uint64_t i = n2 + 1; i <= n2 + 1000; ++i) apply_step(m, s, i);
   }
   {
-    // A uffd close leaves its last commit in the journal: a read-only mmap open refuses.
+    // A uffd close moved rewritten pages to their second homes: a read-only mmap open refuses.
     EXPECT_EQ(code_of([&] { manager r(open_read_only, path_, mmap_options()); }), errc::unavailable);
     manager m(open_only, path_, mmap_options());
     heap_state s = open_state(m);
@@ -133,7 +115,7 @@ TEST_F(MmapBackend, UncleanCloseIsRefusedByEveryOpen) {
       for (std::uint64_t i = 1; i <= 100; ++i) apply_step(m, s, i);
     }
     ASSERT_TRUE(manager::consistent(p));
-    const int rc = in_child([&] {
+    const int rc = run_in_child([&] {
       manager m(open_only, p, mmap_options());
       heap_state s = open_state(m);
       for (std::uint64_t i = 101; i <= 5000; ++i) apply_step(m, s, i);

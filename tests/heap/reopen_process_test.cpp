@@ -20,30 +20,11 @@ using namespace pheap::test;
 
 class ReopenProcess : public manager_test {};
 
-// Runs `body` in a forked child; returns its exit status (0 = success).
-template <class F>
-int in_child(F&& body) {
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-    }
-    std::_Exit(rc);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST_F(ReopenProcess, ContainersOfContainersMatchADramReferenceAtAnotherAddress) {
   constexpr std::uint64_t steps = 20000;
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
-  const int rc = in_child([&] {
+  const int rc = run_in_child([&] {
     manager m(create_only, path_, small_options());
     heap_state s = open_state(m);
     for (std::uint64_t i = 1; i <= steps; ++i) apply_step(m, s, i);

@@ -1,4 +1,6 @@
-// CRC32C (Castagnoli) as used by every on-disk pheap structure.
+// pheap::crc32c, the public CRC32C (Castagnoli) of include/pheap/crc32c.hpp, implemented in
+// sparse_store/io/crc32c.cpp over ISA-L: the standard check value, the empty input, chaining
+// over pieces (the public contract: callers may checksum data in parts), and a flipped bit.
 #include <cstring>
 #include <string>
 #include <vector>

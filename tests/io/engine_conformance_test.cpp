@@ -1,6 +1,9 @@
 // Every engine keeps the contract of pheap/io.hpp: the same suite runs over posix, io_uring and
 // the fault engine (without rules) wrapping each of them.
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
+#include "sparse_store/io/posix_file.hpp"
 #include "support/fault_engine.hpp"
 
 namespace pheap {
@@ -31,16 +35,22 @@ constexpr unsigned kUringDepth = 8;
 struct engine_case {
   const char* name;
   std::function<std::shared_ptr<engine>()> make;
+  bool direct;  // every file is opened with open_mode::direct
 };
 
 std::vector<engine_case> engine_cases() {
-  return {
-      {"posix", [] { return io::make_posix_engine(); }},
-      {"io_uring", [] { return io::make_uring_engine(kUringDepth); }},
-      {"fault_posix", [] { return test::make_fault_engine(io::make_posix_engine()); }},
-      {"fault_io_uring",
-       [] { return test::make_fault_engine(io::make_uring_engine(kUringDepth)); }},
-  };
+  std::vector<engine_case> v;
+  for (const bool direct : {false, true}) {
+    v.push_back({direct ? "posix_direct" : "posix", [] { return io::make_posix_engine(); }, direct});
+    v.push_back({direct ? "io_uring_direct" : "io_uring",
+                 [] { return io::make_uring_engine(kUringDepth); }, direct});
+    v.push_back({direct ? "fault_posix_direct" : "fault_posix",
+                 [] { return test::make_fault_engine(io::make_posix_engine()); }, direct});
+    v.push_back({direct ? "fault_io_uring_direct" : "fault_io_uring",
+                 [] { return test::make_fault_engine(io::make_uring_engine(kUringDepth)); },
+                 direct});
+  }
+  return v;
 }
 
 class IoEngine : public ::testing::TestWithParam<engine_case> {
@@ -52,6 +62,11 @@ class IoEngine : public ::testing::TestWithParam<engine_case> {
       if (e.code() != errc::unavailable) throw;
       PHEAP_REQUIRE_FEATURE(std::string("io_uring: ") + e.what());
     }
+  }
+
+  // Opens through `e` in the case's mode (open_mode::direct added for the direct cases).
+  std::unique_ptr<io::file> open(engine& e, const std::string& path, open_mode mode) const {
+    return e.open(path, GetParam().direct ? mode | open_mode::direct : mode);
   }
 
   std::vector<std::uint8_t> read_back(io::file& f, std::uint64_t off, std::size_t len) {
@@ -77,7 +92,7 @@ void expect_error(Fn&& fn, errc code, const std::string& path) {
 }
 
 TEST_P(IoEngine, WriteThenReadRoundTripsAtVariousSizesAndOffsets) {
-  auto f = eng_->open(dir_ / "a", open_mode::create);
+  auto f = open(*eng_, dir_ / "a", open_mode::create);
   const std::size_t sizes[] = {1, 511, 512, 4096, 65536 + 7, 3 << 20};
   std::uint64_t off = 13;
   for (std::size_t i = 0; i < std::size(sizes); ++i) {
@@ -89,7 +104,7 @@ TEST_P(IoEngine, WriteThenReadRoundTripsAtVariousSizesAndOffsets) {
   EXPECT_EQ(eng_->size(*f), off - 4096);
   eng_->sync(*f);
   // Reopened through a new handle the bytes are the same.
-  auto g = eng_->open(dir_ / "a", open_mode::read_only);
+  auto g = open(*eng_, dir_ / "a", open_mode::read_only);
   EXPECT_EQ(read_back(*g, 13, 1), test::pattern(1, 1, 0, 0));
 }
 
@@ -99,7 +114,7 @@ TEST_P(IoEngine, BatchSpanningSeveralFilesAndExceedingQueueDepthRoundTrips) {
   constexpr std::size_t kLen = 8192;
   std::vector<std::unique_ptr<io::file>> files;
   for (int i = 0; i < kFiles; ++i) {
-    files.push_back(eng_->open(dir_ / ("f" + std::to_string(i)), open_mode::create_new));
+    files.push_back(open(*eng_, dir_ / ("f" + std::to_string(i)), open_mode::create_new));
   }
   std::vector<std::vector<std::uint8_t>> data(kReqs);
   std::vector<io::write_request> writes;
@@ -119,7 +134,7 @@ TEST_P(IoEngine, BatchSpanningSeveralFilesAndExceedingQueueDepthRoundTrips) {
 }
 
 TEST_P(IoEngine, ReadPastEndOfFileYieldsZeros) {
-  auto f = eng_->open(dir_ / "short", open_mode::create);
+  auto f = open(*eng_, dir_ / "short", open_mode::create);
   const auto data = test::pattern(1000, 3, 0, 0);
   eng_->write_at(*f, 0, data.data(), data.size());
 
@@ -135,7 +150,7 @@ TEST_P(IoEngine, ReadPastEndOfFileYieldsZeros) {
   EXPECT_TRUE(std::all_of(beyond.begin(), beyond.end(), [](std::uint8_t b) { return b == 0; }));
   EXPECT_TRUE(std::equal(inside.begin(), inside.end(), data.begin()));
   // An empty file reads as zeros too.
-  auto e = eng_->open(dir_ / "empty", open_mode::create);
+  auto e = open(*eng_, dir_ / "empty", open_mode::create);
   auto z = read_back(*e, 0, 512);
   EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](std::uint8_t b) { return b == 0; }));
 }
@@ -143,7 +158,7 @@ TEST_P(IoEngine, ReadPastEndOfFileYieldsZeros) {
 TEST_P(IoEngine, ShortTransfersInjectedByFaultRulesAreAbsorbed) {
   auto fe = test::make_fault_engine(eng_);
   fe->add_rule({test::op_kind::any, 1, test::fault_action::short_transfer, /*sticky=*/true});
-  auto f = fe->open(dir_ / "s", open_mode::create);
+  auto f = open(*fe, dir_ / "s", open_mode::create);
   const auto data = test::pattern(3 * 4096 + 17, 4, 0, 0);
   fe->write_at(*f, 100, data.data(), data.size());
   std::vector<std::uint8_t> got(data.size() + 300, 0xAA);
@@ -152,14 +167,14 @@ TEST_P(IoEngine, ShortTransfersInjectedByFaultRulesAreAbsorbed) {
   EXPECT_TRUE(std::all_of(got.begin() + static_cast<std::ptrdiff_t>(data.size()), got.end(),
                           [](std::uint8_t b) { return b == 0; }));
   // The inner engine saw the untouched file contents too.
-  EXPECT_EQ(eng_->size(*eng_->open(dir_ / "s", open_mode::read_only)), 100 + data.size());
+  EXPECT_EQ(eng_->size(*open(*eng_, dir_ / "s", open_mode::read_only)), 100 + data.size());
 }
 
 TEST_P(IoEngine, InterruptedTransfersInjectedByFaultRulesAreRetried) {
   auto fe = test::make_fault_engine(eng_);
   fe->add_rule({test::op_kind::write, 2, test::fault_action::interrupt, false});
   fe->add_rule({test::op_kind::read, 1, test::fault_action::interrupt, true});
-  auto f = fe->open(dir_ / "i", open_mode::create);
+  auto f = open(*fe, dir_ / "i", open_mode::create);
   std::vector<std::vector<std::uint8_t>> data;
   std::vector<io::write_request> w;
   for (int i = 0; i < 4; ++i) data.push_back(test::pattern(4096, 5, i, 0));
@@ -176,7 +191,7 @@ TEST_P(IoEngine, EioOnNthWriteSurfacesAsIoErrorNamingThePath) {
   auto fe = test::make_fault_engine(eng_);
   fe->add_rule({test::op_kind::write, 3, test::fault_action::fail_eio, false});
   const std::string path = dir_ / "eio";
-  auto f = fe->open(path, open_mode::create);
+  auto f = open(*fe, path, open_mode::create);
   const auto data = test::pattern(4096, 6, 0, 0);
   fe->write_at(*f, 0, data.data(), 4096);
   fe->write_at(*f, 4096, data.data(), 4096);
@@ -189,7 +204,7 @@ TEST_P(IoEngine, EioOnNthWriteSurfacesAsIoErrorNamingThePath) {
 TEST_P(IoEngine, EnospcOnNthOperationSurfacesAsNoSpaceNamingThePath) {
   auto fe = test::make_fault_engine(eng_);
   const std::string path = dir_ / "full";
-  auto f = fe->open(path, open_mode::create);  // operation 1
+  auto f = open(*fe, path, open_mode::create);  // operation 1
   fe->add_rule({test::op_kind::any, 3, test::fault_action::fail_enospc, false});
   const auto data = test::pattern(512, 7, 0, 0);
   fe->write_at(*f, 0, data.data(), 512);  // operation 2
@@ -203,13 +218,13 @@ TEST_P(IoEngine, KernelErrorsDuringTransfersNameThePath) {
   // A directory opened read-only: reading it fails with EISDIR from the kernel itself.
   const std::string d = dir_ / "subdir";
   eng_->create_dir(d);
-  auto f = eng_->open(d, open_mode::read_only);
+  auto f = open(*eng_, d, open_mode::read_only);
   std::vector<std::uint8_t> buf(4096);
   expect_error([&] { eng_->read_at(*f, 0, buf.data(), buf.size()); }, errc::io, d);
   // Writing through a read-only handle: EBADF.
   const std::string p = dir_ / "ro";
-  eng_->open(p, open_mode::create);
-  auto r = eng_->open(p, open_mode::read_only);
+  open(*eng_, p, open_mode::create);
+  auto r = open(*eng_, p, open_mode::read_only);
   expect_error([&] { eng_->write_at(*r, 0, buf.data(), buf.size()); }, errc::io, p);
 }
 
@@ -218,26 +233,20 @@ TEST_P(IoEngine, KernelErrorsDuringTransfersNameThePath) {
 // the ignored SIGXFSZ are process-wide.
 TEST_P(IoEngine, WriteCutShortByTheKernelIsResumedAndItsFailureNamesThePath) {
   const std::string p = dir_ / "limited";
-  auto f = eng_->open(p, open_mode::create);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  auto f = open(*eng_, p, open_mode::create);
+  const int rc = test::run_in_child([&] {
     ::signal(SIGXFSZ, SIG_IGN);
     const rlimit lim{10000, 10000};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     const auto data = test::pattern(8192, 14, 0, 0);
-    int rc = 1;
     try {
       eng_->write_at(*f, 4096, data.data(), data.size());
     } catch (const error& e) {
-      rc = (e.sys_errno() == EFBIG && std::string(e.what()).find(p) != std::string::npos) ? 0 : 2;
+      return (e.sys_errno() == EFBIG && std::string(e.what()).find(p) != std::string::npos) ? 0 : 2;
     }
-    _exit(rc);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong error";
+    return 1;
+  });
+  EXPECT_EQ(rc, 0) << "1: no error, 2: wrong error";
   // The kernel wrote the part below the limit before refusing the rest.
   EXPECT_EQ(eng_->size(*f), 10000u);
   const auto data = test::pattern(8192, 14, 0, 0);
@@ -247,8 +256,8 @@ TEST_P(IoEngine, WriteCutShortByTheKernelIsResumedAndItsFailureNamesThePath) {
 
 TEST_P(IoEngine, MissingFilesAndDirectoriesNameThePath) {
   const std::string p = dir_ / "nope";
-  expect_error([&] { eng_->open(p, open_mode::read_only); }, errc::not_found, p);
-  expect_error([&] { eng_->open(p, open_mode::read_write); }, errc::not_found, p);
+  expect_error([&] { open(*eng_, p, open_mode::read_only); }, errc::not_found, p);
+  expect_error([&] { open(*eng_, p, open_mode::read_write); }, errc::not_found, p);
   expect_error([&] { eng_->remove_file(p); }, errc::not_found, p);
   expect_error([&] { eng_->list_dir(p); }, errc::not_found, p);
   expect_error([&] { eng_->sync_dir(p); }, errc::not_found, p);
@@ -260,9 +269,9 @@ TEST_P(IoEngine, MissingFilesAndDirectoriesNameThePath) {
 
 TEST_P(IoEngine, CreateNewAndCreateDirRefuseExistingPaths) {
   const std::string p = dir_ / "once";
-  eng_->open(p, open_mode::create_new);
-  expect_error([&] { eng_->open(p, open_mode::create_new); }, errc::already_exists, p);
-  EXPECT_NO_THROW(eng_->open(p, open_mode::create));
+  open(*eng_, p, open_mode::create_new);
+  expect_error([&] { open(*eng_, p, open_mode::create_new); }, errc::already_exists, p);
+  EXPECT_NO_THROW(open(*eng_, p, open_mode::create));
   const std::string d = dir_ / "d";
   eng_->create_dir(d);
   expect_error([&] { eng_->create_dir(d); }, errc::already_exists, d);
@@ -271,7 +280,7 @@ TEST_P(IoEngine, CreateNewAndCreateDirRefuseExistingPaths) {
 TEST_P(IoEngine, DirectoryOperationsListRenameAndRemove) {
   const std::string d = dir_ / "dir";
   eng_->create_dir(d);
-  for (const char* n : {"c", "a", "b"}) eng_->open(d + "/" + n, open_mode::create_new);
+  for (const char* n : {"c", "a", "b"}) open(*eng_, d + "/" + n, open_mode::create_new);
   eng_->sync_dir(d);
   EXPECT_EQ(eng_->list_dir(d), (std::vector<std::string>{"a", "b", "c"}));
   eng_->rename(d + "/a", d + "/z");
@@ -284,7 +293,7 @@ TEST_P(IoEngine, DirectoryOperationsListRenameAndRemove) {
 }
 
 TEST_P(IoEngine, TruncateSetsSizeAndCutsContent) {
-  auto f = eng_->open(dir_ / "t", open_mode::create);
+  auto f = open(*eng_, dir_ / "t", open_mode::create);
   const auto data = test::pattern(10000, 8, 0, 0);
   eng_->write_at(*f, 0, data.data(), data.size());
   eng_->truncate(*f, 3000);
@@ -298,7 +307,7 @@ TEST_P(IoEngine, TruncateSetsSizeAndCutsContent) {
 }
 
 TEST_P(IoEngine, PunchHoleShrinksAllocatedBytesAndReadsBackZeros) {
-  auto f = eng_->open(dir_ / "p", open_mode::create);
+  auto f = open(*eng_, dir_ / "p", open_mode::create);
   constexpr std::size_t kLen = 4 << 20;
   const auto data = test::pattern(kLen, 9, 0, 0);
   eng_->write_at(*f, 0, data.data(), kLen);
@@ -321,7 +330,7 @@ TEST_P(IoEngine, CloneFileKeepsContentAndHoles) {
   const std::string dst = dir_ / "dst";
   constexpr std::uint64_t kSize = 16 << 20;
   {
-    auto f = eng_->open(src, open_mode::create);
+    auto f = open(*eng_, src, open_mode::create);
     const auto a = test::pattern(65536, 10, 0, 0);
     const auto b = test::pattern(65536, 10, 1, 0);
     eng_->write_at(*f, 0, a.data(), a.size());
@@ -331,8 +340,8 @@ TEST_P(IoEngine, CloneFileKeepsContentAndHoles) {
     ASSERT_LT(eng_->allocated_bytes(*f), 1u << 20) << "the source must be sparse";
   }
   eng_->clone_file(src, dst);
-  auto s = eng_->open(src, open_mode::read_only);
-  auto d = eng_->open(dst, open_mode::read_only);
+  auto s = open(*eng_, src, open_mode::read_only);
+  auto d = open(*eng_, dst, open_mode::read_only);
   EXPECT_EQ(eng_->size(*d), kSize);
   EXPECT_EQ(read_back(*d, 0, kSize), read_back(*s, 0, kSize));
   EXPECT_LE(eng_->allocated_bytes(*d), eng_->allocated_bytes(*s) + 65536)
@@ -346,8 +355,8 @@ TEST_P(IoEngine, ConcurrentBatchesFromManyThreadsRoundTrip) {
   constexpr int kRounds = 20;
   constexpr std::size_t kPerBatch = 24;
   constexpr std::size_t kLen = 4096;
-  auto f1 = eng_->open(dir_ / "c1", open_mode::create);
-  auto f2 = eng_->open(dir_ / "c2", open_mode::create);
+  auto f1 = open(*eng_, dir_ / "c1", open_mode::create);
+  auto f2 = open(*eng_, dir_ / "c2", open_mode::create);
   std::atomic<int> mismatches{0};
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
@@ -381,6 +390,111 @@ TEST_P(IoEngine, ConcurrentBatchesFromManyThreadsRoundTrip) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(errors.load(), 0);
+}
+
+
+// A direct-mode file keeps every contract whatever the alignment of memory, offset and length:
+// aligned requests take O_DIRECT (bounced when the memory is not aligned), the rest the
+// buffered descriptor, and both see each other's bytes.
+TEST_P(IoEngine, DirectModeFilesRoundTripEveryAlignmentOfMemoryOffsetAndLength) {
+  auto f = open(*eng_, dir_ / "d", open_mode::create);
+  EXPECT_EQ(f->direct(), GetParam().direct) << "this file system accepts O_DIRECT";
+  io::aligned_buffer aligned(4096, 3 * 65536);
+  std::vector<std::uint8_t> model(8 << 20, 0);
+  struct req {
+    std::uint64_t off;
+    std::size_t len;
+    bool aligned_mem;
+  };
+  const req reqs[] = {{0, 65536, true},          {65536, 65536, false},  // aligned, bounced
+                      {131072 + 100, 5000, false}, {200000, 4096, true},  // buffered route
+                      {4096 * 100, 3 * 65536, true}, {4096 * 7, 4096, false}};
+  int i = 0;
+  for (const auto& r : reqs) {
+    const auto data = test::pattern(r.len, 21, static_cast<std::uint64_t>(i++), 0);
+    std::vector<std::uint8_t> unaligned(r.len + 1);
+    std::uint8_t* src = r.aligned_mem ? reinterpret_cast<std::uint8_t*>(aligned.data()) : unaligned.data() + 1;
+    std::memcpy(src, data.data(), r.len);
+    eng_->write_at(*f, r.off, src, r.len);
+    std::memcpy(model.data() + r.off, data.data(), r.len);
+  }
+  const std::uint64_t end = 4096 * 100 + 3 * 65536;
+  EXPECT_EQ(eng_->size(*f), end);
+  for (const auto& r : reqs) {
+    for (const bool aligned_mem : {true, false}) {
+      std::vector<std::uint8_t> unaligned(r.len + 1, 0xAA);
+      std::uint8_t* dst = aligned_mem ? reinterpret_cast<std::uint8_t*>(aligned.data()) : unaligned.data() + 1;
+      std::memset(dst, 0xAA, r.len);
+      eng_->read_at(*f, r.off, dst, r.len);
+      EXPECT_TRUE(std::equal(dst, dst + r.len, model.begin() + static_cast<std::ptrdiff_t>(r.off)))
+          << "offset " << r.off << " length " << r.len << (aligned_mem ? " aligned" : " unaligned");
+    }
+  }
+  // An aligned read straddling the end of file: the bytes, then zeros.
+  std::memset(aligned.data(), 0xAA, 65536);
+  eng_->read_at(*f, end - 4096, aligned.data(), 65536);
+  const auto* got = reinterpret_cast<const std::uint8_t*>(aligned.data());
+  EXPECT_TRUE(std::equal(got, got + 4096, model.begin() + static_cast<std::ptrdiff_t>(end - 4096)));
+  EXPECT_TRUE(std::all_of(got + 4096, got + 65536, [](std::uint8_t b) { return b == 0; }));
+  eng_->sync(*f);
+}
+
+// Pages of `f` (by mmap + mincore) that are in the page cache.
+std::size_t cached_pages(const io::file& f, std::size_t len) {
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, f.fd(), 0);
+  if (m == MAP_FAILED) return ~std::size_t{0};
+  std::vector<unsigned char> v(len / 4096);
+  const int rc = ::mincore(m, len, v.data());
+  ::munmap(m, len);
+  if (rc != 0) return ~std::size_t{0};
+  return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST_P(IoEngine, DirectModeKeepsDataOutOfThePageCache) {
+  if (!GetParam().direct) {
+    EXPECT_FALSE(open(*eng_, dir_ / "b", open_mode::create)->direct());
+    return;
+  }
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(dir_.path().c_str(), &fs), 0);
+  const bool in_memory_fs = fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+  constexpr std::size_t kLen = 1 << 20;
+  auto f = open(*eng_, dir_ / "c", open_mode::create);
+  io::aligned_buffer buf(4096, kLen);
+  std::memset(buf.data(), 0x5A, kLen);
+  eng_->write_at(*f, 0, buf.data(), kLen);  // O_DIRECT
+  std::vector<std::uint8_t> small(100, 0x11);
+  eng_->write_at(*f, kLen - 200, small.data(), small.size());  // buffered route
+  eng_->sync(*f);  // ...whose cached pages the sync drops
+  if (!in_memory_fs) {
+    EXPECT_EQ(cached_pages(*f, kLen), 0u) << "written bypassing the page cache";
+    eng_->read_at(*f, 0, buf.data(), kLen);
+    EXPECT_EQ(cached_pages(*f, kLen), 0u) << "read bypassing the page cache";
+  }
+  EXPECT_EQ(read_back(*f, kLen - 200, 100), small);
+}
+
+TEST_P(IoEngine, SyncOfSeveralFilesSyncsEachAndNamesAFailingOne) {
+  std::vector<std::unique_ptr<io::file>> files;
+  std::vector<io::file*> ptrs;
+  for (int i = 0; i < 5; ++i) {
+    files.push_back(open(*eng_, dir_ / ("s" + std::to_string(i)), open_mode::create));
+    const auto data = test::pattern(4096, 22, static_cast<std::uint64_t>(i), 0);
+    eng_->write_at(*files.back(), 0, data.data(), data.size());
+    ptrs.push_back(files.back().get());
+  }
+  eng_->sync_files(ptrs);
+  eng_->sync_files({});
+  auto fe = test::make_fault_engine(eng_);
+  std::vector<std::unique_ptr<io::file>> ffiles;
+  std::vector<io::file*> fptrs;
+  for (int i = 0; i < 3; ++i) {
+    ffiles.push_back(open(*fe, dir_ / ("s" + std::to_string(i)), open_mode::read_write));
+    fptrs.push_back(ffiles.back().get());
+  }
+  fe->add_rule({test::op_kind::sync, 2, test::fault_action::fail_eio, false});
+  expect_error([&] { fe->sync_files(fptrs); }, errc::io, dir_ / "s1");
+  EXPECT_EQ(fe->operations(test::op_kind::sync), 2u) << "one counted sync per file";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllEngines, IoEngine, ::testing::ValuesIn(engine_cases()),
@@ -467,20 +581,14 @@ TEST(IoUringEngine, ForkedChildGetsItsOwnRings) {
 
 // default_engine() is a process-wide instance, so each choice is checked in a fresh child.
 int default_engine_in_child(const char* env_value, const char* expect_name) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  return test::run_in_child([&] {
     ::setenv("PHEAP_IO_ENGINE", env_value, 1);
-    int rc = 3;
     try {
-      rc = io::default_engine()->name() == expect_name ? 0 : 1;
+      return io::default_engine()->name() == expect_name ? 0 : 1;
     } catch (const error& e) {
-      rc = e.code() == errc::invalid_argument ? 10 : e.code() == errc::unavailable ? 11 : 12;
+      return e.code() == errc::invalid_argument ? 10 : e.code() == errc::unavailable ? 11 : 12;
     }
-    _exit(rc);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
+  });
 }
 
 TEST(IoDefaultEngine, HonoursPheapIoEngineEnvironment) {

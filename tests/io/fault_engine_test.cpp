@@ -35,19 +35,6 @@ bytes read_file(const std::string& path) {
 
 bool file_exists(const std::string& path) { return io::make_posix_engine()->exists(path); }
 
-// Runs `body` in a forked child and returns its exit status (or -1 if it did not exit).
-template <class Fn>
-int run_in_child(Fn&& body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    body();
-    _exit(0);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
 TEST(IoFaultEngine, CountsEveryRequestOfABatchUnderItsKind) {
   temp_dir dir;
   auto fe = test::make_fault_engine(io::make_posix_engine());
@@ -111,7 +98,7 @@ TEST(IoFaultEngine, RuleWithNthZeroNeverFires) {
 TEST(IoFaultEngine, CrashRuleExitsWith86BeforeTheNthOperation) {
   temp_dir dir;
   const std::string path = dir / "c";
-  const int status = run_in_child([&] {
+  const int status = test::run_in_child([&] {
     auto fe = test::make_fault_engine(io::make_posix_engine());
     fe->add_rule({op_kind::write, 3, fault_action::crash, false});
     auto f = fe->open(path, open_mode::create);
@@ -130,7 +117,7 @@ TEST(IoFaultEngine, CrashRuleExitsWith86BeforeTheNthOperation) {
 TEST(IoFaultEngine, CrashAtEnvironmentVariableInstallsACrashRule) {
   temp_dir dir;
   const std::string path = dir / "env";
-  const int status = run_in_child([&] {
+  const int status = test::run_in_child([&] {
     ::setenv("PHEAP_FAULT_CRASH_AT", "sync:2", 1);
     auto fe = test::make_fault_engine(io::make_posix_engine());
     auto f = fe->open(path, open_mode::create);
@@ -145,7 +132,7 @@ TEST(IoFaultEngine, CrashAtEnvironmentVariableInstallsACrashRule) {
 }
 
 TEST(IoFaultEngine, MalformedCrashAtEnvironmentVariableIsRejected) {
-  const int status = run_in_child([] {
+  const int status = test::run_in_child([] {
     ::setenv("PHEAP_FAULT_CRASH_AT", "writes:x", 1);
     try {
       test::make_fault_engine(io::make_posix_engine());

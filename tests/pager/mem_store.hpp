@@ -108,11 +108,19 @@ class mem_store : public sparse_store {
     st_->root.assign(root.begin(), root.end());
     return ++st_->epoch;
   }
+  std::uint64_t prepare(std::span<const std::byte>) override { unsupported("prepare"); }
+  std::uint64_t confirm() override { unsupported("confirm"); }
+  bool prepared() const override { return false; }
   void snapshot(const std::string&) override {
     throw error(errc::unavailable, path_, "snapshot", "not supported by mem_store");
   }
-  void rebuild_checksums() override {
-    throw error(errc::unavailable, path_, "rebuild_checksums", "mem_store keeps no page checksums");
+  bool direct_mapping_possible() override { return false; }
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte>) override {
+    unsupported("prepare_direct_mapping");
+  }
+  std::vector<direct_extent> direct_extents() override { unsupported("direct_extents"); }
+  std::uint64_t finish_direct_mapping(std::span<const std::byte>) override {
+    unsupported("finish_direct_mapping");
   }
   std::uint64_t epoch() const override {
     std::lock_guard lk(st_->mu);
@@ -134,6 +142,10 @@ class mem_store : public sparse_store {
   }
   store_stats stats() const override { return {}; }
   std::uint64_t disk_bytes() const override { return 0; }
+
+  [[noreturn]] void unsupported(const char* op) const {
+    throw error(errc::unavailable, path_, op, "not supported by mem_store");
+  }
 
   // Committed content of a page (zeros if never committed).
   std::vector<std::byte> committed_page(std::uint64_t p) const {

@@ -1,18 +1,20 @@
 // Deterministic crash points over the whole store protocol. A child (rel_store_child) runs a
-// small workload — six epochs of writes, rewrites, a discard, commits, a snapshot after epoch
-// 3 — through the fault-injecting engine with PHEAP_FAULT_CRASH_AT=any:N (and sync:N), for
+// small workload — six epochs, each an eviction storm (every page of the epoch rewritten three
+// times, one page per write, in place after the first) then writes, rewrites, a discard and
+// the commit; a snapshot after epoch 3 — through the fault-injecting engine with PHEAP_FAULT_CRASH_AT=any:N (and sync:N), for
 // EVERY N from 1 to the operation count of a complete run: the process dies just before its
-// N-th I/O operation, wherever that is (journal append, slot write, fdatasync, directory
-// fsync, checkpoint, unlink, snapshot clone, recovery of the previous run...). Each time the
+// N-th I/O operation, wherever that is (a page copy, a segment's creation, a map block or
+// directory write, a slot write, fdatasync, directory fsync, a punch, snapshot clone, the open
+// of the previous run...). Each time the
 // datastore must reopen at exactly epoch W or W+1 (W = last epoch whose commit() returned in
 // the child), byte for byte against the deterministic reference, read-only and read-write.
-// Recovery itself is crash-swept too: from every state a sync crash leaves, recovery is killed
-// before each of its operations, then run again: it must land on the same watermark an
-// uninterrupted recovery finds.
+// The open after a crash is crash-swept too: from every state a sync crash leaves, the next
+// run is killed before each of its operations, then run again: it must land on the same
+// watermark an uninterrupted run finds.
 //
-// Note on determinism: the checkpoint of epoch E runs on a background thread while the child
-// already writes epoch E+1, so which operation is "the N-th" can differ between two runs; the
-// total count does not, and every N is still one crash point of the protocol.
+// Note on determinism: commits sync the files of an epoch together (engine::sync_files), so
+// with io_uring which file's sync is "the N-th" can differ between two runs; the total count
+// does not, and every N is still one crash point of the protocol.
 #include <filesystem>
 
 #include "reliability/reliability_util.hpp"

@@ -14,7 +14,7 @@
 //       could not be read: <cause naming the file> ..." (UFFDIO_POISON; the fault cannot be
 //       answered with data, and never with zeros);
 //     * exit with a specific pheap::error from open or flush(): errc::io with EIO, or
-//       errc::poisoned (a failed background checkpoint read ends the epoch), the message
+//       errc::poisoned (an earlier failure ended the epoch), the message
 //       naming the datastore and carrying the injected cause;
 //     * completion of every step, for a transient error (the pager retries a failed fault read
 //       page by page) — but a sticky error that was hit is never swallowed silently: then
@@ -25,8 +25,9 @@
 //   opens it, runs a step and acknowledges it.
 //
 // fault_read_error_during_open
-//   Crash states are made by killing the victim inside a flush (so the open must recover:
-//   journal replay, checkpoint). For each, the reads of a clean recovery open are counted and
+//   Crash states are made by killing the victim inside a flush (the open then reads the
+//   superblock, the page-map directory, and the heap's pages through page faults, map blocks
+//   and segments on first use). For each, the reads of a clean open are counted and
 //   N sweeps them (once and sticky): the victim opens with the N-th read failing and closes.
 //   Accepted: success at step W or W+1, a specific error (io/EIO or poisoned, injected cause,
 //   naming the datastore) — never errc::corrupt for a read error — or SIGBUS with the pager's
@@ -294,7 +295,7 @@ TEST(FaultReadError, ReadErrorsDuringOpenAndRecoveryGiveASpecificErrorOrSuccessA
               static_cast<unsigned long long>(max_open_reads), static_cast<unsigned long long>(n.error_io),
               static_cast<unsigned long long>(n.error_poisoned), static_cast<unsigned long long>(n.sigbus),
               static_cast<unsigned long long>(n.completed), static_cast<unsigned long long>(tool_runs));
-  // The store's own reads at open (superblock, journal) fail with a specific error.
+  // The store's own reads at open (superblock, directory) fail with a specific error.
   EXPECT_GT(n.error_io, 0u);
   EXPECT_EQ(ta.lost, 0u);
   print_result("fault_read_error_during_open", ta.iterations, ta.failures, ta.lost, timer.seconds());
@@ -329,8 +330,18 @@ class slow_failing_store final : public sparse_store {
   void discard(std::uint64_t first, std::uint64_t count) override { in_->discard(first, count); }
   bool may_have_data(std::uint64_t page) const override { return in_->may_have_data(page); }
   std::uint64_t commit(std::span<const std::byte> root) override { return in_->commit(root); }
+  std::uint64_t prepare(std::span<const std::byte> root) override { return in_->prepare(root); }
+  std::uint64_t confirm() override { return in_->confirm(); }
+  bool prepared() const override { return in_->prepared(); }
   void snapshot(const std::string& dst) override { in_->snapshot(dst); }
-  void rebuild_checksums() override { in_->rebuild_checksums(); }
+  bool direct_mapping_possible() override { return in_->direct_mapping_possible(); }
+  std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override {
+    return in_->prepare_direct_mapping(root);
+  }
+  std::vector<direct_extent> direct_extents() override { return in_->direct_extents(); }
+  std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override {
+    return in_->finish_direct_mapping(root);
+  }
   std::uint64_t epoch() const override { return in_->epoch(); }
   std::vector<std::byte> root() const override { return in_->root(); }
   const std::string& path() const override { return in_->path(); }

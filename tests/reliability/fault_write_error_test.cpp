@@ -18,8 +18,8 @@
 // fault_sync_error
 //   The same with the N-th sync (fdatasync and directory syncs) failing.
 // fault_metadata_error
-//   The same with the N-th metadata operation (open/create of journals, rename, truncate,
-//   punch_hole of a checkpointed discard, clone_file of a snapshot, remove) failing.
+//   The same with the N-th metadata operation (open/create of segments, rename, truncate,
+//   punch_hole of the homes a commit freed, clone_file of a snapshot, remove) failing.
 // fault_write_error_during_recovery
 //   Crash states are made by killing the victim inside a flush; for each, the writes, syncs
 //   and metadata operations of a clean recovery open + close are counted and N sweeps them
@@ -33,8 +33,8 @@
 //     destination's parent directory) and carrying the injected cause;
 //   * completion of every step — only when the injected failure was never reached, or it was
 //     reported on stderr (the destructor's final flush logs "final flush failed"): a failed
-//     write or sync is never swallowed silently (a failed metadata operation may be: the
-//     unlink of an already checkpointed journal is ignored by design);
+//     write or sync is never swallowed silently (a failed metadata operation is reported too:
+//     a failed punch after a commit poisons the store);
 //   * death by SIGBUS only after the pager printed "pheap: pager <datastore>: page ... could
 //     not be read ..." (counted separately; none is expected, since reads keep working on a
 //     poisoned store).
@@ -170,10 +170,9 @@ void classify(const run_outcome& o, const std::string& ds, const fault_spec& f, 
   }
   if (r.exited(0)) {
     mixc::check_completed(o, expect_steps, t, n, ps);
-    // A failed write or sync poisons the store: it is never swallowed silently. (Metadata
-    // operations include the unlink of a checkpointed journal after a commit, whose failure
-    // is ignored by design — sparse_store.cpp: "harmless: the next read-write open removes
-    // stale journals"; the verification and clean rerun below still apply.)
+    // A failed write or sync poisons the store: it is never swallowed silently. (A failed
+    // metadata operation that completed unreported is counted apart; the verification and
+    // clean rerun below still apply.)
     if (o.count(f.kind) >= f.nth) {
       if (r.err.find(injected) == std::string::npos && f.kind == "metadata") {
         ++n.completed_unreported;

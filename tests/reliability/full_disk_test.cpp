@@ -182,8 +182,8 @@ TEST(FullDisk, StoreCommitLoopHitsNoSpaceAndKeepsTheLastWatermarkExact) {
   print_result("full_disk_store_commit_loop", acked + 1, failures, lost, t.seconds());
 }
 
-// An 8 MiB buffer: eviction runs, but without the journal blow-up a smaller buffer causes
-// (see tests/RELIABILITY.md, "journal growth under eviction").
+// An 8 MiB buffer: eviction runs (format 2 needed it to avoid its journal blow-up, see
+// tests/RELIABILITY.md, "journal growth under eviction"; format 3 writes a page in place).
 const std::vector<std::string> kGraphOpts{"--buffer-size", "8M", "--flush-every", "5000"};
 
 // Fills the disk under `pheap-graph ingest` and returns its result; `ds` is the datastore.
@@ -239,7 +239,7 @@ TEST(FullDisk, GraphIngestOnAFullDiskKeepsTheLastWatermarkExactAndThenResumesExa
   print_result("full_disk_graph_ingest", 1, failures, lost, t.seconds());
 }
 
-// REGRESSION (found by this campaign; pager + graph tool): when the journal append of an
+// REGRESSION (found by this campaign; pager + graph tool): when the page write of an
 // eviction fails with ENOSPC, the store is poisoned, the next page fault's read_pages() throws
 // errc::poisoned, and the pager resolves the fault with SIGBUS — so `pheap-graph ingest` dies
 // by signal 7 instead of reporting no_space from its next flush() and exiting 1.

@@ -1,8 +1,10 @@
 // rel_heap_child — the victim process of the heap kill and resource-limit campaigns.
 //
-//   rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine]
+//   rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine]
 //                  [--crash-in-close K] [--snapshot-every K] MODE ARGS...
 //     --nofile N     setrlimit(RLIMIT_NOFILE, N) first (soft and hard)
+//     --guard-reads  verify reads the heap inside pheap::guard_faults: a page the store cannot
+//                    read (e.g. no descriptor for its segment) is the store's error, not SIGBUS
 //     --as-nobody    setgroups(0)/setgid/setuid(65534) first (needs root)
 //     --no-io-uring  a seccomp filter makes io_uring_setup(2) fail with EPERM, as
 //                    kernel.io_uring_disabled=2 does, for this process only
@@ -90,6 +92,7 @@ void say(const std::string& line) {
 }
 
 std::shared_ptr<test::fault_engine> g_fault;  // --fault-engine
+bool g_guard_reads = false;                   // --guard-reads: verify inside pheap::guard_faults
 std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
 std::uint64_t g_snapshot_every = 0;          // --snapshot-every K
 
@@ -215,15 +218,25 @@ int verify(const manager& m, std::uint64_t n) {
   return 0;
 }
 
+// Verifies through the heap; with --guard-reads inside pheap::guard_faults, so that a page the
+// store cannot read is the store's error (exit 1, "error ..."), as a program that guards its
+// reads sees it, instead of the pager's SIGBUS.
+int guarded_verify(const manager& m, std::uint64_t n) {
+  if (!g_guard_reads) return verify(m, n);
+  int rc = 0;
+  guard_faults([&] { rc = verify(m, n); });
+  return rc;
+}
+
 int run_verify(const std::string& dir, std::uint64_t mib) {
   const std::uint64_t n = (mib << 20) / 8;
   {
     manager m(open_only, dir, roundtrip_options());
-    if (int rc = verify(m, n); rc != 0) return rc;
+    if (int rc = guarded_verify(m, n); rc != 0) return rc;
   }
   {
     manager m(open_read_only, dir, roundtrip_options());
-    if (int rc = verify(m, n); rc != 0) return rc;
+    if (int rc = guarded_verify(m, n); rc != 0) return rc;
   }
   say("ok");
   return 0;
@@ -263,6 +276,9 @@ int main(int argc, char** argv) {
         if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) return 3;
         ::prctl(PR_SET_DUMPABLE, 1);  // setuid made us non-dumpable; /proc/self must be ours
         a.erase(a.begin());
+      } else if (a[0] == "--guard-reads") {
+        g_guard_reads = true;
+        a.erase(a.begin());
       } else if (a[0] == "--no-io-uring") {
         if (!refuse_io_uring()) return 3;
         a.erase(a.begin());
@@ -290,7 +306,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
-    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
     return 2;
   } catch (const error& e) {
     say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +

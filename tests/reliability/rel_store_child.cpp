@@ -5,7 +5,8 @@
 //       fault-injecting engine over ENGINE (posix|io_uring), so PHEAP_FAULT_CRASH_AT=<kind>:<n>
 //       in the environment exits the process (status 86) just before its n-th I/O operation
 //       of that kind. Then runs the deterministic workload of tests/store/store_test_util.hpp
-//       (writes, rewrites, discards, commit) for epochs open+1 .. EPOCHS and, right after the
+//       (an eviction storm — every page of the epoch rewritten 3 times, one page per call —
+//       then writes, rewrites, discards, commit) for epochs open+1 .. EPOCHS and, right after the
 //       commit of SNAP_EPOCH, snapshots into SNAP_DIR. Prints, flushed, one line per
 //       acknowledged step:
 //           opened E | epoch E | snapshot E | snapshot-window A B | ops ANY SYNC
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
       const std::uint64_t epochs = std::strtoull(argv[6], nullptr, 10);
       const std::uint64_t snap_epoch = std::strtoull(argv[7], nullptr, 10);
       for (std::uint64_t e = s->epoch() + 1; e <= epochs; ++e) {
+        w.storm(*s, e, 3);
         say("epoch " + std::to_string(w.run_epoch(*s, e)));
         if (e == snap_epoch) {
           const std::uint64_t before = fe->operations(test::op_kind::any);
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    s.reset();  // joins the last checkpoint: its operations count too
+    s.reset();  // closing: its operations count too
     say(ops_line(*fe));
     return 0;
   } catch (const std::exception& e) {

@@ -208,7 +208,7 @@ inline std::vector<std::string> lines_with(const std::string& text, const std::s
   return v;
 }
 
-// Copies a datastore directory (regular files only: segments, journals, pheap.super).
+// Copies a datastore directory (regular files only: pheap.super, pheap.map, segments).
 inline void copy_dir(const std::string& from, const std::string& to) {
   namespace fs = std::filesystem;
   fs::create_directories(to);

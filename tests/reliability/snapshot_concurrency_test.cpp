@@ -184,8 +184,8 @@ TEST(SnapshotConcurrency, SnapshotsTakenWhileWritersRunHoldOneWatermarkAndStayIn
     }
 
     // Independence, source -> snapshot: the source moves on (its base data is overwritten and
-    // flushed, so its segment pages are rewritten by the checkpoint); every kept snapshot must
-    // still hold its own watermark.
+    // flushed, so its segments get new page copies); every kept snapshot must still hold its
+    // own watermark.
     const auto before = w.base_version();
     w.rewrite_base(0, 2);
     w.file_quiescent(w.recorded_flush());

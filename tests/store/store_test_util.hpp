@@ -166,6 +166,17 @@ struct workload {
     return s.commit(root(e));
   }
 
+  // An eviction storm before epoch e's own writes (what a pager under memory pressure does):
+  // every page of epoch e rewritten `rounds` times with throw-away versions, one page per
+  // write_pages() call. Leaves the content of epoch e unchanged (its final writes come after).
+  void storm(sparse_store& s, std::uint64_t e, int rounds) const {
+    for (int r = 0; r < rounds; ++r) {
+      for (std::uint64_t p : written(e)) {
+        write_one(s, p, seed, scratch_version + 1000 * e + static_cast<std::uint64_t>(r));
+      }
+    }
+  }
+
   // Steps 1-3 of epoch e (everything but the commit).
   void write_epoch(sparse_store& s, std::uint64_t e) const {
     const std::uint32_t ps = s.page_size();

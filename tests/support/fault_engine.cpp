@@ -3,7 +3,8 @@
 // and power-cut tests of every layer.
 //
 // Counting (op_kind of each call). read: each read request. write: each write request.
-// sync: sync() and sync_dir() (both are durability points). metadata: open, create_dir,
+// sync: sync(), each file of sync_files() (synced one after the other, in order) and
+// sync_dir() (all durability points). metadata: open, create_dir,
 // remove_file, remove_dir, rename, truncate, punch_hole, clone_file. exists, list_dir, size and
 // allocated_bytes only look at metadata and are neither counted nor faulted. Every counted
 // operation also counts under op_kind::any. Rules are matched against the count of their own
@@ -34,6 +35,9 @@
 //      created since (a vanished directory takes its contents with it).
 //   drop_all drops/undoes everything, keep_all keeps everything, random decides each entry,
 //   rename and creation independently with a generator seeded by `seed`.
+// Files opened with open_mode::direct are opened so by the inner engine too (its routing of
+// aligned transfers to O_DIRECT is invisible here); pre-images and roll-backs use the file's
+// buffered descriptor, so they need no alignment.
 // Limits of the model: removals (remove_file/remove_dir) are durable at once and are never
 // undone; a rename becomes durable with sync_dir() of the destination's directory alone;
 // replacing a directory by rename cannot be undone (no backup of directories); data written
@@ -121,6 +125,7 @@ class fault_file final : public file {
   fault_file(std::unique_ptr<file> inner, std::shared_ptr<tracked_inode> t)
       : file(inner->path()), inner_(std::move(inner)), tracked_(std::move(t)) {}
   int fd() const noexcept override { return inner_->fd(); }
+  bool direct() const noexcept override { return inner_->direct(); }
   file& inner() { return *inner_; }
   const std::shared_ptr<tracked_inode>& tracked() const { return tracked_; }
 
@@ -230,18 +235,19 @@ class fault_engine_impl final : public fault_engine {
     if (is_failure(act)) throw_injected(*act, path, "open");
     std::unique_ptr<file> f;
     bool created = false;
-    if (mode == open_mode::create) {
+    const open_mode flags = is_direct(mode) ? open_mode::direct : open_mode::read_only;
+    if (access_of(mode) == open_mode::create) {
       // create_new first, so we know whether this call brought the name into existence.
       try {
-        f = inner_->open(path, open_mode::create_new);
+        f = inner_->open(path, open_mode::create_new | flags);
         created = true;
       } catch (const error& e) {
         if (e.code() != errc::already_exists) throw;
-        f = inner_->open(path, open_mode::read_write);
+        f = inner_->open(path, open_mode::read_write | flags);
       }
     } else {
       f = inner_->open(path, mode);
-      created = mode == open_mode::create_new;
+      created = access_of(mode) == open_mode::create_new;
     }
     struct stat st {};
     if (::fstat(f->fd(), &st) != 0) throw_errno(errno, path, "open (fstat)");

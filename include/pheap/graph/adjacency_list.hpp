@@ -26,6 +26,7 @@
 //   * arcs_[b * kCounterStride] == sum of list sizes in bank b.
 #pragma once
 
+#include <pheap/error.hpp>
 #include <pheap/graph/types.hpp>
 
 #include <boost/container/scoped_allocator.hpp>
@@ -38,7 +39,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <type_traits>
 
 namespace pheap::graph {
@@ -188,7 +188,9 @@ class adjacency_list {
   static constexpr std::size_t kCounterStride = 8;
 
   static std::size_t check_banks(std::size_t banks) {
-    if (banks == 0) throw std::invalid_argument("adjacency_list: number of banks must be > 0");
+    if (banks == 0) {
+      throw error(errc::invalid_argument, "", "adjacency_list", "number of banks must be > 0");
+    }
     return banks;
   }
   static neighbor_type make_neighbor(std::uint64_t v, std::uint64_t weight_bits) noexcept {

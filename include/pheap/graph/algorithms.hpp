@@ -7,11 +7,12 @@
 // the id, which makes output order deterministic.
 #pragma once
 
+#include <pheap/error.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -78,15 +79,16 @@ struct bfs_result {
 };
 
 // Breadth-first search along stored arcs (out-edges; both directions for undirected graphs).
-// Throws std::invalid_argument when `source` is not a vertex. Contract: level[] is the exact hop
-// distance; parent[v] is a neighbour-in of v with level[parent] == level[v] - 1.
+// Throws pheap::error(invalid_argument) when `source` is not a vertex. Contract: level[] is the
+// exact hop distance; parent[v] is a neighbour-in of v with level[parent] == level[v] - 1.
 template <class Graph>
 bfs_result bfs(const Graph& g, std::uint64_t source) {
   bfs_result r;
   r.index = build_index(g);
   const std::uint64_t s = r.index.index_of(source);
   if (s == kUnreached) {
-    throw std::invalid_argument("bfs: source " + std::to_string(source) + " is not a vertex of the graph");
+    throw error(errc::invalid_argument, "", "bfs",
+                "source " + std::to_string(source) + " is not a vertex of the graph");
   }
   const std::size_t n = r.index.ids.size();
   r.level.assign(n, kUnreached);

@@ -14,6 +14,16 @@
 //   graph is weighted — an 8-byte weight: uint64 for u64 graphs, IEEE binary64 for f32 graphs
 //   (converted to float). No header.
 //
+// COMPRESSION: an input that starts with the gzip (1f 8b) or zstd (28 b5 2f fd) magic bytes is
+//   decompressed while it is read (zlib, libzstd; concatenated members/frames too), whatever
+//   its name; the formats above apply to the decompressed bytes, and every offset (offset(),
+//   resume positions, error messages) counts decompressed bytes. Resuming a compressed input
+//   decompresses it again from its start up to the offset. Corrupt or truncated compressed
+//   data stops the reader like a malformed line (failed(), error() names the file, the
+//   decompressed offset and the compressed byte), also with skip_bad_lines. Caveat: gzip and
+//   zstd verify a member's or frame's checksum at its end, so damage inside one may first
+//   decode to wrong bytes, which parse as a malformed line or, rarely, as edges.
+//
 // Outcomes (each one tested):
 //   * malformed line (bad token, wrong token count, id > 2^64-1, non-finite weight):
 //     strict mode -> reading stops *before* that line; failed() is true and error() names the
@@ -23,21 +33,32 @@
 //     record; always an error, also with skip_bad_lines (lost bytes are not a "line").
 //   * empty input (or only comments) -> 0 edges, eof(), not an error.
 //   * unreadable file -> input_error thrown from the constructor.
+//   * corrupt or truncated gzip/zstd data -> failed(), error() says which and where.
 // Positions: offset() is the byte offset of the first unconsumed byte, always at a line
 // (text) or record (binary) boundary, so a reader constructed with (offset(), line()) of an
 // earlier reader continues exactly where it stopped. Input "-" is stdin: readable from its
-// start only (a non-zero start offset is rejected with std::invalid_argument).
+// start only (a non-zero start offset is rejected with pheap::error(invalid_argument), as is a
+// binary offset inside a record).
 #pragma once
 
 #include <pheap/graph/types.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace pheap::graph {
+
+namespace detail {
+class input_source;  // graph/src/input_source.hpp
+}
+
+// The size of `path` in decompressed bytes when it is known without reading the data (a plain
+// file's size; a zstd file whose frames declare their sizes); nullopt otherwise (gzip, stdin).
+std::optional<std::uint64_t> decoded_size(const std::string& path);
 
 struct reader_options {
   input_format format = input_format::text;
@@ -78,7 +99,7 @@ class edge_reader {
 
   std::string path_;
   reader_options opts_;
-  int fd_ = -1;
+  std::unique_ptr<detail::input_source> src_;
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;  // unconsumed bytes are buf_[pos_, end_)
   bool file_eof_ = false;
@@ -100,7 +121,8 @@ class edge_writer {
   edge_writer& operator=(const edge_writer&) = delete;
   void write(const edge* edges, std::size_t n);
   void write(const edge& e) { write(&e, 1); }
-  // Flushes buffered output and closes; throws std::system_error naming the path on failure.
+  // Flushes buffered output and closes; throws pheap::error (io, no_space) naming the path on
+  // failure, as do the constructor and write().
   void close();
   std::uint64_t bytes_written() const noexcept { return bytes_; }
 

@@ -31,7 +31,7 @@ struct rmat_params {
 
 class rmat_generator {
  public:
-  // Throws std::invalid_argument naming the bad parameter.
+  // Throws pheap::error(invalid_argument) naming the bad parameter.
   explicit rmat_generator(const rmat_params& p);
 
   const rmat_params& params() const noexcept { return p_; }

@@ -66,22 +66,22 @@ decltype(auto) visit_graph(pheap::manager& m, const std::string& name, F&& f) {
 }
 
 // Finds graph `name` of weight type W, or creates it (with its info and ingest state) when the
-// datastore has none. Throws std::invalid_argument naming the difference when an existing
+// datastore has none. Throws pheap::error(invalid_argument) naming the difference when an existing
 // graph's directedness or weight kind differs from the request.
 template <class W>
 persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& name, bool directed,
                                           std::size_t banks = persistent_graph<W>::default_banks) {
   if (const graph_info* gi = find_graph_info(m, name)) {
     if ((gi->directed != 0) != directed) {
-      throw std::invalid_argument("graph '" + name + "' in " + m.path() + " is " +
-                                  (gi->directed ? "directed" : "undirected") + ", but " +
-                                  (directed ? "directed" : "undirected (--undirected)") +
-                                  " was requested");
+      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph " + name,
+                         "graph '" + name + "' is " + (gi->directed ? "directed" : "undirected") +
+                             ", but " + (directed ? "directed" : "undirected (--undirected)") +
+                             " was requested");
     }
     if (gi->weights != weight_kind_of<W>) {
-      throw std::invalid_argument("graph '" + name + "' in " + m.path() + " has weights '" +
-                                  to_string(gi->weights) + "', but '" + to_string(weight_kind_of<W>) +
-                                  "' was requested");
+      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph " + name,
+                         "graph '" + name + "' has weights '" + to_string(gi->weights) + "', but '" +
+                             to_string(weight_kind_of<W>) + "' was requested");
     }
   }
   graph_info want;

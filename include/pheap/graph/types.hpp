@@ -18,7 +18,7 @@ enum class weight_kind : std::uint32_t {
 
 // "none", "u64", "f32".
 const char* to_string(weight_kind k) noexcept;
-// Parses "none" | "u64" | "f32"; throws std::invalid_argument otherwise.
+// Parses "none" | "u64" | "f32"; throws pheap::error(invalid_argument) otherwise.
 weight_kind parse_weight_kind(std::string_view s);
 
 // One input edge as produced by readers and generators. `weight` holds the raw weight bits:
@@ -39,7 +39,7 @@ inline float f32_from_bits(std::uint64_t bits) noexcept {
 // Input formats understood by the readers (see edge_reader.hpp for the exact grammar).
 enum class input_format : std::uint32_t { text = 0, binary = 1 };
 const char* to_string(input_format f) noexcept;
-input_format parse_input_format(std::string_view s);  // "text" | "binary"
+input_format parse_input_format(std::string_view s);  // "text" | "binary", as above
 
 // Bad input: names the file, the 1-based line number (0 for binary input), the byte offset of
 // the offending line or record, and (for text) the offending line, truncated to 200 bytes.

@@ -1,0 +1,70 @@
+// bench/graph/rmat_ingest.hpp — the insertion loop both graph benchmarks time
+// (construct_bench, ingest_bench): the R-MAT stream (default a, b, c; scrambled; seed 123)
+// generated batch by batch, untimed, and inserted over `threads` threads with bank locks,
+// timed.
+#pragma once
+
+#include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/rmat.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace pheap::bench {
+
+struct rmat_stream {
+  unsigned scale = 18;
+  std::uint64_t edge_factor = 16;
+  unsigned threads = 2;                      // generating and inserting threads
+  std::size_t batch = std::size_t{1} << 20;  // edges per batch
+};
+
+// Inserts the whole stream into `g` and returns the summed insert time in seconds. For a run
+// that may not finish: `arcs` (may be null) advances by 2 * 8192 (two arcs per edge: an
+// estimate, self-loops count once) every 8192 edges a thread inserts, and `after_batch` (may
+// be empty) is called with the edges inserted and the insert seconds so far after each batch.
+template <class G>
+double ingest_rmat(G& g, const rmat_stream& s, std::atomic<std::uint64_t>* arcs = nullptr,
+                   const std::function<void(std::uint64_t, double)>& after_batch = {}) {
+  using clk = std::chrono::steady_clock;
+  graph::rmat_params p;
+  p.scale = s.scale;
+  p.edge_factor = s.edge_factor;
+  p.scramble = true;
+  p.seed = 123;
+  graph::rmat_generator gen(p);
+  std::vector<graph::edge> batch(s.batch);
+  graph::bank_locks locks(g.num_banks());
+  double total = 0;
+  for (std::uint64_t first = 0; first < gen.num_edges(); first += s.batch) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(s.batch, gen.num_edges() - first));
+    gen.generate(first, n, batch.data(), s.threads);
+    const auto t0 = clk::now();
+    auto part = [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        g.insert(batch[i], &locks);
+        if (arcs != nullptr && (i - lo) % 8192 == 8191) arcs->fetch_add(2 * 8192, std::memory_order_relaxed);
+      }
+    };
+    if (s.threads == 1) {
+      part(0, n);
+    } else {
+      std::vector<std::thread> ts;
+      for (unsigned t = 0; t < s.threads; ++t) {
+        ts.emplace_back([&, t] { part(n * t / s.threads, n * (t + 1) / s.threads); });
+      }
+      for (auto& th : ts) th.join();
+    }
+    total += std::chrono::duration<double>(clk::now() - t0).count();
+    if (after_batch) after_batch(first + n, total);
+  }
+  return total;
+}
+
+}  // namespace pheap::bench

@@ -1,0 +1,390 @@
+// The ingestion engine behind pheap/graph/ingest.hpp (protocol and error contract there).
+//
+// run_ingest, as a protocol:
+//   check_request       no inputs or a zero batch size: usage error, nothing touched
+//   start_or_resume     an unfinished job: resume it, abandon it, or refuse; a finished one:
+//                       nothing to do; else record a new job (durable with the first batch)
+//   for each input from the recorded one:
+//     ingest_input      batches read from the recorded position; per batch:
+//                         insert_batch  (N threads; the next batch is parsed meanwhile)
+//                         record_batch  (advance the position: the only state write per batch)
+//                         flush_if_due, report_progress
+//                       a bad line of a strict reader: flush what precedes it, throw it
+//   finish_job          mark the job finished, flush, report
+// A throw from insert_batch leaves a partly inserted batch behind: the caller must not flush.
+#include <pheap/graph/ingest.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+namespace pheap::graph {
+
+input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, input_format format,
+                                     weight_kind weights) {
+  input_fingerprint f;
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  auto mixin = [&h](const void* p, std::size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= c[i];
+      h *= 0x100000001b3ULL;
+    }
+  };
+  const std::uint32_t fmt = static_cast<std::uint32_t>(format);
+  const std::uint32_t wk = static_cast<std::uint32_t>(weights);
+  mixin(&fmt, sizeof fmt);
+  mixin(&wk, sizeof wk);
+  for (const auto& in : inputs) {
+    std::string name;
+    std::uint64_t size = 0;
+    if (in == "-") {
+      if (f.has_stdin) throw ingest_usage_error("stdin ('-') can be given only once");
+      f.has_stdin = true;
+      name = "-";
+    } else {
+      struct stat st {};
+      if (::stat(in.c_str(), &st) != 0) {
+        throw ingest_usage_error("cannot stat input " + in + ": " + std::strerror(errno));
+      }
+      if (S_ISDIR(st.st_mode)) throw ingest_usage_error("input " + in + " is a directory");
+      name = std::filesystem::absolute(in).lexically_normal().string();
+      size = static_cast<std::uint64_t>(st.st_size);
+    }
+    mixin(name.data(), name.size() + 1);
+    mixin(&size, sizeof size);
+    if (!f.description.empty()) f.description += ", ";
+    f.description += name == "-" ? std::string("stdin") : name + " (" + std::to_string(size) + " bytes)";
+  }
+  f.value = h == 0 ? 1 : h;  // 0 means "no job"
+  return f;
+}
+
+namespace detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double seconds_since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+void check_request(const std::vector<std::string>& inputs, const ingest_options& opt) {
+  if (inputs.empty()) throw ingest_usage_error("no inputs given");
+  if (opt.batch_size == 0) throw ingest_usage_error("batch size must be >= 1");
+}
+
+// Inserts `batch` over `threads` threads, each a contiguous share (one thread, without locks,
+// for small batches). The first error of any thread is rethrown once all have stopped.
+void insert_batch(ingest_target& target, std::span<const edge> batch, unsigned threads,
+                  bank_locks& locks) {
+  if (threads == 1 || batch.size() < 2 * threads) {
+    target.insert(batch, nullptr);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errs(threads);
+  const std::size_t per = (batch.size() + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        const std::size_t lo = std::min(batch.size(), t * per);
+        const std::size_t hi = std::min(batch.size(), lo + per);
+        target.insert(batch.subspan(lo, hi - lo), &locks);
+      } catch (...) {
+        errs[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errs) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// A batch and where the reader stood right after it.
+struct batch {
+  std::vector<edge> edges;
+  std::uint64_t end_offset = 0;  // of the next unread line or record
+  std::uint64_t end_line = 0;
+  std::uint64_t bad_lines = 0;   // lines skipped within this batch
+};
+
+// Reads one input batch by batch from a recorded position. While the caller inserts one
+// batch, the next is parsed on a background thread (into DRAM only: no heap write happens
+// off the inserting threads).
+class batch_source {
+ public:
+  batch_source(const std::string& path, const reader_options& ro, std::uint64_t offset,
+               std::uint64_t line, std::size_t batch_size)
+      : rd_(path, ro, offset, line), batch_size_(batch_size), last_offset_(offset),
+        last_bad_(rd_.bad_lines()) {
+    ahead_.edges.reserve(std::min<std::size_t>(batch_size, std::size_t{1} << 24));
+    rd_.read(ahead_.edges, batch_size_);
+    mark_position();
+  }
+  ~batch_source() { (void)settle(); }  // also when an insert threw: the read must stop first
+  batch_source(const batch_source&) = delete;
+  batch_source& operator=(const batch_source&) = delete;
+
+  // Moves the next batch into `b` (recycling b's buffer) and starts parsing the one after.
+  // False at the end: the reader stopped (end of input, bad line) or made no progress.
+  bool take(batch& b) {
+    if (stopped_) return false;
+    if (ahead_.edges.empty() && ahead_.end_offset == last_offset_ && ahead_.bad_lines == last_bad_) {
+      return false;
+    }
+    std::swap(b, ahead_);
+    b.bad_lines -= last_bad_;
+    last_offset_ = b.end_offset;
+    last_bad_ += b.bad_lines;
+    ahead_.edges.clear();
+    stopped_ = rd_.eof() || rd_.failed();
+    if (!stopped_) {
+      thread_ = std::thread([this] {
+        try {
+          rd_.read(ahead_.edges, batch_size_);
+        } catch (...) {
+          read_error_ = std::current_exception();
+        }
+      });
+    }
+    return true;
+  }
+
+  // Waits for the background read; returns its error (null if none).
+  std::exception_ptr settle() {
+    if (thread_.joinable()) {
+      thread_.join();
+      mark_position();
+    }
+    return std::exchange(read_error_, nullptr);
+  }
+
+  const edge_reader& reader() const noexcept { return rd_; }
+
+ private:
+  void mark_position() {  // ahead_.bad_lines holds the reader's total until take()
+    ahead_.end_offset = rd_.offset();
+    ahead_.end_line = rd_.line();
+    ahead_.bad_lines = rd_.bad_lines();
+  }
+
+  edge_reader rd_;
+  std::size_t batch_size_;
+  batch ahead_;
+  std::uint64_t last_offset_, last_bad_;
+  bool stopped_ = false;
+  std::thread thread_;
+  std::exception_ptr read_error_;
+};
+
+// One call of ingest(): the job's counters (a copy of the state's, saved back at the
+// protocol's points), the report and the flush policy.
+class ingest_run {
+ public:
+  ingest_run(ingest_target& target, const std::vector<std::string>& inputs,
+             const ingest_options& opt, const std::function<std::uint64_t()>& flush,
+             const std::function<void(const ingest_progress&)>& progress)
+      : t_(target), inputs_(inputs), opt_(opt), flush_(flush), progress_(progress),
+        threads_(std::max(1u, opt.threads)),
+        fp_(fingerprint_inputs(inputs, opt.format, target.weights())),
+        c_(target.load()),
+        locks_(target.num_banks()) {
+    pr().inputs = inputs.size();
+  }
+
+  // False when the job finished before (nothing to do).
+  bool start_or_resume() {
+    if (c_.active) resume_or_abandon();
+    if (rep_.resumed) return true;
+    if (!fp_.has_stdin && t_.completed(fp_.value) && !opt_.reingest) {
+      rep_.already_done = true;
+      pr().seconds = seconds_since(t0_);
+      return false;
+    }
+    begin_job();
+    return true;
+  }
+
+  std::size_t first_input() const noexcept { return c_.input_index; }
+
+  void ingest_input(std::size_t idx) {
+    pr().input_index = idx;
+    const bool at_recorded = idx == c_.input_index;
+    const std::uint64_t start_off = at_recorded ? c_.byte_offset : 0;
+    batch_source src(inputs_[idx], reader_opts(), start_off, at_recorded ? c_.line : 0,
+                     opt_.batch_size);
+    const std::uint64_t bytes_before = pr().bytes_this_run;
+    while (src.take(cur_)) {
+      insert_batch(t_, cur_.edges, threads_, locks_);  // throws: partial batch, no flush
+      const std::exception_ptr read_error = src.settle();
+      record_batch(idx, cur_);
+      pr().bytes_this_run = bytes_before + (cur_.end_offset - start_off);
+      flush_if_due();
+      report_progress();
+      if (read_error) std::rethrow_exception(read_error);  // heap consistent, unflushed
+    }
+    pr().bytes_this_run = bytes_before + (src.reader().offset() - start_off);
+    if (src.reader().failed()) {
+      // Commit everything before the bad line, then report it. A rerun with --skip-bad-lines
+      // (same inputs, same fingerprint) resumes exactly at that line.
+      if (dirty_) flush_now();
+      throw src.reader().error();
+    }
+    if (idx + 1 < inputs_.size()) next_input(idx + 1);
+  }
+
+  void finish_job() {
+    c_.active = 0;
+    c_.input_index = inputs_.size();
+    ++c_.jobs_completed;
+    t_.save(c_);
+    if (!fp_.has_stdin && !t_.completed(fp_.value)) t_.add_completed(fp_.value);
+    flush_now();
+    pr().edges = c_.edges;
+    report_progress();
+  }
+
+  ingest_report& report() noexcept { return rep_; }
+
+ private:
+  ingest_progress& pr() noexcept { return rep_.final; }
+
+  // An unfinished job is in the state: abandon it (keeping its edges), refuse to run another
+  // or to resume stdin, or resume it.
+  void resume_or_abandon() {
+    const std::string where = "input " + std::to_string(c_.input_index + 1) + ", byte " +
+                              std::to_string(c_.byte_offset) + ", " + std::to_string(c_.edges) +
+                              " edges committed";
+    if (opt_.abandon_incomplete) {
+      c_.active = 0;  // keep committed edges; the new job starts in begin_job
+      t_.save(c_);
+    } else if (c_.fingerprint != fp_.value) {
+      throw ingest_usage_error(
+          "the datastore holds an unfinished ingestion of different inputs: " + t_.description() +
+          " (" + where +
+          "). Rerun that command to finish it, or pass --abandon-incomplete to keep what it "
+          "committed and start this one.");
+    } else if (c_.from_stdin) {
+      throw ingest_usage_error(
+          "the unfinished ingestion read stdin (" + where +
+          "), which cannot be resumed. The graph holds the edges up to that point; pass "
+          "--abandon-incomplete to keep them and start a new ingestion.");
+    } else {
+      rep_.resumed = true;
+      rep_.resumed_at_edges = c_.edges;
+      rep_.resumed_input = c_.input_index;
+      rep_.resumed_offset = c_.byte_offset;
+    }
+  }
+
+  // Records a new job; durable together with the first batch's edges (same watermark).
+  void begin_job() {
+    c_.fingerprint = fp_.value;
+    c_.active = 1;
+    c_.from_stdin = fp_.has_stdin ? 1 : 0;
+    c_.input_index = 0;
+    c_.byte_offset = 0;
+    c_.line = 0;
+    c_.edges = 0;
+    c_.bad_lines = 0;
+    t_.save(c_);
+    t_.set_description(fp_.description);
+    dirty_ = true;
+  }
+
+  reader_options reader_opts() const {
+    reader_options ro;
+    ro.format = opt_.format;
+    ro.weights = t_.weights();
+    ro.skip_bad_lines = opt_.skip_bad_lines;
+    ro.buffer_bytes = opt_.read_buffer_bytes;
+    return ro;
+  }
+
+  // The batch is fully inserted: advance the durable position past it.
+  void record_batch(std::size_t idx, const batch& b) {
+    const std::uint64_t n = b.edges.size();
+    c_.input_index = idx;
+    c_.byte_offset = b.end_offset;
+    c_.line = b.end_line;
+    c_.edges += n;
+    c_.total_edges += n;
+    c_.bad_lines += b.bad_lines;
+    t_.save(c_);
+    dirty_ = true;
+    unflushed_edges_ += n;
+    pr().edges = c_.edges;
+    pr().edges_this_run += n;
+    pr().bad_lines = c_.bad_lines;
+  }
+
+  // The next input starts at its beginning; recorded with its first batch or the final flush.
+  void next_input(std::size_t idx) {
+    c_.input_index = idx;
+    c_.byte_offset = 0;
+    c_.line = 0;
+    t_.save(c_);
+    dirty_ = true;
+  }
+
+  void flush_if_due() {
+    const bool by_edges = opt_.flush_every_edges != 0 && unflushed_edges_ >= opt_.flush_every_edges;
+    const bool by_time = opt_.flush_every_seconds > 0 && seconds_since(last_flush_) >= opt_.flush_every_seconds;
+    if (by_edges || by_time) flush_now();
+  }
+
+  void flush_now() {
+    pr().watermark = flush_();
+    ++rep_.flushes;
+    unflushed_edges_ = 0;
+    last_flush_ = clock::now();
+    dirty_ = false;
+  }
+
+  void report_progress() {
+    pr().seconds = seconds_since(t0_);
+    if (progress_) progress_(pr());
+  }
+
+  ingest_target& t_;
+  const std::vector<std::string>& inputs_;
+  const ingest_options& opt_;
+  const std::function<std::uint64_t()>& flush_;
+  const std::function<void(const ingest_progress&)>& progress_;
+  const clock::time_point t0_ = clock::now();
+  const unsigned threads_;
+  const input_fingerprint fp_;
+  job_counters c_;
+  bank_locks locks_;
+  ingest_report rep_;
+  batch cur_;
+  std::uint64_t unflushed_edges_ = 0;
+  clock::time_point last_flush_ = clock::now();
+  bool dirty_ = false;  // the state changed since the last watermark
+};
+
+}  // namespace
+
+ingest_report run_ingest(ingest_target& target, const std::vector<std::string>& inputs,
+                         const ingest_options& opt, const std::function<std::uint64_t()>& flush,
+                         const std::function<void(const ingest_progress&)>& progress) {
+  check_request(inputs, opt);
+  ingest_run run(target, inputs, opt, flush, progress);
+  if (!run.start_or_resume()) return run.report();
+  for (std::size_t idx = run.first_input(); idx < inputs.size(); ++idx) run.ingest_input(idx);
+  run.finish_job();
+  return run.report();
+}
+
+}  // namespace detail
+}  // namespace pheap::graph

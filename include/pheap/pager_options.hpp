@@ -1,0 +1,37 @@
+// pheap/pager_options.hpp — how a pager is configured: buffer, watermarks, dirty tracking,
+// fault threads, read-ahead. Apart from pheap/pager.hpp so that pheap/options.hpp (and so
+// pheap/pheap.hpp) can hold pager options without the pager's class and the store's API.
+//
+// The modes of dirty_tracking and what each costs: pheap/pager.hpp.
+//
+// Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
+// README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
+// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+
+namespace pheap {
+
+enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
+const char* to_string(dirty_tracking t) noexcept;
+std::ostream& operator<<(std::ostream& os, dirty_tracking t);
+
+struct pager_options {
+  // Bytes of DRAM the region may hold (rounded down to whole pages, at least 2 pages, at most
+  // the capacity). 0 → 1/4 of physical RAM.
+  std::size_t buffer_size = 0;
+  double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
+  dirty_tracking tracking = dirty_tracking::automatic;
+  unsigned fault_threads = 2;  // workers reading the uffd (1..64)
+  unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
+
+  // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or
+  // out-of-range value, or a low watermark not below the high one, throws
+  // error(invalid_argument) naming the variable and the value.
+  static pager_options from_env(pager_options base);
+  static pager_options from_env();  // == from_env(pager_options{})
+};
+
+}  // namespace pheap

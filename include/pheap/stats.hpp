@@ -1,0 +1,58 @@
+// pheap/stats.hpp — what the store and the pager count: store_stats (sparse_store::stats()),
+// pager_stats (pager::stats()). Both are embedded in manager_stats (pheap/manager.hpp), so
+// they have a header of their own: an application that reads its heap's statistics does not
+// pull in the store's or the pager's API.
+// Counters are totals since the store or pager was opened (resident/pinned: current values).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+
+namespace pheap {
+
+struct store_stats {
+  std::uint64_t pages_read = 0;        // pages read from segment files (and verified)
+  std::uint64_t zero_pages_read = 0;   // pages without data served as zeros without I/O
+  std::uint64_t pages_written = 0;     // page copies written to segment files
+  std::uint64_t commits = 0;
+  std::uint64_t map_bytes_written = 0; // map blocks and directories written by commits
+  std::uint64_t freed_pages = 0;       // discarded pages whose homes commits punched out
+  std::uint64_t commit_ns = 0;         // total time inside commit()
+  std::uint64_t live_bytes = 0;        // pages with data x page size (newest versions)
+  std::uint64_t disk_bytes = 0;        // bytes allocated on disk by the datastore's files
+};
+
+struct pager_stats {
+  std::uint64_t read_faults = 0;    // missing-page faults from reads
+  std::uint64_t write_faults = 0;   // missing-page faults from writes
+  std::uint64_t wp_faults = 0;      // write-protect faults (wp_sync)
+  std::uint64_t zero_fills = 0;     // pages filled with zeros without store I/O
+  std::uint64_t pages_read = 0;     // pages filled from the store (faults, read-ahead, prefetch)
+  std::uint64_t bytes_read = 0;
+  std::uint64_t read_ahead_pages = 0;
+  std::uint64_t prefetched_pages = 0;
+  std::uint64_t evictions = 0;      // pages evicted
+  std::uint64_t evicted_dirty = 0;  // of which written back
+  std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
+  std::uint64_t dirty_pages_written = 0;  // by flushes
+  std::uint64_t bytes_written = 0;        // eviction + flush
+  std::uint64_t flushes = 0;
+  std::uint64_t flush_retakes = 0;  // pages re-taken with MOVE because a write raced the copy
+  std::uint64_t buffer_waits = 0;   // faults that waited for the evictor
+  std::uint64_t poisoned_pages = 0;
+  std::uint64_t resident_pages = 0;
+  std::uint64_t peak_resident_pages = 0;
+  std::uint64_t pinned_pages = 0;
+  std::uint64_t fault_ns = 0;  // worker time resolving missing faults (wall clock, I/O included)
+  std::uint64_t flush_ns = 0;
+  std::uint64_t evict_ns = 0;  // wall clock of eviction batches
+  // CPU time (user + system) the pager's own threads have used so far: the fault workers, and
+  // the evictor. The cost per fault / eviction that the pager adds (the store's I/O threads,
+  // e.g. io_uring workers, are not included).
+  std::uint64_t fault_cpu_ns = 0;
+  std::uint64_t evict_cpu_ns = 0;
+};
+// One line: faults, fills, evictions, flushes, bytes, residency, waits, time.
+std::ostream& operator<<(std::ostream& os, const pager_stats& s);
+
+}  // namespace pheap

@@ -1,0 +1,85 @@
+// sparse_store/read_path.cpp — read_pages() and may_have_data() (FORMAT.md "Read path").
+//
+// A page's newest version (working, sealed or committed: page_map.hpp) says where its copy is.
+// A page without data is zeros, with no I/O. Every other page is read from its home and
+// verified against the map's CRC32C: a mismatch is errc::corrupt naming the segment file, the
+// page, the home and its offset — a damaged copy or one rewritten behind the map's back is
+// never served. A page whose in-place rewrite failed (poisoned store) may hold either version:
+// it is verified against both CRCs, anything else is errc::io. (A read racing a rewrite of the
+// same page, which the pager never issues, is looked up and read once more before a mismatch
+// is reported.)
+//
+// Reads work on a poisoned store: a failed write published nothing (write_path.cpp), so every
+// version the map holds was fully written.
+#include <cstring>
+
+#include "pheap/crc32c.hpp"
+#include "pheap/error.hpp"
+#include "store_impl.hpp"
+
+namespace pheap::store {
+
+void store_impl::read_pages(std::span<const page_read> batch) { read_impl(batch, true); }
+
+void store_impl::read_impl(std::span<const page_read> batch, bool retry) {
+  for (const auto& r : batch) check_page(r.page, r.buf, "read_pages");
+  std::vector<std::uint64_t> pages(batch.size());
+  for (std::size_t k = 0; k < batch.size(); ++k) pages[k] = batch[k].page;
+  map_.load_pages(pages);
+  std::vector<page_map::copy> copies(batch.size());
+  map_.newest(pages, copies);
+
+  const std::uint64_t e = epoch();
+  std::vector<std::size_t> which;  // batch indexes of the pages with data
+  std::uint64_t zeros = 0;
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    if (copies[k].home != page_home::none) {
+      which.push_back(k);
+      continue;
+    }
+    std::memset(batch[k].buf, 0, page_size_);
+    ++zeros;
+  }
+  stat_zero_pages_ += zeros;
+  segs_.gather(
+      which.size(),
+      [&](std::size_t i, bool patient) {
+        return segs_.for_read(segs_.segment_of(pages[which[i]]), pages[which[i]], e, patient);
+      },
+      [&](std::size_t first, std::size_t end, const std::vector<std::shared_ptr<io::file>>& files) {
+        std::vector<io::read_request> reqs;
+        for (std::size_t i = first; i < end; ++i) {
+          const std::size_t k = which[i];
+          reqs.push_back({files[i].get(), segs_.offset_of(pages[k], copies[k].home), batch[k].buf,
+                          page_size_});
+        }
+        eng_->read(reqs);
+        stat_pages_read_ += reqs.size();
+        for (std::size_t i = first; i < end; ++i) verify(batch[which[i]], copies[which[i]], *files[i], retry);
+      });
+}
+
+// A copy just read into r.buf must match the map: see the file comment.
+void store_impl::verify(const page_read& r, const page_map::copy& c, const io::file& f, bool retry) {
+  const std::uint32_t got = crc32c(r.buf, page_size_);
+  if (got == c.crc || (c.damaged && got == c.alt_crc)) return;
+  if (c.damaged) {
+    throw error(errc::io, f.path(), "read_pages",
+                "page " + std::to_string(r.page) + " was lost by a failed in-place rewrite (" +
+                    poison_cause() + ")");
+  }
+  if (retry) return read_impl(std::span<const page_read>(&r, 1), false);
+  char crcs[64];
+  std::snprintf(crcs, sizeof crcs, "the map says %08x, the copy has %08x", c.crc, got);
+  throw error(errc::corrupt, f.path(), "read_pages",
+              "page " + std::to_string(r.page) + " (home " + std::to_string(home_index(c.home)) +
+                  ", offset " + std::to_string(segs_.offset_of(r.page, c.home)) +
+                  ") fails its checksum (" + crcs +
+                  "): the copy was damaged or rewritten behind the map's back");
+}
+
+bool store_impl::may_have_data(std::uint64_t page) const {
+  return page < page_count_ && map_.may_have_data(page);
+}
+
+}  // namespace pheap::store

@@ -1,0 +1,80 @@
+// src/pager/fault_signals.hpp — what a SIGBUS or SIGSEGV inside a pager region means, told to
+// the thread that took it (public side: include/pheap/fault_guard.hpp).
+//
+// The kernel leaves a signal as the only outcome of three accesses to a region:
+//   (a) a page whose store read failed (checksum or I/O) is poisoned (UFFDIO_POISON): every
+//       access to it is SIGBUS (BUS_MCEERR_AR, si_addr = the address). Before Linux 6.6 the
+//       pager sends SIGBUS to the faulting thread with tgkill instead: that one carries no
+//       address, is not told apart from any kill(2), and is not caught by the guard;
+//   (b) a write into a read-only region (mapped PROT_READ) is SIGSEGV (SEGV_ACCERR);
+//   (c) an access from a fork() child (the region is MADV_DONTFORK) is SIGSEGV (SEGV_MAPERR).
+//
+// Protocol.
+//   register   A pager registers its region once mapped (region_registration, a member of
+//              pager_impl) and unregisters it before unmapping: begin, end, read_only, the
+//              registering pid and the store path go into one of kSlots lock-free slots.
+//              Writers (register, unregister) hold g_mu; `end` is stored last with release
+//              order and cleared first, so a handler that sees end != 0 sees the whole slot.
+//              A fork() child inherits its parent's slots (the memory, not the regions): they
+//              explain an access to the parent's region, and a registration of the child's
+//              own may take them over (its region can lie at the same addresses).
+//              The first registration installs the SIGBUS and SIGSEGV handlers (SA_SIGINFO |
+//              SA_ONSTACK) and keeps the previous actions.
+//   log        When a fault worker poisons a page it logs the store's error (page address →
+//              exception) with the registration, before the poison is installed, so it is
+//              there when the retried access raises SIGBUS.
+//   guard      run_fault_guarded (fault_guard.hpp) arms a thread-local frame (sigsetjmp) and
+//              runs the callable. A SIGBUS of case (a) on an armed thread (a fault, si_code >
+//              0, at an address of a registered region) siglongjmps back to the frame, which
+//              then, outside signal context, looks the page up in the log and throws the
+//              store's error (errc::corrupt or io, naming the segment file and the page).
+//   explain    A SIGSEGV of case (b) or (c) writes one line naming the datastore, the address
+//              and the cause to stderr (write(2), no allocation), restores the default action
+//              and returns: the access is retried and the process dies by SIGSEGV as before.
+//   chain      Every other SIGBUS or SIGSEGV goes to the previous action (a handler, or the
+//              default action: for a signal sent by kill(2) it is raised again, since
+//              returning would not repeat it).
+//
+// The handlers read only the slots and the thread-local frame: atomic loads, write(2),
+// sigaction(2), raise(3), siglongjmp(3) — all async-signal-safe. Up to kSlots regions may be
+// registered at once; further ones work normally but their faults are not explained
+// (registration reports false).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+
+namespace pheap::paging {
+
+inline constexpr std::size_t kSlots = 64;
+
+struct region_record;  // the log and the name; lives as long as the registration
+
+class region_registration {
+ public:
+  region_registration() noexcept;
+  // Registers [base, base + size) of the store at `name`.
+  region_registration(const std::byte* base, std::size_t size, std::size_t page_size,
+                      bool read_only, const std::string& name);
+  ~region_registration();
+  region_registration(region_registration&&) noexcept;
+  region_registration& operator=(region_registration&&) noexcept;
+  region_registration(const region_registration&) = delete;
+  region_registration& operator=(const region_registration&) = delete;
+
+  // Accesses to `page` (its address in the region) fail with `why`, the store's error.
+  void note_poisoned(const std::byte* page, std::exception_ptr why);
+  // Unregisters (also done by the destructor).
+  void release() noexcept;
+
+ private:
+  std::unique_ptr<region_record> rec_;
+  int slot_ = -1;
+};
+
+}  // namespace pheap::paging

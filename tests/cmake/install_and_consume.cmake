@@ -1,0 +1,23 @@
+# Installs a build tree into a fresh prefix, then configures, builds and runs a consumer
+# project against it with find_package(pheap): the installed package, not the build tree.
+#
+#   cmake -DBUILD_DIR=<pheap build> -DWORK=<scratch dir> -DCONSUMER=<project dir>
+#         -DCXX=<compiler> -DEXPECT_REGEX=<regex> -P install_and_consume.cmake
+file(REMOVE_RECURSE "${WORK}")
+set(prefix "${WORK}/prefix")
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+step("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+step("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER}" -B "${WORK}/consumer" -G Ninja
+     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+step("build the consumer" ${CMAKE_COMMAND} --build "${WORK}/consumer")
+step("run the consumer" "${WORK}/consumer/app" "${WORK}/datastore")
+if(NOT step_output MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "consumer output does not match /${EXPECT_REGEX}/:\n${step_output}")
+endif()
+message(STATUS "installed package served the consumer: ${step_output}")

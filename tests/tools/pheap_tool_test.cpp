@@ -1,0 +1,299 @@
+// `pheap` end to end, as a user meets it: --help and --version, one-line usage errors, --json
+// that parses and carries its fields, tables that survive long type names and say what their
+// sizes are, damaged pages as
+// errors naming the segment file and the page (never a signal), snapshots that refuse damage,
+// `info` while a writer holds the datastore, and progress on a terminal, in a log and --quiet.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/damage.hpp"
+#include "common/test_util.hpp"
+#include "pheap/pheap.hpp"
+#include "pheap/sparse_store.hpp"
+#include "tools/tool_test_util.hpp"
+
+namespace pheap::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kTool = PHEAP_TOOL_BIN;
+
+// A type whose pheap::type_name is over 300 characters.
+template <class... T>
+struct wide_type {
+  std::uint64_t v[2];
+};
+template <unsigned long long N>
+using big = std::integral_constant<unsigned long long, N>;
+using long_t = wide_type<big<1000000000001ull>, big<1000000000002ull>, big<1000000000003ull>,
+                         big<1000000000004ull>, big<1000000000005ull>, big<1000000000006ull>,
+                         big<1000000000007ull>>;
+
+constexpr char kFill = 0x4e;  // 'N': the blob's bytes
+
+class PheapTool : public ::testing::Test {
+ protected:
+  // A closed heap: the blob (256 KiB of kFill), an object of a 300+ character type name with a
+  // description, and three anonymous arrays.
+  void SetUp() override {
+    try {
+      make_blob_heap(ds_, "blob", kFill, 256u << 10);
+      manager m(open_only, ds_);
+      auto* w = m.construct<long_t>("wide")();
+      m.set_instance_description(w, "an object with a long type name");
+      for (int i = 0; i < 3; ++i) m.construct<std::uint32_t>(anonymous_instance)[10 + i](7u);
+      m.flush();
+      m.flush();  // the pages are checkpointed into the segment files, where tests damage them
+    } catch (const error& e) {
+      if (e.code() != errc::unavailable) throw;
+      PHEAP_REQUIRE_FEATURE(std::string("userfaultfd pager: ") + e.what());
+    }
+  }
+  child_result tool(std::vector<std::string> args) const {
+    args.insert(args.begin(), kTool);
+    return run_child(args);
+  }
+  temp_dir dir_;
+  const std::string ds_ = dir_ / "heap";
+};
+
+TEST(PheapToolCli, HelpOnTheToolAndEveryCommandExitsZeroAndExplainsEveryOption) {
+  expect_help_explains_every_option(kTool, "pheap", {"ls", "info", "check", "snapshot", "rm"});
+}
+
+TEST(PheapToolCli, VersionPrintsTheLibraryVersionFromCMake) {
+  const auto r = run_child({kTool, "--version"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, std::string("pheap ") + PHEAP_VERSION_STRING + " (datastore format " +
+                       std::to_string(sparse_store::format_version) + ")\n");
+}
+
+TEST(PheapToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
+  struct c {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<c> cases{
+      {{"ls"}, "PATH is required"},
+      {{"ls", "a", "b"}, "not expected: b"},
+      {{"bogus"}, "unknown command 'bogus'"},
+      {{"info", "--buffer-size", "5X", "p"}, "bad size '5X'"},
+      {{"check", "--nope", "p"}, "--nope"},
+      {{}, "subcommand is required"},
+  };
+  for (const auto& x : cases) {
+    std::vector<std::string> argv{kTool};
+    argv.insert(argv.end(), x.args.begin(), x.args.end());
+    const auto r = run_child(argv);
+    EXPECT_TRUE(r.exited(2)) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(x.says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--help)"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(PheapTool, JsonOfLsInfoAndCheckParsesAndCarriesTheFields) {
+  auto r = tool({"ls", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  std::string why;
+  json j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  EXPECT_EQ(j["datastore"], ds_);
+  EXPECT_EQ(j["counts"]["named"], 2);
+  EXPECT_EQ(j["counts"]["anonymous"], 3);
+  ASSERT_EQ(j["objects"].size(), 5u);  // two named, then the three anonymous arrays
+  std::vector<std::uint64_t> anonymous_lengths;
+  for (const auto& o : j["objects"]) {
+    if (o["kind"] == "anonymous") {
+      EXPECT_EQ(o["name"], "");
+      EXPECT_EQ(o["type"], std::string(type_name<std::uint32_t>()));
+      anonymous_lengths.push_back(o["length"].get<std::uint64_t>());
+    }
+    for (const char* k : {"kind", "name", "type", "length", "bytes", "offset", "description"}) {
+      EXPECT_TRUE(o.contains(k)) << k << " missing in " << o.dump();
+    }
+    if (o["name"] == "blob") {
+      EXPECT_EQ(o["length"], 256u << 10);
+      EXPECT_EQ(o["bytes"], 256u << 10);
+    }
+    if (o["name"] == "wide") {
+      EXPECT_EQ(o["type"], std::string(type_name<long_t>()));
+      EXPECT_EQ(o["description"], "an object with a long type name");
+    }
+  }
+  std::sort(anonymous_lengths.begin(), anonymous_lengths.end());
+  EXPECT_EQ(anonymous_lengths, (std::vector<std::uint64_t>{10, 11, 12}));
+  EXPECT_GE(j["heap_allocated_bytes"].get<std::uint64_t>(), 256u << 10);
+
+  r = tool({"info", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  EXPECT_EQ(j["source"], "open");
+  EXPECT_EQ(j["uuid"], manager::get_uuid(ds_));
+  EXPECT_EQ(j["objects"]["anonymous"], 3);
+  EXPECT_EQ(j["page_size"], 64u << 10);
+  for (const char* k : {"epoch", "capacity", "chunk_size", "store_format", "writer_version",
+                        "created", "disk_bytes", "description", "chunks", "allocated"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+
+  r = tool({"check", "--json", "--quiet", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  EXPECT_EQ(j["sound"], true);
+  EXPECT_EQ(j["heap_checked"], true);
+  EXPECT_GT(j["pages_verified"].get<int>(), 4);
+  EXPECT_TRUE(j["damaged_pages"].empty());
+  EXPECT_TRUE(j["problems"].empty());
+}
+
+TEST_F(PheapTool, LsTableKeepsItsColumnsWithA300CharacterTypeNameAndSaysWhatItsSizesAre) {
+  ASSERT_GT(type_name<long_t>().size(), 300u);
+  const auto r = tool({"ls", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 4u) << r.out;
+  const std::size_t type_col = lines[0].find("TYPE");
+  const std::size_t name_col = lines[0].find("NAME");
+  bool wide_seen = false;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto& l = lines[i];
+    if (l.rfind("named", 0) == 0) {
+      ASSERT_GT(l.size(), type_col) << l;
+      EXPECT_NE(l[name_col], ' ') << "NAME column moved: " << l;
+      EXPECT_NE(l[type_col], ' ') << "TYPE column moved: " << l;
+      EXPECT_EQ(l[type_col - 1], ' ') << l;
+      if (l.find(" wide ") != std::string::npos) {
+        EXPECT_EQ(l.substr(type_col), std::string(type_name<long_t>())) << "not a terminal: never clipped";
+        wide_seen = true;
+      }
+    }
+  }
+  EXPECT_NE(r.out.find("2 named, 0 unique, 3 anonymous objects"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("counted, not listed"), std::string::npos) << "every anonymous object is listed";
+  std::size_t anonymous_rows = 0;
+  for (const auto& l : lines) anonymous_rows += l.rfind("anonymous", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(anonymous_rows, 3u) << r.out;
+  EXPECT_TRUE(wide_seen) << r.out;
+  EXPECT_NE(r.out.find("description: an object with a long type name"), std::string::npos);
+  EXPECT_NE(r.out.find("the object itself, not the memory it owns"), std::string::npos);
+
+  // On a terminal of 100 columns no line is longer than the terminal; --wide keeps the name.
+  const auto t = run_on_pty({kTool, "ls", ds_}, 100);
+  ASSERT_TRUE(t.exited(0)) << t.describe();
+  for (auto l : lines_of(t.out)) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    EXPECT_LE(l.size(), 100u) << l;
+  }
+  EXPECT_NE(t.out.find("..."), std::string::npos) << t.out;
+  const auto w = run_on_pty({kTool, "ls", "--wide", ds_}, 100);
+  EXPECT_NE(w.out.find(std::string(type_name<long_t>())), std::string::npos) << w.out;
+}
+
+// Page 0 holds the heap's header, which every command reads first.
+TEST_F(PheapTool, DamagedPageUnderEveryReadCommandIsAnErrorNamingSegmentAndPageNotASignal) {
+  const std::string seg = ds_ + "/segment-000000";
+  flip_bit(seg, 1000);
+  for (const std::string cmd : {"ls", "info"}) {
+    const auto r = tool({cmd, ds_});
+    EXPECT_FALSE(WIFSIGNALED(r.status)) << cmd << ": " << r.describe();
+    EXPECT_TRUE(r.exited(2)) << cmd << ": " << r.describe();
+    const std::string last = lines_of(r.err).back();
+    EXPECT_EQ(last.rfind("pheap " + cmd + ": ", 0), 0u) << r.err;
+    EXPECT_NE(last.find(seg + ": page 0 (home 0, offset 0) fails its checksum"), std::string::npos) << r.err;
+  }
+  const auto c = tool({"check", "--quiet", ds_});
+  EXPECT_TRUE(c.exited(1)) << c.describe();
+  EXPECT_NE(c.out.find(seg + ": page 0 (home 0, offset 0) fails its checksum"), std::string::npos) << c.out;
+  const auto s = tool({"snapshot", "--quiet", ds_, dir_ / "copy"});
+  EXPECT_TRUE(s.exited(2)) << s.describe();
+  EXPECT_NE(s.err.find("refusing to copy damaged data"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find(seg + ": page 0"), std::string::npos) << s.err;
+  EXPECT_FALSE(fs::exists(dir_ / "copy"));
+}
+
+// A damaged page met in the middle of a listing (a long name's bytes) rather than at open.
+TEST_F(PheapTool, DamagedPageMetWhileListingIsAnErrorNamingSegmentAndPageNotASignal) {
+  {
+    manager m(open_only, ds_);
+    ASSERT_NE(m.construct<int>(std::string(40000, 'Q'))(1), nullptr);
+    m.flush();
+    m.flush();
+  }
+  const std::string seg = damage_block_of(ds_, 'Q', which_block::last);
+  ASSERT_FALSE(seg.empty());
+  const auto r = tool({"ls", ds_});
+  EXPECT_FALSE(WIFSIGNALED(r.status)) << r.describe();
+  EXPECT_TRUE(r.exited(2)) << r.describe();
+  EXPECT_NE(lines_of(r.err).back().find(seg + ": page "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fails its checksum"), std::string::npos) << r.err;
+}
+
+TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
+  const auto r = tool({"snapshot", ds_, dir_ / "copy"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("verified against their checksums before the copy"), std::string::npos) << r.out;
+  manager m(open_read_only, dir_ / "copy");
+  EXPECT_EQ(m.find<char>("blob").second, 256u << 10);
+  EXPECT_NE(m.get_uuid(), manager::get_uuid(ds_));
+}
+
+TEST_F(PheapTool, InfoWhileAWriterHoldsTheDatastoreShowsItsLastWatermark) {
+  manager w(open_only, ds_);
+  w.set_description("being written");
+  w.flush();
+  const std::uint64_t epoch = w.flush();
+  w.construct<int>("unflushed")(1);  // not in the watermark: info must not need it
+  auto r = tool({"info", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const json j = parse_json(r.out);
+  ASSERT_FALSE(j.is_null()) << r.out;
+  EXPECT_EQ(j["source"], "superblock");
+  EXPECT_EQ(j["epoch"], epoch);
+  EXPECT_EQ(j["description"], "being written");
+  EXPECT_EQ(j["uuid"], w.get_uuid());
+  r = tool({"info", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("epoch:           " + std::to_string(epoch) + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("another process has the datastore open for writing"), std::string::npos) << r.out;
+  r = tool({"ls", ds_});
+  EXPECT_TRUE(r.exited(2)) << r.describe();
+  EXPECT_NE(r.err.find("`pheap info` shows its last watermark"), std::string::npos) << r.err;
+}
+
+TEST_F(PheapTool, ProgressIsABarOnATerminalAPlainLineInALogAndNothingWithQuiet) {
+  const auto t = run_on_pty({kTool, "check", ds_});
+  ASSERT_TRUE(t.exited(0)) << t.describe() << t.out;
+  const auto bar = t.out.find("\rcheck [");
+  ASSERT_NE(bar, std::string::npos) << t.out;
+  const std::string line = t.out.substr(bar + 1, t.out.find('\n', bar) - bar - 1);
+  EXPECT_NE(line.find("100.0%"), std::string::npos) << line;
+  EXPECT_NE(line.find("MiB/s"), std::string::npos) << line;
+  EXPECT_NE(line.find("ETA 0:00"), std::string::npos) << line;
+  EXPECT_NE(line.find("] "), std::string::npos) << line;
+
+  const auto l = tool({"check", ds_});
+  ASSERT_TRUE(l.exited(0)) << l.describe();
+  EXPECT_EQ(l.err.find('\r'), std::string::npos) << l.err;
+  const auto last = lines_of(l.err).back();
+  EXPECT_EQ(last.rfind("check ", 0), 0u) << l.err;
+  EXPECT_NE(last.find("100.0%"), std::string::npos) << l.err;
+  EXPECT_NE(last.find("(done)"), std::string::npos) << l.err;
+
+  const auto q = tool({"check", "--quiet", ds_});
+  ASSERT_TRUE(q.exited(0)) << q.describe();
+  EXPECT_TRUE(q.err.empty()) << q.err;
+}
+
+}  // namespace
+}  // namespace pheap::test

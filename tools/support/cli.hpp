@@ -1,0 +1,77 @@
+// tools/support/cli.hpp — what the command-line tools (pheap, pheap-graph) share about their
+// command lines: CLI11 set-up, the two number rules, exit codes, error reporting.
+//
+// Number rules (stated in every --help footer, kNumberRules):
+//   sizes in bytes   pheap::env::parse_size, the parser of the PHEAP_* variables: K, M, G, T
+//                    are powers of 1024 and may be written KiB or KB ("64MiB" = 67108864);
+//   counts           decimal integers with an optional k, M, G or T suffix meaning powers of
+//                    1000 ("1M" edges = 1000000 edges), parse_count below.
+// Exit codes: each tool documents its own table in its --help footer; both use 0 for success
+// and 2 for a usage error (a bad option or value: one line naming it, then a pointer to --help).
+//
+// Caveat: after a command fails, the tools leave with leave() (std::_Exit after flushing
+// stdio), not by returning from main. A damaged page read inside pheap::guard_faults skipped the
+// destructors of the frames it unwound (pheap/fault_guard.hpp), so running the remaining ones
+// could meet state those frames left behind; a read-only open writes nothing on close, and a
+// failed ingestion must not flush (its datastore keeps its last watermark).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tool_support {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_usage = 2;
+
+// The footer of every --help: the two number rules above.
+extern const char* const kNumberRules;
+
+// "pheap 0.1.0 (datastore format 2)": the library version from CMake.
+std::string version_line(const std::string& tool);
+
+// A count: decimal digits with an optional k/K, M, G or T suffix (powers of 1000). Throws
+// CLI::ValidationError naming `what` and the value.
+std::uint64_t parse_count(const std::string& what, const std::string& value);
+// A size in bytes with the rules of pheap::env::parse_size. Throws CLI::ValidationError.
+std::uint64_t parse_size(const std::string& what, const std::string& value);
+
+// Options whose value follows the rules above; `out` is set when the option is given.
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                             const std::string& help);
+CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
+                              const std::string& help);
+
+// The top level of a tool: --version, -h/--help, exactly one command, and a footer of the
+// tool's exit codes followed by kNumberRules.
+void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes);
+
+// What a failed command prints ("<tool> <command>: <message>") and its exit code.
+struct failure {
+  int code;
+  std::string message;
+};
+
+// The whole of a tool's main after its commands are defined: parses argv (the callbacks of the
+// chosen command set `action`), then runs `action` inside pheap::guard_faults. Returns the exit
+// code: 0 after --help or --version (printed to stdout); exit_usage after a usage error, printed
+// to stderr as one line "<tool> <command>: <what is wrong> (see <tool> <command> --help)"; else
+// the action's. When the action throws, prints "<tool> <command>: " and what `describe` makes of
+// the exception, and leaves (see leave()) with its code.
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<int()>& action,
+                  const std::function<failure(const std::exception&)>& describe);
+
+// Flushes stdout and stderr and ends the process with `code` without running destructors
+// (see the caveat above).
+[[noreturn]] void leave(int code);
+
+// "145.2 MiB" (powers of 1024), "1.23M" (powers of 1000).
+std::string human_bytes(std::uint64_t bytes);
+std::string human_count(double n);
+
+}  // namespace tool_support
