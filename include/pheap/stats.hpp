@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 
 namespace pheap {
 
@@ -51,6 +52,11 @@ struct pager_stats {
   // e.g. io_uring workers, are not included).
   std::uint64_t fault_cpu_ns = 0;
   std::uint64_t evict_cpu_ns = 0;
+  // The buffer and where its size came from: "buffer_size option", or the memory limit with
+  // its numbers ("cgroup v1 /sys/fs/cgroup/memory/x: limit 64.0 MiB, in use 3.2 MiB, headroom
+  // 16.0 MiB, pheap's own 9.1 MiB").
+  std::uint64_t buffer_bytes = 0;
+  std::string buffer_source;
 };
 // One line: faults, fills, evictions, flushes, bytes, residency, waits, time.
 std::ostream& operator<<(std::ostream& os, const pager_stats& s);

@@ -15,6 +15,7 @@
 #include <cassert>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <sstream>
@@ -79,6 +80,7 @@ pager_options pager_options::from_env(pager_options base) {
   }
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
+  if (auto v = env::count(var::debug)) base.debug = *v == 1;
   return base;
 }
 
@@ -93,7 +95,8 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
      << " us evict " << s.evict_ns / 1000 << " us | cpu: workers " << s.fault_cpu_ns / 1000
-     << " us evictor " << s.evict_cpu_ns / 1000 << " us";
+     << " us evictor " << s.evict_cpu_ns / 1000 << " us | buffer " << s.buffer_bytes
+     << " B from " << s.buffer_source;
   return os;
 }
 
@@ -136,11 +139,81 @@ void pager_impl::set_geometry(const pager_options& opt) {
   }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
-  budget_.configure(npages_, ps_, opt.buffer_size, opt.high_watermark, opt.low_watermark);
-  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page.
-  evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
+  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at most 1/16 of the memory there is
+  // (their bounce buffers are outside the buffer), at least one page; an eviction batch at
+  // most half the buffer.
+  std::optional<memory_sample> limit;
+  if (opt.buffer_size == 0) {
+    const memory_limit m = memory_limit::detect();
+    limit = m.sample();
+    buffer_source_ = m.name();
+  }
+  const std::uint64_t memory = limit ? limit->limit : opt.buffer_size;
+  evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, memory / 16) / ps_, 1, 512);
+  flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, memory / 16) / ps_, 1, 1024);
+  fault_threads_ = opt.fault_threads;
+  choose_buffer(opt, limit);
   evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
-  flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
+}
+
+namespace {
+std::string mib(std::uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
+}
+}  // namespace
+
+// The buffer: buffer_size when given; else what the memory limit (memory_limit.hpp) leaves
+// after the memory in use, a headroom and pheap's own memory outside the buffer. Below the
+// minimum (buffer_budget::min_pages, for a region at least that large): invalid_argument for
+// an explicit size, unavailable for an automatic one, naming the minimum.
+void pager_impl::choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit) {
+  const std::uint64_t min_bytes = buffer_budget::min_pages * ps_;
+  const bool region_allows = npages_ >= buffer_budget::min_pages;
+  std::uint64_t bytes = opt.buffer_size;
+  if (!limit) {
+    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
+      throw error(errc::invalid_argument, name_, "map pager",
+                  "buffer_size " + std::to_string(bytes) + " bytes is below the minimum of " +
+                      std::to_string(buffer_budget::min_pages) + " pages (" +
+                      std::to_string(min_bytes) + " bytes at this page size)");
+    }
+    buffer_source_ = "buffer_size option";
+  } else {
+    // Headroom: for the application's own growth after the pager opened and the store's I/O
+    // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB.
+    const std::uint64_t headroom = std::max<std::uint64_t>(16ull << 20, limit->limit / 8);
+    const std::uint64_t own = own_bytes_outside_buffer();
+    const std::uint64_t taken = limit->used + headroom + own;
+    const std::uint64_t free = limit->limit > taken ? limit->limit - taken : 0;
+    buffer_source_ += ": limit " + mib(limit->limit) + ", in use " + mib(limit->used) +
+                      ", headroom " + mib(headroom) + ", pheap's own " + mib(own);
+    // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
+    bytes = free / (ps_ + kBookkeeping) * ps_;
+    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
+      throw error(errc::unavailable, name_, "map pager",
+                  "the memory limit leaves " + mib(bytes) + " for the buffer (" + buffer_source_ +
+                      "): below the minimum of " + std::to_string(buffer_budget::min_pages) +
+                      " pages (" + std::to_string(min_bytes) +
+                      " bytes); raise the limit or set PHEAP_BUFFER_SIZE");
+    }
+  }
+  budget_.configure(npages_, static_cast<std::size_t>(bytes / ps_), opt.high_watermark,
+                    opt.low_watermark);
+  if (opt.debug) {
+    std::fprintf(stderr, "pheap: pager %s: buffer %s (%zu pages of %zu B) from %s\n",
+                 name_.c_str(), mib(budget_.pages() * ps_).c_str(), budget_.pages(), ps_,
+                 buffer_source_.c_str());
+  }
+}
+
+// The pager's memory outside the buffer that is not yet in use when the buffer is sized (the
+// page table is: it is allocated and written first): the bounce buffers of flush, eviction and
+// verification (a batch each), one per fault thread (1 + read_ahead pages), the zero page.
+std::uint64_t pager_impl::own_bytes_outside_buffer() const {
+  return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * (1 + read_ahead_) + 1) *
+         std::uint64_t(ps_);
 }
 
 // The tracking mode: the one asked for if this kernel has what it needs, else errc::unavailable
@@ -406,6 +479,8 @@ pager_stats pager_impl::stats() const {
   s.evict_ns = g(c_.evict_ns);
   s.fault_cpu_ns = cpu_ns(worker_clocks_);
   s.evict_cpu_ns = cpu_ns(evict_clocks_);
+  s.buffer_bytes = std::uint64_t(budget_.pages()) * ps_;
+  s.buffer_source = buffer_source_;
   return s;
 }
 

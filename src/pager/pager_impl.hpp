@@ -39,6 +39,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,7 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
+#include "pager/memory_limit.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
@@ -83,6 +85,15 @@ class pager_impl {
 
   // --- construction steps (pager.cpp), in order; then teardown ------------------------------
   void set_geometry(const pager_options& opt);
+  // The buffer's size from the options or the memory limit (`limit`: automatic), then the
+  // budget configured; the debug line. Steps of set_geometry.
+  void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit);
+  std::uint64_t own_bytes_outside_buffer() const;
+  // Bytes of pheap's own bookkeeping per buffer page, an upper bound (the resident clock's
+  // ring and published list, the page word is counted with the page table).
+  static constexpr std::uint64_t kBookkeeping = 64;
+  std::string buffer_source_;  // pager_stats::buffer_source (written once, at construction)
+  unsigned fault_threads_ = 0;
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
   void open_descriptors(const uffd_features& f);
   void map_region();

@@ -351,10 +351,29 @@ TEST(PagerOptions, AutomaticPicksWpAsyncOnThisKernel) {
   EXPECT_EQ(pg.tracking(), dirty_tracking::wp_async);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pg.base()) % pg.page_size(), 0u);
   pager_options o;
-  o.buffer_size = 1;  // clamps to 2 pages
+  o.buffer_size = 2 * 65536;  // the minimum
   pager pg2(mem_store::create(64 * 65536, 65536), o);
   EXPECT_EQ(pg2.buffer_pages(), 2u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pg2.base()) % 65536, 0u);
+}
+
+// A buffer smaller than the minimum used to be raised to it silently; it is refused, naming
+// the minimum in bytes at the store's page size.
+TEST(PagerOptions, BufferBelowTheMinimumIsRefusedNamingIt) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  pager_options o;
+  o.buffer_size = 65536 + 1;
+  try {
+    pager pg(mem_store::create(64 * 65536, 65536), o);
+    FAIL() << "a buffer of one page was accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("minimum of 2 pages (131072 bytes"), std::string::npos)
+        << e.what();
+  }
+  o.buffer_size = 4096;  // a region smaller than two pages may have a buffer of one
+  pager pg(mem_store::create(4096, 4096), o);
+  EXPECT_EQ(pg.buffer_pages(), 1u);
 }
 
 TEST(PagerFill, NeverWrittenPagesAreZeroFilledWithoutStoreIo) {
