@@ -72,8 +72,8 @@
 //     4 KiB: 64 MiB), allocated and written at construction; ≤ 64 bytes per buffer page of
 //     bookkeeping (the evictor's clock); bounce buffers of one flush batch (≤ 16 MiB), two
 //     eviction batches (≤ 8 MiB each; the second is touched only for stores without
-//     page_crc), 1 + read_ahead pages per fault thread and one zero page, each batch at most
-//     1/16 of the buffer_size or memory limit. UFFDIO_MOVE staging ranges hold buffer pages
+//     page_crc), 1 + read_ahead pages per fault thread and one zero page; with an automatic
+//     buffer each batch is at most 1/16 of the memory limit. UFFDIO_MOVE staging ranges hold buffer pages
 //     only (a moved page keeps its slot until it leaves memory). The store's own: its page map
 //     (sparse_store.hpp, ≈ 5-14 bytes per page of loaded map blocks) and, with the io_uring
 //     engine, one ring per thread that does I/O (a few pages each) plus the kernel's io-wq

@@ -139,18 +139,19 @@ void pager_impl::set_geometry(const pager_options& opt) {
   }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
-  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at most 1/16 of the memory there is
-  // (their bounce buffers are outside the buffer), at least one page; an eviction batch at
-  // most half the buffer.
+  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page; an eviction batch
+  // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
+  // (their bounce buffers come out of the limit too).
   std::optional<memory_sample> limit;
+  std::uint64_t batch_cap = ~std::uint64_t(0);
   if (opt.buffer_size == 0) {
     const memory_limit m = memory_limit::detect();
     limit = m.sample();
     buffer_source_ = m.name();
+    batch_cap = limit->limit / 16;
   }
-  const std::uint64_t memory = limit ? limit->limit : opt.buffer_size;
-  evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, memory / 16) / ps_, 1, 512);
-  flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, memory / 16) / ps_, 1, 1024);
+  evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
+  flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
   fault_threads_ = opt.fault_threads;
   choose_buffer(opt, limit);
   evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
