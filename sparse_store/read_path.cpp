@@ -1,4 +1,5 @@
-// sparse_store/read_path.cpp — read_pages() and may_have_data() (FORMAT.md "Read path").
+// sparse_store/read_path.cpp — read_pages(), may_have_data() and page_crc() (FORMAT.md "Read
+// path").
 //
 // A page's newest version (working, sealed or committed: page_map.hpp) says where its copy is.
 // A page without data is zeros, with no I/O. Every other page is read from its home and
@@ -12,6 +13,8 @@
 // Reads work on a poisoned store: a failed write published nothing (write_path.cpp), so every
 // version the map holds was fully written.
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
@@ -80,6 +83,23 @@ void store_impl::verify(const page_read& r, const page_map::copy& c, const io::f
 
 bool store_impl::may_have_data(std::uint64_t page) const {
   return page < page_count_ && map_.may_have_data(page);
+}
+
+// The CRC read_pages() verifies the page against: the page map's CRC of its newest copy, or
+// the CRC of a zero page for a page without data. Like may_have_data(), it loads the page's
+// map block if that is not loaded yet (one read per block, once: loaded blocks stay loaded);
+// the page itself is never read. A damaged page (a failed in-place rewrite: either of two
+// CRCs) is nullopt: only a read can tell which copy it holds.
+std::optional<std::uint32_t> store_impl::page_crc(std::uint64_t page) const {
+  if (page >= page_count_) return std::nullopt;
+  page_map::copy c;
+  if (map_.may_have_data(page)) map_.newest(std::span<const std::uint64_t>(&page, 1), std::span<page_map::copy>(&c, 1));
+  if (c.damaged) return std::nullopt;
+  if (c.home == page_home::none) {
+    const std::vector<std::byte> zeros(page_size_);
+    return crc32c(zeros.data(), zeros.size());
+  }
+  return c.crc;
 }
 
 }  // namespace pheap::store

@@ -5,7 +5,7 @@
 //   creation.cpp / create.cpp  creation (atomic, under a temporary name) and locking, remove
 //   open.cpp                   open: superblock and directory, nothing else (no recovery work)
 //   write_path.cpp             write_pages, discard
-//   read_path.cpp              read_pages, may_have_data
+//   read_path.cpp              read_pages, may_have_data, page_crc
 //   commit.cpp                 commit (and prepare/confirm of a two-phase commit)
 //   snapshot.cpp               snapshot
 //   direct_map.cpp             direct mapping for the kernel-mmap heap backend
@@ -67,6 +67,7 @@ class store_impl final : public sparse_store {
   void write_pages(std::span<const page_write> batch) override;
   void discard(std::uint64_t first_page, std::uint64_t count) override;
   bool may_have_data(std::uint64_t page) const override;
+  std::optional<std::uint32_t> page_crc(std::uint64_t page) const override;
   std::uint64_t commit(std::span<const std::byte> root) override;
   std::uint64_t prepare(std::span<const std::byte> root) override;
   std::uint64_t confirm() override;

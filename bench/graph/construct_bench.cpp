@@ -16,10 +16,11 @@
 //   mmap-random  the same with PHEAP_MMAP_ADVICE=random (MADV_RANDOM: no fault read-around)
 // Modes:
 //   incore       no memory limit; pheap buffer = 1/4 of RAM (holds everything)
-//   quarter      budget B = 1/4 of the final datastore, eighth: B = 1/8. The final datastore
+//   half         budget B = 1/2 of the final datastore, quarter: B = 1/4, eighth: B = 1/8. The final datastore
 //                size D is the disk usage of the datastore after an in-core run of the mmap
 //                backend (its sparse segment files hold exactly the heap's data; measured
-//                first, or --datastore-bytes). uffd runs get buffer = B. EVERY
+//                first, or --datastore-bytes). uffd runs get buffer = B, or with --buffer
+//                auto no buffer_size: the pager sizes it from the cgroup's limit. EVERY
 //                out-of-core run (all systems) executes in its own memory cgroup v1
 //                (/sys/fs/cgroup/memory/pheap-bench-<pid>-<n>) limited to B + --slack-mib
 //                (default 32 MiB ~ the process's own memory: binary, 16 MiB edge batch, stacks); the cgroup is removed
@@ -27,7 +28,8 @@
 // Reported per run: ingest / flush / close seconds, arcs/s (2 per undirected edge), peak RSS,
 // minor/major faults, bytes read/written by the process (/proc/self/io: read_bytes,
 // write_bytes), and for uffd runs the pager's statistics (faults, zero fills, evictions, dirty
-// evictions, bytes read/written, faults that waited for the evictor, worker time).
+// evictions, bytes read/written, faults that waited for the evictor, worker time, CPU time of
+// the fault workers and of the evictor, the buffer's size).
 // "did not finish in T s" is a result (status dnf): its row carries the arcs inserted by then,
 // the last counter sample and arcs_per_s = arcs done / T (an upper bound of its rate).
 //
@@ -35,6 +37,7 @@
 //                   [--page-sizes 4096,65536] [--modes incore,quarter,eighth] [--timeout 120]
 //                   [--dir /tmp] [--csv FILE] [--datastore-bytes D] [--slack-mib 32]
 //                   [--label TEXT] [--max-disk-gib 16] [--reps 1] [--progress S]
+//                   [--buffer auto]   (modes: incore, half, quarter, eighth)
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
@@ -87,6 +90,7 @@ struct config {
   std::string label;
   std::uint64_t max_disk = 16ull << 30;  // kill a run whose files grow past this (disk guard)
   unsigned reps = 1;  // best of N (ok runs only)
+  bool auto_buffer = false;  // uffd: no buffer_size (sized from the cgroup by the pager) instead of B
   double progress = 0;  // > 0: the child prints pager statistics to stderr every `progress` s
 };
 
@@ -98,7 +102,7 @@ struct result {
   // pager (uffd only)
   std::uint64_t faults = 0, zero_fills = 0, pages_read = 0, evictions = 0, evicted_dirty = 0,
                 bytes_read = 0, bytes_written = 0, buffer_waits = 0, fault_ns = 0, evict_ns = 0,
-                evict_verify_reads = 0;
+                evict_verify_reads = 0, fault_cpu_ns = 0, evict_cpu_ns = 0, buffer_bytes = 0;
 };
 
 // Written by the running child (MAP_SHARED, set up before fork), read by the parent when the
@@ -168,6 +172,9 @@ void fill_pager(result& r, const pheap::pager_stats& p) {
   r.fault_ns = p.fault_ns;
   r.evict_ns = p.evict_ns;
   r.evict_verify_reads = p.evict_verify_reads;
+  r.fault_cpu_ns = p.fault_cpu_ns;
+  r.evict_cpu_ns = p.evict_cpu_ns;
+  r.buffer_bytes = p.buffer_bytes;
 }
 
 // Samples the child's counters into g_prog every 0.5 s (and every --progress s prints them)
@@ -274,11 +281,11 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
                      "arcs %" PRIu64 " faults %" PRIu64 " zero %" PRIu64 " read %" PRIu64 " evict %" PRIu64
                      " dirty-evict %" PRIu64 " verify %" PRIu64 " MiB-read %" PRIu64 " MiB-written %" PRIu64
                      " waits %" PRIu64 " resident %" PRIu64 " map %" PRIu64 " MiB fault_ms %" PRIu64
-                     " evict_ms %" PRIu64 "\n",
+                     " evict_ms %" PRIu64 " cpu_ms fault %" PRIu64 " evict %" PRIu64 "\n",
                      g.num_arcs(), p.read_faults + p.write_faults, p.zero_fills, p.pages_read, p.evictions,
                      p.evicted_dirty, p.evict_verify_reads, p.bytes_read >> 20, p.bytes_written >> 20,
                      p.buffer_waits, p.resident_pages, st.store.map_bytes_written >> 20, p.fault_ns / 1000000,
-                     p.evict_ns / 1000000);
+                     p.evict_ns / 1000000, p.fault_cpu_ns / 1000000, p.evict_cpu_ns / 1000000);
       }
     });
     r.ingest_s = ingest_all(g, c);
@@ -305,14 +312,15 @@ std::string encode(const result& r) {
     << r.disk_bytes << ' ' << r.peak_rss_kb << ' ' << r.minflt << ' ' << r.majflt << ' ' << r.io_read << ' '
     << r.io_write << ' ' << r.faults << ' ' << r.zero_fills << ' ' << r.pages_read << ' ' << r.evictions << ' '
     << r.evicted_dirty << ' ' << r.bytes_read << ' ' << r.bytes_written << ' ' << r.buffer_waits << ' '
-    << r.fault_ns << ' ' << r.evict_ns << ' ' << r.evict_verify_reads;
+    << r.fault_ns << ' ' << r.evict_ns << ' ' << r.evict_verify_reads << ' ' << r.fault_cpu_ns << ' '
+    << r.evict_cpu_ns << ' ' << r.buffer_bytes;
   return s.str();
 }
 void decode(std::istream& s, result& r) {
   s >> r.ingest_s >> r.flush_s >> r.close_s >> r.arcs >> r.footprint >> r.disk_bytes >> r.peak_rss_kb >> r.minflt >>
       r.majflt >> r.io_read >> r.io_write >> r.faults >> r.zero_fills >> r.pages_read >> r.evictions >>
       r.evicted_dirty >> r.bytes_read >> r.bytes_written >> r.buffer_waits >> r.fault_ns >> r.evict_ns >>
-      r.evict_verify_reads;
+      r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes;
 }
 
 // ---- memory cgroup v1 ----------------------------------------------------------------------
@@ -504,7 +512,8 @@ const char* kHeader =
     "label,system,mode,scale,threads,page_size,budget_bytes,status,ingest_s,flush_s,close_s,arcs,arcs_per_s,"
     "footprint_bytes,disk_bytes,peak_rss_kb,minflt,majflt,io_read_bytes,io_write_bytes,pager_faults,"
     "pager_zero_fills,pager_pages_read,pager_evictions,pager_evicted_dirty,pager_bytes_read,"
-    "pager_bytes_written,pager_buffer_waits,pager_fault_ns,pager_evict_ns,pager_evict_verify_reads,wall_s,note";
+    "pager_bytes_written,pager_buffer_waits,pager_fault_ns,pager_evict_ns,pager_evict_verify_reads,"
+    "pager_fault_cpu_ns,pager_evict_cpu_ns,pager_buffer_bytes,wall_s,note";
 
 }  // namespace
 
@@ -527,6 +536,7 @@ int main(int argc, char** argv) {
     else if (k == "--max-disk-gib") c.max_disk = std::stoull(v) << 30;
     else if (k == "--progress") c.progress = std::stod(v);
     else if (k == "--reps") c.reps = static_cast<unsigned>(std::stoul(v));
+    else if (k == "--buffer") c.auto_buffer = v == "auto";
     else if (k == "--page-sizes") {
       c.page_sizes.clear();
       for (const auto& s : split(v)) c.page_sizes.push_back(std::stoull(s));
@@ -567,12 +577,12 @@ int main(int argc, char** argv) {
                   "%s,%s,%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%s,%.4f,%.4f,%.4f,%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64
                   ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
                   ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                  ",%.2f,%s",
+                  ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.2f,%s",
                   c.label.c_str(), sys.c_str(), mode.c_str(), c.scale, c.threads, page, budget, status.c_str(),
                   r.ingest_s, r.flush_s, r.close_s, r.arcs, rate, r.footprint, r.disk_bytes, r.peak_rss_kb,
                   r.minflt, r.majflt, r.io_read, r.io_write, r.faults, r.zero_fills, r.pages_read, r.evictions,
                   r.evicted_dirty, r.bytes_read, r.bytes_written, r.buffer_waits, r.fault_ns, r.evict_ns,
-                  r.evict_verify_reads, wall, note.c_str());
+                  r.evict_verify_reads, r.fault_cpu_ns, r.evict_cpu_ns, r.buffer_bytes, wall, note.c_str());
     std::printf("%s\n", line);
     std::fflush(stdout);
     if (csv != nullptr) {
@@ -585,7 +595,7 @@ int main(int argc, char** argv) {
   for (const auto& mode : c.modes) {
     std::uint64_t budget = 0;
     if (mode != "incore") {
-      const std::uint64_t div = mode == "quarter" ? 4 : mode == "eighth" ? 8 : 0;
+      const std::uint64_t div = mode == "half" ? 2 : mode == "quarter" ? 4 : mode == "eighth" ? 8 : 0;
       if (div == 0) {
         std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
         return 2;
@@ -616,7 +626,10 @@ int main(int argc, char** argv) {
         std::function<result()> fn;
         if (sys == "dram") fn = [&] { return run_dram(c); };
         else if (sys == "bip") fn = [&] { return run_bip(c); };
-        else if (paged || kernel) fn = [&, page, budget, sys] { return run_pheap(c, sys, page, budget); };
+        else if (paged || kernel) {
+          const std::uint64_t buffer = c.auto_buffer ? 0 : budget;
+          fn = [&, page, buffer, sys] { return run_pheap(c, sys, page, buffer); };
+        }
         else {
           std::fprintf(stderr, "unknown system %s\n", sys.c_str());
           return 2;

@@ -67,10 +67,32 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
+//   * Memory. The buffer bounds the region's resident pages. pheap's own memory outside it:
+//     the page table, 4 bytes per page of the region (64 GiB at 64 KiB pages: 4 MiB; at
+//     4 KiB: 64 MiB), allocated and written at construction; ≤ 64 bytes per buffer page of
+//     bookkeeping (the evictor's clock); bounce buffers of one flush batch (≤ 16 MiB), two
+//     eviction batches (≤ 8 MiB each; the second is touched only for stores without
+//     page_crc), 1 + read_ahead pages per fault thread and one zero page; with an automatic
+//     buffer each batch is at most 1/16 of the memory limit. UFFDIO_MOVE staging ranges hold buffer pages
+//     only (a moved page keeps its slot until it leaves memory). The store's own: its page map
+//     (sparse_store.hpp, ≈ 5-14 bytes per page of loaded map blocks) and, with the io_uring
+//     engine, one ring per thread that does I/O (a few pages each) plus the kernel's io-wq
+//     workers, which the kernel bounds per ring (IORING_REGISTER_IOWQ_MAX_WORKERS; pheap does
+//     not lower the default) and which are charged to the process's memory cgroup.
+//   * Automatic buffer (buffer_size 0): the memory cgroup's limit (v2 memory.max/memory.high of
+//     the cgroup and its ancestors, v1 memory.limit_in_bytes), else 1/4 of RAM, minus what is
+//     in use at construction (cgroup usage without reclaimable clean page cache, else the
+//     process's anonymous RSS), minus a headroom of 1/8 of the limit (at least 16 MiB) and the
+//     bounce buffers above. Read once, at construction: later growth of the application beyond
+//     the headroom, or a lowered limit, is not followed. stats().buffer_source names the source
+//     and its numbers; PHEAP_DEBUG=1 prints them at construction.
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
-//     UFFDIO_MOVE), so such pages are compared with the store after the move and written if
-//     they differ: clean evictions cost a store read (none for never-written pages).
+//     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and
+//     written if they differ: with zeros for never-written pages, else by CRC32C against
+//     sparse_store::page_crc() (no I/O; a write in that instant that leaves the page with the
+//     CRC of its stored copy — odds 2^-32 — would go unwritten). A store that cannot tell
+//     without I/O (page_crc() == nullopt) has the page read back (evict_verify_reads).
 //
 // Options (buffer, watermarks, tracking, threads, read-ahead, their PHEAP_* variables):
 // pheap/pager_options.hpp. Statistics: pager_stats in pheap/stats.hpp.

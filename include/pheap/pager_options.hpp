@@ -6,7 +6,7 @@
 //
 // Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
 // README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
-// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD.
+// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_DEBUG.
 #pragma once
 
 #include <cstddef>
@@ -19,13 +19,18 @@ const char* to_string(dirty_tracking t) noexcept;
 std::ostream& operator<<(std::ostream& os, dirty_tracking t);
 
 struct pager_options {
-  // Bytes of DRAM the region may hold (rounded down to whole pages, at least 2 pages, at most
-  // the capacity). 0 → 1/4 of physical RAM.
+  // Bytes of DRAM the region may hold, rounded down to whole pages, at most the capacity.
+  // Below 2 pages (of a region of at least 2) the pager refuses it: error(invalid_argument)
+  // naming the minimum in bytes. 0 → automatic: what the process's memory limit leaves at
+  // construction (the memory cgroup's, v2 or v1, else 1/4 of RAM) after the memory already in
+  // use, a headroom and pheap's own memory outside the buffer (pheap/pager.hpp, "Memory");
+  // pager_stats::buffer_source says where the number came from.
   std::size_t buffer_size = 0;
   double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
   dirty_tracking tracking = dirty_tracking::automatic;
   unsigned fault_threads = 2;  // workers reading the uffd (1..64)
   unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
+  bool debug = false;          // one line on stderr at construction: the buffer and its source
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or
   // out-of-range value, or a low watermark not below the high one, throws

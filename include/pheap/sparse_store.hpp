@@ -57,6 +57,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -150,6 +151,17 @@ class sparse_store {
   // True if the page may hold non-zero data (written in some committed or current epoch).
   // False means read_pages() would return zeros: the pager zero-fills without I/O.
   virtual bool may_have_data(std::uint64_t page) const = 0;
+  // The CRC32C (pheap/crc32c.hpp) of what read_pages() would return for `page` now, without
+  // reading the page: format 3 answers the page map's CRC of the page's newest copy (the one
+  // read_pages() verifies against; it may load the page's map block, as may_have_data() does),
+  // and for a page without data the CRC of page_size() zero bytes. std::nullopt when only a
+  // read could tell (a page damaged by a failed in-place rewrite; a page beyond the capacity). The pager compares it with an eviction victim's bytes to judge
+  // the victim clean without reading it back. Not meaningful for a page whose write_pages()
+  // is in flight. Default: std::nullopt.
+  virtual std::optional<std::uint32_t> page_crc(std::uint64_t page) const {
+    (void)page;
+    return std::nullopt;
+  }
 
   // Makes everything written so far durable atomically with `root` (≤ max_root_size bytes).
   virtual std::uint64_t commit(std::span<const std::byte> root) = 0;

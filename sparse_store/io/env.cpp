@@ -24,7 +24,7 @@ constexpr variable kTable[] = {
      .default_value = "64 KiB", .meaning = "pager page (UPage) of new datastores",
      .min = 4096, .max = 64ull << 20, .power_of_two = true},
     {.id = var::buffer_size, .name = "PHEAP_BUFFER_SIZE", .type = kind::size,
-     .default_value = "1/4 of RAM", .meaning = "DRAM the pager's region may hold"},
+     .default_value = "from the memory limit", .meaning = "DRAM the pager's region may hold"},
     {.id = var::high_watermark, .name = "PHEAP_HIGH_WATERMARK", .type = kind::fraction,
      .default_value = "0.90", .meaning = "buffer occupancy at which background eviction starts",
      .lo = 0, .hi = 1, .lo_open = true},
@@ -46,6 +46,9 @@ constexpr variable kTable[] = {
     {.id = var::mmap_advice, .name = "PHEAP_MMAP_ADVICE", .type = kind::word,
      .default_value = "normal", .meaning = "madvise of the mmap backend's mapping (random: no read-around)",
      .words = "normal random"},
+    {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
+     .meaning = "1: the pager prints its buffer size and where it came from at open",
+     .min = 0, .max = 1},
 };
 
 constexpr bool rows_in_var_order() {
@@ -55,7 +58,7 @@ constexpr bool rows_in_var_order() {
   return true;
 }
 static_assert(rows_in_var_order(), "kTable rows must follow the order of env::var");
-static_assert(std::size(kTable) == static_cast<unsigned>(var::mmap_advice) + 1,
+static_assert(std::size(kTable) == static_cast<unsigned>(var::debug) + 1,
               "every env::var has a row");
 
 // A variable's row and value (nullopt: unset or empty), for the accessor of kind `k`.

@@ -1,29 +1,15 @@
 // The bounded buffer's slots (see buffer_budget.hpp for the invariants B1-B3).
 #include "pager/buffer_budget.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 namespace pheap::paging {
 
-namespace {
-std::size_t default_buffer() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long psz = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || psz <= 0) return std::size_t(1) << 30;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(psz) / 4;
-}
-}  // namespace
-
-void buffer_budget::configure(std::size_t region_pages, std::size_t page_size,
-                              std::size_t buffer_bytes, double high_watermark,
-                              double low_watermark) {
-  const std::size_t buf = buffer_bytes ? buffer_bytes : default_buffer();
-  buffer_pages_ = std::clamp<std::size_t>(buf / page_size, 2, region_pages);
-  if (region_pages < 2) buffer_pages_ = region_pages;
+void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages,
+                              double high_watermark, double low_watermark) {
+  buffer_pages_ = std::min(std::max(buffer_pages, min_pages), region_pages);
   high_pages_ = std::clamp<std::size_t>(
       static_cast<std::size_t>(std::ceil(high_watermark * static_cast<double>(buffer_pages_))),
       1, buffer_pages_);

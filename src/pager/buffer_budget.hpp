@@ -36,12 +36,15 @@ class buffer_budget {
   // `stop`: the pager's stop flag; waits end when it is set.
   explicit buffer_budget(const std::atomic<bool>& stop) : stop_(stop) {}
 
-  // Sizes the buffer for a region of `region_pages` pages of `page_size` bytes: `buffer_bytes`
-  // (0: a quarter of physical RAM) rounded down to pages, at least 2, at most the region; the
-  // watermarks are fractions of it (high rounded up, at least 1; low below high). Called once,
-  // before any thread uses the budget.
-  void configure(std::size_t region_pages, std::size_t page_size, std::size_t buffer_bytes,
-                 double high_watermark, double low_watermark);
+  // The smallest buffer, in pages, of a region of at least that many pages: one page filling
+  // while another leaves. The pager refuses smaller buffers (pager.cpp choose_buffer).
+  static constexpr std::size_t min_pages = 2;
+
+  // Sizes the buffer for a region of `region_pages` pages: `buffer_pages` (≥ min_pages, or
+  // the region when smaller), at most the region; the watermarks are fractions of it (high
+  // rounded up, at least 1; low below high). Called once, before any thread uses the budget.
+  void configure(std::size_t region_pages, std::size_t buffer_pages, double high_watermark,
+                 double low_watermark);
   std::size_t pages() const noexcept { return buffer_pages_; }
   // The buffer is smaller than the region: the evictor has work to do.
   bool evicts() const noexcept { return evicts_; }

@@ -63,6 +63,9 @@ void pager_impl::written_bitmap(std::size_t first, std::size_t count, std::vecto
 std::vector<std::size_t> pager_impl::collect_dirty() {
   std::vector<std::size_t> cand;
   if (mode_ == dirty_tracking::wp_async) {
+    // With the evictor's harvest excluded: it moves written bits into the words, and a scan
+    // between its re-protect and its recording would see neither.
+    std::lock_guard lk(scan_mu_);
     const long r = pagemap_walk<512>(pagemap_fd_, base_, base_ + cap_,
                                      pm_scan_wp_matching | pm_scan_check_wpasync,
                                      page_is_written | page_is_present, 0,
@@ -128,6 +131,9 @@ void pager_impl::copy_write_protected(const std::size_t* pages, std::size_t n,
 void pager_impl::copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
   std::vector<bool> w;
   for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
+    // No harvest between the protect and the check: it would re-protect a page written during
+    // the copy, and the check would not see that write.
+    std::lock_guard lk(scan_mu_);
     // Re-protect only this claimed run (never unclaimed neighbours: that would hide their
     // writes from the next flush).
     (void)pagemap_walk<64>(pagemap_fd_, page_addr(pages[i]), page_addr(pages[j - 1] + 1),

@@ -2,9 +2,13 @@
 //
 // The evictor wakes at the high watermark (or when a worker waits) and evicts down to the low
 // watermark in batches. A batch (pager_impl::evict_batch) runs these steps:
-//   1. claim_victims: a clock hand with second chance (the `ref` bit set by fills) picks
-//      victims, clean pages first, and claims them (page_table::claim_evict: resident,
-//      unowned, unpinned → evict).
+//   1. claim_victims: a clock hand over the resident pages (resident_clock.hpp) with second
+//      chance picks victims, clean pages first, and claims them (page_table::claim_evict:
+//      resident, unowned, unpinned → evict). The `ref` bit is set by fills, by write-protect
+//      faults (wp_sync) and, in wp_async, by harvest_writes: a PAGEMAP_SCAN that moves the
+//      written bits of the page tables into the words (dirty|ref) and write-protects those
+//      pages again, so pages written since the hand last passed are kept. The hand costs O(1)
+//      per page looked at, whatever the capacity of the region.
 //   2. drop_victims, read-only region only: one MADV_DONTNEED per contiguous run; done.
 //   3. move_out_victims: UFFDIO_MOVE each contiguous run into the staging range (staging.hpp).
 //      The move is atomic per page: after it the region page is missing (an access faults to a
@@ -12,10 +16,12 @@
 //      staging page holds every byte ever written to the region page. This closes the
 //      eviction race. A page that did not move is released untouched.
 //   4. victims_to_write: wp_sync: the `dirty` bit (writes to a clean page trap to a worker
-//      first, I5); all_resident: all; wp_async: `dirty` bit or PAGEMAP_SCAN said written
-//      before the claim; pages judged clean are compared with the store (or with zeros if the
-//      store has no data for them: add_changed) because a write may have landed between the
-//      scan and the move and the uffd-wp bit does not travel with MOVE.
+//      first, I5); all_resident: all; wp_async: the `dirty` bit (harvested). wp_async pages
+//      judged clean are compared with the store's copy (add_changed), because a write may have
+//      landed between the harvest and the move and the uffd-wp bit does not travel with MOVE:
+//      with zeros when the store has no data for the page, else by CRC32C against
+//      sparse_store::page_crc() — no I/O; only a store that cannot tell is read back
+//      (evict_verify_reads).
 //   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
 //      registered range); then release_victims drops the staging range with one
 //      MADV_DONTNEED, and only then marks the pages absent and wakes the faults waiting on
@@ -25,11 +31,13 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
 #include "pager/pager_impl.hpp"
+#include "pheap/crc32c.hpp"
 
 namespace pheap::paging {
 
@@ -104,48 +112,72 @@ void sort_by_page(victim_batch& v) {
 victim_batch pager_impl::claim_victims(std::size_t want) {
   victim_batch v;
   v.pages.reserve(want);
-  const std::size_t window = std::min<std::size_t>(npages_, std::max<std::size_t>(256, want * 8));
-  const std::size_t max_steps = 2 * npages_ + window;
-  for (std::size_t steps = 0; v.size() < want && steps < max_steps;) {
-    const std::size_t first = clock_hand_;
-    const std::size_t count = std::min(window, npages_ - first);
-    sweep_clock(first, count, want, v);
-    steps += count;
-    clock_hand_ = first + count >= npages_ ? 0 : first + count;
-  }
-  sort_by_page(v);
-  return v;
-}
-
-void pager_impl::sweep_clock(std::size_t first, std::size_t count, std::size_t want,
-                             victim_batch& v) {
-  std::vector<bool> written;
-  if (mode_ == dirty_tracking::wp_async && !ro_) written_bitmap(first, count, written);
+  clock_.take_published();
+  if (mode_ == dirty_tracking::wp_async && !ro_) harvest_writes();
+  // Clean pages first: up to `lookahead` pages past the hand are looked at for clean ones;
+  // the dirty ones seen on the way are taken, oldest first, only when the clean ones do not
+  // fill the batch. At most two passes over the ring (the first may only clear refs).
+  const std::size_t lookahead = std::max<std::size_t>(64, want * 8);
+  const std::size_t limit = 2 * clock_.size();
   std::vector<std::size_t> dirty_seen;
-  for (std::size_t i = 0; i < count && v.size() < want; ++i) {
-    const std::size_t p = first + i;
+  std::size_t p = 0;
+  for (std::size_t examined = 0; v.size() < want && examined < limit; ++examined) {
+    if (examined >= lookahead && v.size() + dirty_seen.size() >= want) break;
+    if (!clock_.next(p)) break;
     const std::uint32_t s = table_.load(p);
-    if (!ps::evictable(s)) continue;
-    if (s & ps::ref) {  // second chance
-      table_.clear_ref(p, s);
+    assert(ps::kind(s) == ps::resident);  // C1
+    if (!ps::evictable(s) || (s & ps::ref)) {
+      if (s & ps::ref) table_.clear_ref(p, s);  // second chance
+      clock_.pass(p);
       continue;
     }
-    const bool d = !ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident ||
-                            (mode_ == dirty_tracking::wp_async && written[i]));
-    if (d) {
+    if (!ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident)) {
       dirty_seen.push_back(p);
     } else {
       claim_victim(p, false, v);
     }
   }
-  for (std::size_t k = 0; k < dirty_seen.size() && v.size() < want; ++k) {
-    claim_victim(dirty_seen[k], true, v);
+  examined_since_harvest_ += v.size() + dirty_seen.size();
+  std::size_t k = 0;
+  for (; k < dirty_seen.size() && v.size() < want; ++k) claim_victim(dirty_seen[k], true, v);
+  clock_.put_front(std::vector<std::size_t>(dirty_seen.begin() + static_cast<std::ptrdiff_t>(k),
+                                            dirty_seen.end()));
+  sort_by_page(v);
+  return v;
+}
+
+void pager_impl::harvest_writes() {
+  // About eight times per revolution of the hand: often enough that a page written since the
+  // hand last passed it is seen as referenced, rarely enough that the walk (the populated page
+  // tables of the region) stays small per page evicted.
+  if (examined_since_harvest_ < clock_.size() / 8) return;
+  examined_since_harvest_ = 0;
+  std::lock_guard lk(scan_mu_);
+  bool lost = false;
+  const long r = pagemap_walk<512>(pagemap_fd_, base_, base_ + cap_,
+                                   pm_scan_wp_matching | pm_scan_check_wpasync,
+                                   page_is_written | page_is_present, 0,
+                                   [&](const page_region& reg) {
+                                     const auto [a, b] = pages_of(reg);
+                                     for (std::size_t q = a; q <= b; ++q) {
+                                       if (!table_.note_written(q)) lost = true;
+                                     }
+                                   });
+  if (r < 0 || lost) {
+    // Pages may have been re-protected without their write being recorded: every resident
+    // page counts as written (safe; the next flush writes them all).
+    std::fprintf(stderr, "pheap: pager %s: write scan failed (%s): every resident page counts as dirty\n",
+                 name_.c_str(), r < 0 ? std::strerror(static_cast<int>(-r)) : "page not resident");
+    for (std::size_t q = 0; q < npages_; ++q) (void)table_.note_written(q);
   }
 }
 
 void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
   std::uint32_t was = 0;
-  if (!table_.claim_evict(page, was)) return;
+  if (!table_.claim_evict(page, was)) {
+    clock_.pass(page);  // changed meanwhile (pinned, flushed): stays in the ring
+    return;
+  }
   v.pages.push_back(page);
   v.dirty.push_back(dirty || (was & ps::dirty) || mode_ == dirty_tracking::all_resident);
 }
@@ -166,7 +198,10 @@ std::size_t pager_impl::drop_victims(const victim_batch& v) {
 void pager_impl::move_out_victims(victim_batch& v) {
   v.moved = evict_staging_.move_out(v.pages.data(), v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v.moved[i]) release_owned(v.pages[i], ps::evict);  // still in the region, untouched
+    if (!v.moved[i]) {  // still in the region, untouched
+      release_owned(v.pages[i], ps::evict);
+      clock_.publish(v.pages[i]);  // C1: resident again
+    }
   }
 }
 
@@ -190,16 +225,19 @@ std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
 void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                              std::vector<std::size_t>& out) {
   std::vector<page_read> reads;
-  std::vector<std::size_t> with_data;
+  std::vector<std::size_t> read_back;
   for (const std::size_t i : verify) {
-    if (store_->may_have_data(v.pages[i])) {
-      reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
-      with_data.push_back(i);
-    } else if (std::memcmp(evict_staging_.slot(i), zero_.data(), ps_) != 0) {
-      out.push_back(i);
+    switch (compare_with_store(v.pages[i], evict_staging_.slot(i))) {
+      case store_copy::same: break;
+      case store_copy::differs: out.push_back(i); break;
+      case store_copy::unknown:
+        reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
+        read_back.push_back(i);
+        break;
     }
   }
   if (reads.empty()) return;
+  // The store cannot tell without I/O (it keeps no checksum for the page in DRAM): read back.
   c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
   bool ok = true;
   try {
@@ -207,10 +245,19 @@ void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_
   } catch (...) {
     ok = false;  // cannot prove them clean: write them
   }
-  for (std::size_t k = 0; k < with_data.size(); ++k) {
-    const std::size_t i = with_data[k];
+  for (std::size_t k = 0; k < read_back.size(); ++k) {
+    const std::size_t i = read_back[k];
     if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
   }
+}
+
+pager_impl::store_copy pager_impl::compare_with_store(std::size_t page, const std::byte* bytes) {
+  if (!store_->may_have_data(page)) {
+    return std::memcmp(bytes, zero_.data(), ps_) == 0 ? store_copy::same : store_copy::differs;
+  }
+  const std::optional<std::uint32_t> c = store_->page_crc(page);
+  if (!c) return store_copy::unknown;
+  return crc32c(bytes, ps_) == *c ? store_copy::same : store_copy::differs;
 }
 
 // ---- 5. write back, then drop and release (or put back) -----------------------------------------
@@ -240,7 +287,10 @@ void pager_impl::restore_victims(const victim_batch& v) {
   // Nothing may be lost: every staged page goes back into the region, marked dirty.
   evict_staging_.move_back(v.pages.data(), v.moved);
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v.moved[i]) release_owned(v.pages[i], ps::evict, ps::dirty);
+    if (v.moved[i]) {
+      release_owned(v.pages[i], ps::evict, ps::dirty);
+      clock_.publish(v.pages[i]);  // C1: resident again
+    }
   }
 }
 

@@ -252,6 +252,7 @@ void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
     return;
   }
   table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
+  clock_.publish(p);  // C1
 }
 
 void pager_impl::forget_fill(std::size_t p) {

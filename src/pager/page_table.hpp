@@ -150,6 +150,21 @@ class page_table {
   }
 
   // ---- evictor ---------------------------------------------------------------------------------
+  // wp_async: the page tables said page i was written, and the scan that said so has just
+  // write-protected it again: the write is recorded here (dirty, so no flush or eviction
+  // misses it) and counts as a reference (ref). Also on a `filling` page (a write fill is
+  // mapped writable by its UFFDIO_COPY before install() runs; install keeps these bits). False
+  // when the page is neither (the caller must then treat the write as unrecorded).
+  bool note_written(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      const std::uint32_t k = ps::kind(s);
+      if (k != ps::resident && k != ps::filling) return false;
+      if ((s & (ps::dirty | ps::ref)) == (ps::dirty | ps::ref)) return true;
+      if (cas(i, s, s | ps::dirty | ps::ref)) return true;
+    }
+  }
+
   // Second chance: clears `ref` if the word is still `seen` (one attempt; losing a race only
   // means the page is looked at again on the next pass).
   void clear_ref(std::size_t i, std::uint32_t seen) noexcept { (void)cas(i, seen, seen & ~ps::ref); }

@@ -4,6 +4,7 @@
 #include "pheap/pager.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cassert>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <sstream>
@@ -78,6 +80,7 @@ pager_options pager_options::from_env(pager_options base) {
   }
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
+  if (auto v = env::count(var::debug)) base.debug = *v == 1;
   return base;
 }
 
@@ -91,7 +94,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
-     << " us evict " << s.evict_ns / 1000 << " us";
+     << " us evict " << s.evict_ns / 1000 << " us | cpu: workers " << s.fault_cpu_ns / 1000
+     << " us evictor " << s.evict_cpu_ns / 1000 << " us | buffer " << s.buffer_bytes
+     << " B from " << s.buffer_source;
   return os;
 }
 
@@ -134,11 +139,82 @@ void pager_impl::set_geometry(const pager_options& opt) {
   }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
-  budget_.configure(npages_, ps_, opt.buffer_size, opt.high_watermark, opt.low_watermark);
-  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page.
-  evict_batch_pages_ = std::clamp<std::size_t>((std::size_t(8) << 20) / ps_, 1, 512);
+  // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page; an eviction batch
+  // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
+  // (their bounce buffers come out of the limit too).
+  std::optional<memory_sample> limit;
+  std::uint64_t batch_cap = ~std::uint64_t(0);
+  if (opt.buffer_size == 0) {
+    const memory_limit m = memory_limit::detect();
+    limit = m.sample();
+    buffer_source_ = m.name();
+    batch_cap = limit->limit / 16;
+  }
+  evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
+  flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
+  fault_threads_ = opt.fault_threads;
+  choose_buffer(opt, limit);
   evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
-  flush_batch_pages_ = std::clamp<std::size_t>((std::size_t(16) << 20) / ps_, 1, 1024);
+}
+
+namespace {
+std::string mib(std::uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
+}
+}  // namespace
+
+// The buffer: buffer_size when given; else what the memory limit (memory_limit.hpp) leaves
+// after the memory in use, a headroom and pheap's own memory outside the buffer. Below the
+// minimum (buffer_budget::min_pages, for a region at least that large): invalid_argument for
+// an explicit size, unavailable for an automatic one, naming the minimum.
+void pager_impl::choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit) {
+  const std::uint64_t min_bytes = buffer_budget::min_pages * ps_;
+  const bool region_allows = npages_ >= buffer_budget::min_pages;
+  std::uint64_t bytes = opt.buffer_size;
+  if (!limit) {
+    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
+      throw error(errc::invalid_argument, name_, "map pager",
+                  "buffer_size " + std::to_string(bytes) + " bytes is below the minimum of " +
+                      std::to_string(buffer_budget::min_pages) + " pages (" +
+                      std::to_string(min_bytes) + " bytes at this page size)");
+    }
+    buffer_source_ = "buffer_size option";
+  } else {
+    // Headroom: for the application's own growth after the pager opened and the store's I/O
+    // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB.
+    const std::uint64_t headroom = std::max<std::uint64_t>(16ull << 20, limit->limit / 8);
+    const std::uint64_t own = own_bytes_outside_buffer();
+    const std::uint64_t taken = limit->used + headroom + own;
+    const std::uint64_t free = limit->limit > taken ? limit->limit - taken : 0;
+    buffer_source_ += ": limit " + mib(limit->limit) + ", in use " + mib(limit->used) +
+                      ", headroom " + mib(headroom) + ", pheap's own " + mib(own);
+    // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
+    bytes = free / (ps_ + kBookkeeping) * ps_;
+    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
+      throw error(errc::unavailable, name_, "map pager",
+                  "the memory limit leaves " + mib(bytes) + " for the buffer (" + buffer_source_ +
+                      "): below the minimum of " + std::to_string(buffer_budget::min_pages) +
+                      " pages (" + std::to_string(min_bytes) +
+                      " bytes); raise the limit or set PHEAP_BUFFER_SIZE");
+    }
+  }
+  budget_.configure(npages_, static_cast<std::size_t>(bytes / ps_), opt.high_watermark,
+                    opt.low_watermark);
+  if (opt.debug) {
+    std::fprintf(stderr, "pheap: pager %s: buffer %s (%zu pages of %zu B) from %s\n",
+                 name_.c_str(), mib(budget_.pages() * ps_).c_str(), budget_.pages(), ps_,
+                 buffer_source_.c_str());
+  }
+}
+
+// The pager's memory outside the buffer that is not yet in use when the buffer is sized (the
+// page table is: it is allocated and written first): the bounce buffers of flush, eviction and
+// verification (a batch each), one per fault thread (1 + read_ahead pages), the zero page.
+std::uint64_t pager_impl::own_bytes_outside_buffer() const {
+  return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * (1 + read_ahead_) + 1) *
+         std::uint64_t(ps_);
 }
 
 // The tracking mode: the one asked for if this kernel has what it needs, else errc::unavailable
@@ -255,11 +331,16 @@ void pager_impl::map_buffers(const uffd_features& f) {
   flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
 }
 
+// Threads are named (pheap-fault<i>, pheap-evict) for top, perf and gdb.
 void pager_impl::start_threads(unsigned fault_threads) {
   for (unsigned i = 0; i < fault_threads; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
+    ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
+    add_cpu_clock(workers_.back(), worker_clocks_);
   }
   evictor_ = std::thread([this] { evictor_main(); });
+  ::pthread_setname_np(evictor_.native_handle(), "pheap-evict");
+  add_cpu_clock(evictor_, evict_clocks_);
 }
 
 // Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
@@ -275,6 +356,8 @@ void pager_impl::stop_threads() noexcept {
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (evictor_.joinable()) evictor_.join();
+  worker_clocks_.clear();
+  evict_clocks_.clear();
 }
 
 void pager_impl::close_descriptors() noexcept {
@@ -353,6 +436,22 @@ void pager_impl::unpin(std::size_t offset, std::size_t len) {
   budget_.check_pressure();
 }
 
+void pager_impl::add_cpu_clock(std::thread& t, std::vector<clockid_t>& to) {
+  clockid_t c{};
+  if (::pthread_getcpuclockid(t.native_handle(), &c) == 0) to.push_back(c);
+}
+
+std::uint64_t pager_impl::cpu_ns(const std::vector<clockid_t>& clocks) {
+  std::uint64_t sum = 0;
+  for (const clockid_t c : clocks) {
+    timespec ts{};
+    if (::clock_gettime(c, &ts) == 0) {
+      sum += static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+    }
+  }
+  return sum;
+}
+
 pager_stats pager_impl::stats() const {
   pager_stats s;
   auto g = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -379,6 +478,10 @@ pager_stats pager_impl::stats() const {
   s.fault_ns = g(c_.fault_ns);
   s.flush_ns = g(c_.flush_ns);
   s.evict_ns = g(c_.evict_ns);
+  s.fault_cpu_ns = cpu_ns(worker_clocks_);
+  s.evict_cpu_ns = cpu_ns(evict_clocks_);
+  s.buffer_bytes = std::uint64_t(budget_.pages()) * ps_;
+  s.buffer_source = buffer_source_;
   return s;
 }
 

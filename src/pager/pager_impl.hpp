@@ -14,19 +14,23 @@
 //   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
 //                            UFFDIO_COPY), read-ahead, prefetch, poisoning on read errors
 //   evictor.cpp              the background evictor; evict_batch as named steps
+//   resident_clock.hpp       the resident pages in install order and the evictor's hand
 //   flush.cpp                flush(): the protocol, claim/copy/write per chunk, commit
 //   dirty_tracker.cpp        per tracking mode: the pages to flush and their tear-free copy
 //   invariants.cpp           check_invariants, the quiescent self-check
 //   test_access.hpp          the white-box tests' way in
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
-// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → the error channel's.
+// Lock order (never the other way): flush_mu_ → evict_batch_mu_ → scan_mu_ → the error
+// channel's; the resident clock's and the buffer budget's locks are leaves.
 // Fault workers take none of these on the hot path; they only wait for a buffer slot
 // (buffer_budget), which the evictor frees without ever waiting on a worker, a flush or a
 // fault, so no cycle exists:
 //   worker → (waits for) evictor → store I/O
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
 #pragma once
+
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,6 +39,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,7 +48,9 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
+#include "pager/memory_limit.hpp"
 #include "pager/page_table.hpp"
+#include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
 #include "pager/uffd.hpp"
 #include "pheap/pager.hpp"
@@ -78,6 +85,15 @@ class pager_impl {
 
   // --- construction steps (pager.cpp), in order; then teardown ------------------------------
   void set_geometry(const pager_options& opt);
+  // The buffer's size from the options or the memory limit (`limit`: automatic), then the
+  // budget configured; the debug line. Steps of set_geometry.
+  void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit);
+  std::uint64_t own_bytes_outside_buffer() const;
+  // Bytes of pheap's own bookkeeping per buffer page, an upper bound (the resident clock's
+  // ring and published list, the page word is counted with the page table).
+  static constexpr std::uint64_t kBookkeeping = 64;
+  std::string buffer_source_;  // pager_stats::buffer_source (written once, at construction)
+  unsigned fault_threads_ = 0;
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
   void open_descriptors(const uffd_features& f);
   void map_region();
@@ -85,6 +101,11 @@ class pager_impl {
   void map_buffers(const uffd_features& f);
   void start_threads(unsigned fault_threads);
   void stop_threads() noexcept;
+  // CPU-time clocks of the pager's threads (pager_stats::fault_cpu_ns / evict_cpu_ns); the
+  // vectors are written only by start_threads/stop_threads, with no stats() running.
+  std::vector<clockid_t> worker_clocks_, evict_clocks_;
+  static void add_cpu_clock(std::thread& t, std::vector<clockid_t>& to);
+  static std::uint64_t cpu_ns(const std::vector<clockid_t>& clocks);
   void close_descriptors() noexcept;
 
   // --- public API backends -------------------------------------------------------------------
@@ -176,15 +197,21 @@ class pager_impl {
   std::thread evictor_;
   std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
   std::size_t evict_batch_pages_ = 1;
-  std::size_t clock_hand_ = 0;
+  resident_clock clock_;  // the resident pages and the hand (resident_clock.hpp, C1-C2)
+  std::size_t examined_since_harvest_ = ~std::size_t(0) / 2;  // evictor only
+  // wp_async: held across every PAGEMAP_SCAN that write-protects pages again together with
+  // the recording of what it found (harvest_writes, collect_dirty) and across the tear-free
+  // copy (copy_and_verify), so no scan re-protects a page between another's protect and check.
+  std::mutex scan_mu_;
   staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed. The steps, in order:
   std::size_t evict_batch(std::size_t want);
   victim_batch claim_victims(std::size_t want);
-  // One pass of the clock hand over [first, first+count).
-  void sweep_clock(std::size_t first, std::size_t count, std::size_t want, victim_batch& v);
+  // wp_async, step 1's first part: written pages → dirty|ref in their words, write-protected
+  // again (the clock's reference bit for written pages).
+  void harvest_writes();
   void claim_victim(std::size_t page, bool dirty, victim_batch& v);
   std::size_t drop_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
@@ -193,6 +220,10 @@ class pager_impl {
   // Adds to `out` those of `verify` (judged clean) whose staged bytes differ from the store's.
   void add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                    std::vector<std::size_t>& out);
+  // A page's bytes against the store's copy without I/O: zeros when the store has no data
+  // for it, else CRC32C against page_crc(); unknown when the store cannot tell.
+  enum class store_copy { same, differs, unknown };
+  store_copy compare_with_store(std::size_t page, const std::byte* bytes);
   // False (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   void restore_victims(const victim_batch& v);

@@ -2,9 +2,10 @@
 //
 // Keeps the sparse_store contract the pager relies on: read_pages returns the newest
 // write_pages content (zeros for never-written pages), may_have_data is false exactly for
-// never-written pages, commit() publishes the current content atomically with the root and
-// returns epoch+1, and reopen() (a new handle on the same shared state) sees the last commit
-// only. Extras for tests: injected read errors per page, failing writes, counters.
+// never-written pages, page_crc is the CRC32C of the current content, commit() publishes the
+// current content atomically with the root and returns epoch+1, and reopen() (a new handle on
+// the same shared state) sees the last commit only. Extras for tests: injected read errors per
+// page, failing writes, a page_crc that cannot tell (crc_unknown), counters.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "pheap/crc32c.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 #include "pheap/sparse_store.hpp"
@@ -32,6 +34,7 @@ class mem_store : public sparse_store {
     std::vector<std::byte> root;
     std::set<std::uint64_t> fail_read;  // pages whose reads throw errc::io (EIO)
     std::atomic<bool> fail_writes{false};
+    std::atomic<bool> crc_unknown{false};  // page_crc() answers nullopt (a store without CRCs)
     std::atomic<std::uint64_t> reads{0}, writes{0};
   };
 
@@ -89,6 +92,14 @@ class mem_store : public sparse_store {
   bool may_have_data(std::uint64_t page) const override {
     std::lock_guard lk(st_->mu);
     return st_->current.count(page) != 0 || st_->fail_read.count(page) != 0;
+  }
+  std::optional<std::uint32_t> page_crc(std::uint64_t page) const override {
+    if (st_->crc_unknown) return std::nullopt;
+    std::lock_guard lk(st_->mu);
+    check(page);
+    auto it = st_->current.find(page);
+    if (it != st_->current.end()) return crc32c(it->second.data(), st_->page_size);
+    return crc32c(std::vector<std::byte>(st_->page_size).data(), st_->page_size);
   }
   std::uint64_t commit(std::span<const std::byte> root) override {
     if (ro_) throw error(errc::read_only, path_, "commit", "read-only");

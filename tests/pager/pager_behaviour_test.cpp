@@ -351,10 +351,29 @@ TEST(PagerOptions, AutomaticPicksWpAsyncOnThisKernel) {
   EXPECT_EQ(pg.tracking(), dirty_tracking::wp_async);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pg.base()) % pg.page_size(), 0u);
   pager_options o;
-  o.buffer_size = 1;  // clamps to 2 pages
+  o.buffer_size = 2 * 65536;  // the minimum
   pager pg2(mem_store::create(64 * 65536, 65536), o);
   EXPECT_EQ(pg2.buffer_pages(), 2u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pg2.base()) % 65536, 0u);
+}
+
+// A buffer smaller than the minimum used to be raised to it silently; it is refused, naming
+// the minimum in bytes at the store's page size.
+TEST(PagerOptions, BufferBelowTheMinimumIsRefusedNamingIt) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  pager_options o;
+  o.buffer_size = 65536 + 1;
+  try {
+    pager pg(mem_store::create(64 * 65536, 65536), o);
+    FAIL() << "a buffer of one page was accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("minimum of 2 pages (131072 bytes"), std::string::npos)
+        << e.what();
+  }
+  o.buffer_size = 4096;  // a region smaller than two pages may have a buffer of one
+  pager pg(mem_store::create(4096, 4096), o);
+  EXPECT_EQ(pg.buffer_pages(), 1u);
 }
 
 TEST(PagerFill, NeverWrittenPagesAreZeroFilledWithoutStoreIo) {
@@ -365,6 +384,46 @@ TEST(PagerFill, NeverWrittenPagesAreZeroFilledWithoutStoreIo) {
   for (std::size_t p = 0; p < 32; ++p) ASSERT_EQ(pg.base()[p * kPs + 100], std::byte{0});
   EXPECT_EQ(sh->reads.load(), 0u);
   EXPECT_EQ(pg.stats().zero_fills, 32u);
+}
+
+// wp_async cannot learn from the kernel whether a victim was written in the instant before
+// its move: it compares the victim with the store's copy. By checksum (page_crc), not by
+// reading the page back; only a store that keeps no checksums is read (evict_verify_reads).
+TEST(PagerEviction, CleanVictimsAreJudgedByChecksumWithoutReadingTheStore) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  const std::size_t n = 256;
+  auto s = mem_store::create(n * kPs, kPs);
+  auto sh = s->state();
+  pager_options o;
+  o.buffer_size = 32 * kPs;
+  o.tracking = dirty_tracking::wp_async;
+  pager pg(std::move(s), o);
+  auto word = [&](std::size_t p) { return reinterpret_cast<std::uint64_t*>(pg.base() + p * kPs); };
+  for (std::size_t p = 0; p < n; ++p) word(p)[p % 512] = p * 7 + 1;
+  pg.flush({});
+  // Read every page three times over: every eviction now has a clean victim.
+  auto read_all = [&] {
+    std::size_t bad = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (std::size_t p = 0; p < n; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(&word(p)[p % 512]) != p * 7 + 1;
+    }
+    return bad;
+  };
+  const pager_stats s0 = pg.stats();
+  const std::uint64_t writes0 = sh->writes, reads0 = sh->reads;
+  ASSERT_EQ(read_all(), 0u);
+  const pager_stats s1 = pg.stats();
+  ASSERT_GT(s1.evictions - s0.evictions, 2 * n) << s1;
+  EXPECT_EQ(s1.evict_verify_reads, 0u) << s1;
+  EXPECT_EQ(s1.evicted_dirty, s0.evicted_dirty) << "clean victims written back: " << s1;
+  EXPECT_EQ(sh->writes - writes0, 0u);
+  EXPECT_EQ(sh->reads - reads0, s1.pages_read - s0.pages_read) << "store reads other than fills";
+  // A store that cannot tell without I/O: the victims are read back (the counter counts them).
+  sh->crc_unknown = true;
+  ASSERT_EQ(read_all(), 0u);
+  const pager_stats s2 = pg.stats();
+  EXPECT_GT(s2.evict_verify_reads, 0u) << s2;
+  EXPECT_EQ(s2.evicted_dirty, s0.evicted_dirty) << s2;
 }
 
 TEST(PagerHints, PinnedPagesStayResidentAndBadUnpinOrPinThrows) {

@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "pheap/crc32c.hpp"
 #include "store_test_util.hpp"
 
 namespace pheap::test {
@@ -255,6 +257,43 @@ TEST_P(StoreBasic, DiscardZeroesPagesAndPunchesBothHomesOnceCommitted) {
   EXPECT_TRUE(s->may_have_data(9));
   EXPECT_EQ(read_one(*s, 50), pattern(4096, 9, 50, 3));
   EXPECT_EQ(read_one(*s, 210), pattern(4096, 9, 210, 2));
+}
+
+// page_crc() is what the pager judges eviction victims with: it must be the CRC of exactly
+// what read_pages() returns, known without reading the page — in the working epoch, after a
+// commit, and after a reopen (from the page map alone).
+TEST_P(StoreBasic, PageCrcIsTheCrcOfWhatReadPagesReturnsWithoutReadingThePage) {
+  temp_dir dir;
+  const std::string path = dir / "ds";
+  auto crc_of = [](const std::vector<std::uint8_t>& v) { return crc32c(v.data(), v.size()); };
+  const std::uint32_t zeros = crc_of(std::vector<std::uint8_t>(4096));
+  auto check = [&](sparse_store& s, const std::string& when) {
+    for (std::uint64_t p = 0; p < 12; ++p) {
+      const std::uint64_t before = s.stats().pages_read;
+      const std::optional<std::uint32_t> c = s.page_crc(p);
+      EXPECT_EQ(s.stats().pages_read, before) << when << ": page_crc read page " << p;
+      ASSERT_TRUE(c.has_value()) << when << ", page " << p;
+      EXPECT_EQ(*c, crc_of(read_one(s, p))) << when << ", page " << p;
+    }
+  };
+  {
+    auto s = sparse_store::create(path, opts(4 << 20, 4096, 1 << 20));
+    EXPECT_EQ(s->page_crc(7), zeros) << "never written";
+    for (std::uint64_t p = 0; p < 10; ++p) write_one(*s, p, 3, 1);
+    write_one(*s, 4, 3, 2);  // rewritten in place in the working epoch
+    s->discard(5, 1);
+    EXPECT_EQ(s->page_crc(5), zeros) << "discarded";
+    EXPECT_EQ(s->page_crc(4), crc_of(pattern(4096, 3, 4, 2))) << "the rewrite's CRC";
+    check(*s, "working epoch");
+    s->commit({});
+    write_one(*s, 2, 3, 3);  // a new copy in the other home
+    check(*s, "after a commit");
+    s->commit({});
+  }
+  auto s = sparse_store::open(path, open_opts());
+  EXPECT_EQ(s->page_crc(2), crc_of(pattern(4096, 3, 2, 3))) << "reopened, before any read";
+  check(*s, "reopened");
+  EXPECT_EQ(s->page_crc(1u << 20), std::nullopt) << "beyond the capacity";
 }
 
 TEST_P(StoreBasic, ReadOnlyOpenServesTheLastCommitPastAnEpochACrashEndedAndWritesNothing) {

@@ -1,0 +1,205 @@
+// The memory this process may use (see memory_limit.hpp for the sources).
+#include "pager/memory_limit.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+namespace pheap::paging {
+
+namespace {
+
+constexpr std::uint64_t kNoLimit = ~std::uint64_t(0);
+
+// The whole of a small file ("" when it cannot be read).
+std::string slurp(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// A number file of the cgroup interface: "max" (v2) or absent → kNoLimit.
+std::uint64_t number_file(const std::string& path) {
+  const std::string s = slurp(path);
+  if (s.empty() || s.rfind("max", 0) == 0) return kNoLimit;
+  return std::strtoull(s.c_str(), nullptr, 10);
+}
+
+// Value of `key` in a "key value" file such as memory.stat (0 when absent).
+std::uint64_t stat_value(const std::string& text, const std::string& key) {
+  std::size_t at = 0;
+  while ((at = text.find(key, at)) != std::string::npos) {
+    const bool line_start = at == 0 || text[at - 1] == '\n';
+    if (line_start && at + key.size() < text.size() && text[at + key.size()] == ' ') {
+      return std::strtoull(text.c_str() + at + key.size() + 1, nullptr, 10);
+    }
+    at += key.size();
+  }
+  return 0;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct mount_point {
+  std::string dir, root;  // where it is mounted, which cgroup directory is mounted there
+};
+
+// The mount of the cgroup2 hierarchy (`v2`) or of the v1 hierarchy holding the memory
+// controller, from /proc/self/mountinfo; dir is "" when there is none.
+mount_point find_mount(bool v2) {
+  std::istringstream in(slurp("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    const std::vector<std::string> pre = split(line.substr(0, dash), ' ');
+    const std::vector<std::string> post = split(line.substr(dash + 3), ' ');
+    if (pre.size() < 5 || post.size() < 3) continue;
+    if (v2 && post[0] == "cgroup2") return {pre[4], pre[3]};
+    if (!v2 && post[0] == "cgroup") {
+      for (const auto& o : split(post[2], ',')) {
+        if (o == "memory") return {pre[4], pre[3]};
+      }
+    }
+  }
+  return {};
+}
+
+// The directory of cgroup `path` (from /proc/self/cgroup) under mount `m`.
+std::string cgroup_dir(const mount_point& m, const std::string& path) {
+  std::string rel = path;
+  if (m.root != "/" && rel.rfind(m.root, 0) == 0) rel = rel.substr(m.root.size());
+  if (rel == "/") rel.clear();
+  return m.dir + rel;
+}
+
+std::uint64_t ram_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long psz = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || psz <= 0) return std::uint64_t(4) << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(psz);
+}
+
+}  // namespace
+
+memory_limit memory_limit::detect() {
+  memory_limit m;
+  m.ram_ = ram_bytes();
+  std::string v1_path, v2_path;
+  bool have_v2 = false;
+  std::istringstream in(slurp("/proc/self/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t a = line.find(':');
+    const std::size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string id = line.substr(0, a), ctl = line.substr(a + 1, b - a - 1);
+    const std::string path = line.substr(b + 1);
+    if (id == "0" && ctl.empty()) {
+      v2_path = path;
+      have_v2 = true;
+    }
+    for (const auto& c : split(ctl, ',')) {
+      if (c == "memory") v1_path = path;
+    }
+  }
+  if (have_v2) {
+    const mount_point mp = find_mount(true);
+    const std::string dir = mp.dir.empty() ? "" : cgroup_dir(mp, v2_path);
+    if (!dir.empty() && exists(dir + "/memory.current")) {
+      m.kind_ = kind::cgroup_v2;
+      m.dir_ = dir;
+      m.root_ = mp.dir;
+    }
+  }
+  if (m.kind_ == kind::ram && !v1_path.empty()) {
+    const mount_point mp = find_mount(false);
+    const std::string dir = mp.dir.empty() ? "" : cgroup_dir(mp, v1_path);
+    if (!dir.empty() && exists(dir + "/memory.limit_in_bytes")) {
+      m.kind_ = kind::cgroup_v1;
+      m.dir_ = dir;
+      m.root_ = mp.dir;
+    }
+  }
+  // A cgroup that does not limit below physical RAM is no source: RAM is.
+  if (m.kind_ != kind::ram && m.sample().limit >= m.ram_) m.kind_ = kind::ram;
+  return m;
+}
+
+std::string memory_limit::name() const {
+  switch (kind_) {
+    case kind::cgroup_v2: return "cgroup v2 " + dir_;
+    case kind::cgroup_v1: return "cgroup v1 " + dir_;
+    case kind::ram: break;
+  }
+  return "RAM";
+}
+
+memory_sample memory_limit::sample() const {
+  memory_sample s;
+  if (kind_ == kind::ram) {
+    s.limit = ram_ / 4;
+    // statm: size resident shared ... (pages); anonymous resident = resident − shared.
+    const std::vector<std::string> f = split(slurp("/proc/self/statm"), ' ');
+    if (f.size() >= 3) {
+      const std::uint64_t res = std::strtoull(f[1].c_str(), nullptr, 10);
+      const std::uint64_t shr = std::strtoull(f[2].c_str(), nullptr, 10);
+      s.used = (res > shr ? res - shr : 0) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    }
+    return s;
+  }
+  std::uint64_t limit = kNoLimit, usage = 0, reclaimable = 0;
+  if (kind_ == kind::cgroup_v2) {
+    // Every ancestor's limit applies too; the hierarchy's root has none.
+    for (std::string d = dir_; d.size() > root_.size(); d = d.substr(0, d.rfind('/'))) {
+      limit = std::min({limit, number_file(d + "/memory.max"), number_file(d + "/memory.high")});
+    }
+    usage = number_file(dir_ + "/memory.current");
+    const std::string st = slurp(dir_ + "/memory.stat");
+    const std::uint64_t file = stat_value(st, "inactive_file") + stat_value(st, "active_file");
+    const std::uint64_t busy = stat_value(st, "file_dirty") + stat_value(st, "file_writeback");
+    reclaimable = file > busy ? file - busy : 0;
+  } else {
+    const std::string st = slurp(dir_ + "/memory.stat");
+    limit = std::min(number_file(dir_ + "/memory.limit_in_bytes"),
+                     st.find("hierarchical_memory_limit") != std::string::npos
+                         ? stat_value(st, "hierarchical_memory_limit")
+                         : kNoLimit);
+    usage = number_file(dir_ + "/memory.usage_in_bytes");
+    const std::uint64_t file =
+        stat_value(st, "total_inactive_file") + stat_value(st, "total_active_file");
+    const std::uint64_t busy = stat_value(st, "total_dirty") + stat_value(st, "total_writeback");
+    reclaimable = file > busy ? file - busy : 0;
+  }
+  if (usage == kNoLimit) usage = 0;
+  s.limit = std::min(limit, ram_);
+  s.used = usage > reclaimable ? usage - reclaimable : 0;
+  return s;
+}
+
+}  // namespace pheap::paging
