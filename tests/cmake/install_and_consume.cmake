@@ -1,10 +1,18 @@
 # Installs a build tree into a fresh prefix, then configures, builds and runs a consumer
 # project against it with find_package(pheap): the installed package, not the build tree.
 #
-#   cmake -DBUILD_DIR=<pheap build> -DWORK=<scratch dir> -DCONSUMER=<project dir>
+#   cmake -DBUILD_DIR=<pheap build> -DWORK=<name> -DCONSUMER=<project dir>
 #         -DCXX=<compiler> -DEXPECT_REGEX=<regex> [-DSANITIZE=<list>] -P install_and_consume.cmake
 # SANITIZE: the -fsanitize= list pheap was built with (PHEAP_SANITIZE); the consumer is compiled
 # and linked with it too, as a sanitized library needs.
+# WORK names the scratch directory $TMPDIR/pheap-<name>-XXXXXXXX (TMPDIR or /tmp), removed when
+# the consumer ran: not the build tree, whose tests also run as another user (scripts/test.sh).
+set(base "$ENV{TMPDIR}")
+if(base STREQUAL "")
+  set(base "/tmp")
+endif()
+string(RANDOM LENGTH 8 suffix)
+set(WORK "${base}/pheap-${WORK}-${suffix}")
 file(REMOVE_RECURSE "${WORK}")
 set(prefix "${WORK}/prefix")
 function(step what)
@@ -27,4 +35,5 @@ step("run the consumer" "${WORK}/consumer/app" "${WORK}/datastore")
 if(NOT step_output MATCHES "${EXPECT_REGEX}")
   message(FATAL_ERROR "consumer output does not match /${EXPECT_REGEX}/:\n${step_output}")
 endif()
+file(REMOVE_RECURSE "${WORK}")
 message(STATUS "installed package served the consumer: ${step_output}")
