@@ -108,6 +108,31 @@ int run_in_child(F&& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// run_in_child with the child's stderr captured (in a temporary file, so a chatty child never
+// blocks on a full pipe): the status as run_in_child gives it, and what the child wrote.
+struct child_outcome {
+  int status = -1;
+  std::string err;
+};
+template <class F>
+child_outcome run_in_child_capturing_stderr(F&& body) {
+  std::FILE* tmp = std::tmpfile();
+  if (tmp == nullptr) {
+    ADD_FAILURE() << "tmpfile: " << std::strerror(errno);
+    return {};
+  }
+  child_outcome out;
+  out.status = run_in_child([&]() -> decltype(auto) {
+    ::dup2(::fileno(tmp), STDERR_FILENO);
+    return body();
+  });
+  std::rewind(tmp);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.err.append(buf, n);
+  std::fclose(tmp);
+  return out;
+}
+
 // Path of a helper binary built next to the running test binary (for crash tests that fork
 // and exec a child).
 std::string sibling_binary(const std::string& name);

@@ -85,65 +85,13 @@ int exercise(const std::string& dir) {
 TEST(IoDirectFallback, DirectOpenRefusedByTheFileSystemIsBufferedKeepsTheContractAndSaysSoOnce) {
   ramfs_mount fs;
   if (const std::string why = fs.setup(); !why.empty()) PHEAP_REQUIRE_FEATURE(why);
-  int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(pipefd[1], STDERR_FILENO);
-    ::close(pipefd[0]);
-    int rc = 9;
-    try {
-      rc = exercise(fs.path());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "exception: %s\n", e.what());
-    }
-    std::fflush(stderr);
-    ::_exit(rc);
-  }
-  ::close(pipefd[1]);
-  std::string err;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: direct() true, 2/3: data differs; stderr: " << err;
+  const auto [status, err] = test::run_in_child_capturing_stderr([&] { return exercise(fs.path()); });
+  EXPECT_EQ(status, 0) << "1: direct() true, 2/3: data differs; stderr: " << err;
   std::size_t lines = 0;
   for (std::size_t at = 0; (at = err.find("O_DIRECT refused", at)) != std::string::npos; ++at) ++lines;
   EXPECT_EQ(lines, 1u) << "said once per process: " << err;
   EXPECT_NE(err.find(fs.path() + "/f0"), std::string::npos) << "names the first file: " << err;
   EXPECT_NE(err.find("posix_fadvise(DONTNEED)"), std::string::npos) << err;
-}
-
-// Runs `body` in a forked child with stderr captured; returns {exit status, stderr}.
-template <class Body>
-std::pair<int, std::string> in_child(Body body) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {-1, "pipe failed"};
-  const pid_t pid = ::fork();
-  if (pid < 0) return {-1, "fork failed"};
-  if (pid == 0) {
-    ::dup2(pipefd[1], STDERR_FILENO);
-    ::close(pipefd[0]);
-    int rc = 9;
-    try {
-      rc = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "exception: %s\n", e.what());
-    }
-    std::fflush(stderr);
-    ::_exit(rc);
-  }
-  ::close(pipefd[1]);
-  std::string err;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
 }
 
 // The store on such a file system: its segments are direct-mode files, so it runs buffered
@@ -152,7 +100,7 @@ TEST(IoDirectFallback, ADatastoreOnAFileSystemWithoutODirectWorksBufferedAndSays
   ramfs_mount fs;
   if (const std::string why = fs.setup(); !why.empty()) PHEAP_REQUIRE_FEATURE(why);
   const std::string ds = fs.path() + "/ds";
-  const auto [rc, err] = in_child([&] {
+  const auto [rc, err] = test::run_in_child_capturing_stderr([&] {
     store_options o;
     o.capacity = 64 * 4096;
     o.page_size = 4096;
