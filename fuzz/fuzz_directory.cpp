@@ -20,20 +20,12 @@
 #include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/map_codec.hpp"
+#include "fuzz_support.hpp"
 
 using namespace pheap;
+using pheap::fuzz::kFuzzId;
+using pheap::fuzz::require;
 using namespace pheap::store;
-
-namespace {
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-const uuid kFuzzId = {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x41, 0x11,
-                      0x91, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 8) return 0;

@@ -17,16 +17,10 @@
 #include "heap/root_record.hpp"
 #include "pheap/error.hpp"
 #include "sparse_store/layout.hpp"
+#include "fuzz_support.hpp"
 
 using namespace pheap;
-
-namespace {
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-}  // namespace
+using pheap::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;

@@ -15,15 +15,11 @@
 #include "pheap/crc32c.hpp"
 #include "sparse_store/layout.hpp"
 #include "sparse_store/segment_header.hpp"
+#include "fuzz_support.hpp"
 
 using namespace pheap;
+using pheap::fuzz::require;
 using namespace pheap::store;
-
-namespace {
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;

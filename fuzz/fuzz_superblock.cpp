@@ -19,15 +19,14 @@
 #include "sparse_store/layout.hpp"
 #include "sparse_store/map_codec.hpp"
 #include "sparse_store/superblock.hpp"
+#include "fuzz_support.hpp"
 
 using namespace pheap;
+using pheap::fuzz::require;
 using namespace pheap::store;
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
 
 void check_accepted(const superblock& sb) {
   require(is_pow2(sb.page_size) && sb.page_size >= 4096);

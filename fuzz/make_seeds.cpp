@@ -20,8 +20,10 @@
 #include "sparse_store/map_codec.hpp"
 #include "sparse_store/segment_header.hpp"
 #include "sparse_store/superblock.hpp"
+#include "fuzz_support.hpp"
 
 using namespace pheap;
+using pheap::fuzz::kFuzzId;
 using namespace pheap::store;
 namespace fs = std::filesystem;
 
@@ -39,9 +41,6 @@ std::vector<std::uint8_t> super_file(const superblock* s0, const superblock* s1)
   return f;
 }
 
-// Must match kFuzzId in fuzz/fuzz_map_block.cpp and fuzz/fuzz_directory.cpp.
-const uuid kFuzzId = {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x41, 0x11,
-                      0x91, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
 
 // A map block version: page i has data in home `(i % 3)` (none, 0, 1) for the first `pages`.
 block_version version_of(std::uint32_t pages, unsigned stride) {
