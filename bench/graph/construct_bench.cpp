@@ -47,6 +47,7 @@
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "bench_usage.hpp"
 #include "rmat_ingest.hpp"
 
 #include <boost/interprocess/managed_mapped_file.hpp>
@@ -548,16 +549,7 @@ const char* kUsage =
 
 int main(int argc, char** argv) {
   config c;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-  }
-  if (argc % 2 == 0) {
-    std::fprintf(stderr, "option %s needs a value\n%s", argv[argc - 1], kUsage);
-    return 2;
-  }
+  if (const int code = pheap::bench::usage_exit(argc, argv, kUsage); code >= 0) return code;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--scale") c.scale = static_cast<unsigned>(std::stoul(v));
