@@ -252,16 +252,25 @@ bool check_words(pager& pg, std::size_t first, std::size_t last) {
   return true;
 }
 
+// A 64 MiB memory cgroup for the test's child and a directory for its datastore.
+class PagerBudget : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t limit = 64ull << 20;
+  void SetUp() override {
+    PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+    cg = std::make_unique<memory_cgroup>(limit);
+    if (cg->dir.empty()) { PHEAP_REQUIRE_FEATURE(cg->why); }
+  }
+  std::unique_ptr<memory_cgroup> cg;
+  temp_dir tmp;
+};
+
 // The budget is the budget: with no buffer_size, a pager in a 64 MiB memory cgroup writes and
 // reads back 256 MiB (4x the limit) through a real sparse_store and is not OOM-killed; its
 // stats name the cgroup as the source of the buffer's size.
-TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
-  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  const std::uint64_t limit = 64ull << 20, data = 4 * limit;
-  memory_cgroup cg(limit);
-  if (cg.dir.empty()) { PHEAP_REQUIRE_FEATURE(cg.why); }
-  temp_dir tmp;
-  run_in_cgroup(cg, [&](std::string& report) {
+TEST_F(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
+  const std::uint64_t data = 4 * limit;
+  run_in_cgroup(*cg, [&](std::string& report) {
     auto pg = open_auto(tmp, data, 65536);
     const pager_stats s0 = pg->stats();
     report = "buffer " + std::to_string(s0.buffer_bytes) + " from " + s0.buffer_source;
@@ -284,13 +293,9 @@ TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
 // kernel OOM-kills the process) in 1 MiB steps while it keeps writing the heap. The pager
 // lowers its target, gives the memory back, and the run completes with every word intact;
 // when the application frees its memory the target rises back.
-TEST(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadroom) {
-  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  const std::uint64_t limit = 64ull << 20, data = 4 * limit, growth = 28ull << 20;
-  memory_cgroup cg(limit);
-  if (cg.dir.empty()) { PHEAP_REQUIRE_FEATURE(cg.why); }
-  temp_dir tmp;
-  run_in_cgroup(cg, [&](std::string& report) {
+TEST_F(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadroom) {
+  const std::uint64_t data = 4 * limit, growth = 28ull << 20;
+  run_in_cgroup(*cg, [&](std::string& report) {
     auto pg = open_auto(tmp, data, 4096);
     const pager_stats s0 = pg->stats();
     report = "buffer " + std::to_string(s0.buffer_bytes >> 20) + " MiB from " + s0.buffer_source;
