@@ -14,6 +14,10 @@
 //   uffd-1file   pheap, userfaultfd pager, one segment file covering the capacity, page = P
 //   mmap         pheap, kernel mmap backend (backend_kind::mmap; the kernel's 4 KiB pages)
 //   mmap-random  the same with PHEAP_MMAP_ADVICE=random (MADV_RANDOM: no fault read-around)
+//   uffd-prefetch, mmap-random-prefetch
+//                the same with ingestion prefetch: before each batch its adjacency lists are
+//                looked up and handed to manager::prefetch (pager::prefetch / MADV_WILLNEED);
+//                the look-ups are timed with the insertion
 // Modes:
 //   incore       no memory limit; pheap buffer = 1/4 of RAM (holds everything)
 //   half         budget B = 1/2 of the final datastore, quarter: B = 1/4, eighth: B = 1/8. The final datastore
@@ -24,7 +28,8 @@
 //                out-of-core run (all systems) executes in its own memory cgroup v1
 //                (/sys/fs/cgroup/memory/pheap-bench-<pid>-<n>) limited to B + --slack-mib
 //                (default 32 MiB ~ the process's own memory: binary, 16 MiB edge batch, stacks); the cgroup is removed
-//                after the child is reaped, on every path (also on SIGINT/SIGTERM).
+//                after the child is reaped, on every path (also on SIGINT/SIGTERM/SIGHUP,
+//                which also remove the running child's datastore).
 // Reported per run: ingest / flush / close seconds, arcs/s (2 per undirected edge), peak RSS,
 // minor/major faults, bytes read/written by the process (/proc/self/io: read_bytes,
 // write_bytes), and for uffd runs the pager's statistics (faults, zero fills, evictions, dirty
@@ -42,6 +47,7 @@
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "bench_usage.hpp"
 #include "rmat_ingest.hpp"
 
 #include <boost/interprocess/managed_mapped_file.hpp>
@@ -102,7 +108,8 @@ struct result {
   // pager (uffd only)
   std::uint64_t faults = 0, zero_fills = 0, pages_read = 0, evictions = 0, evicted_dirty = 0,
                 bytes_read = 0, bytes_written = 0, buffer_waits = 0, fault_ns = 0, evict_ns = 0,
-                evict_verify_reads = 0, fault_cpu_ns = 0, evict_cpu_ns = 0, buffer_bytes = 0;
+                evict_verify_reads = 0, fault_cpu_ns = 0, evict_cpu_ns = 0, buffer_bytes = 0,
+                buffer_lowest = 0, prefetched = 0;
 };
 
 // Written by the running child (MAP_SHARED, set up before fork), read by the parent when the
@@ -120,8 +127,9 @@ double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration
 // The R-MAT stream of `c`, inserted into g (rmat_ingest.hpp); the shared progress record
 // follows it so that a run that does not finish says how far it got.
 template <class G>
-double ingest_all(G& g, const config& c) {
-  const pheap::bench::rmat_stream s{c.scale, c.edge_factor, c.threads, c.batch};
+double ingest_all(G& g, const config& c, pheap::manager* prefetch_from = nullptr) {
+  pheap::bench::rmat_stream s{c.scale, c.edge_factor, c.threads, c.batch, {}};
+  if (prefetch_from != nullptr) s.prefetch = [prefetch_from](auto r) { prefetch_from->prefetch(r); };
   if (g_prog == nullptr) return pheap::bench::ingest_rmat(g, s);
   return pheap::bench::ingest_rmat(g, s, &g_prog->arcs, [](std::uint64_t edges, double seconds) {
     g_prog->arcs = 2 * edges;
@@ -175,6 +183,8 @@ void fill_pager(result& r, const pheap::pager_stats& p) {
   r.fault_cpu_ns = p.fault_cpu_ns;
   r.evict_cpu_ns = p.evict_cpu_ns;
   r.buffer_bytes = p.buffer_bytes;
+  r.buffer_lowest = p.buffer_lowest_target_bytes;
+  r.prefetched = p.prefetched_pages;
 }
 
 // Samples the child's counters into g_prog every 0.5 s (and every --progress s prints them)
@@ -264,8 +274,10 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
   // of capacity, which at 4 KiB pages and 64 GiB would cost 64 MiB of the memory budget.
   o.capacity = bench_capacity(c);
   o.page_size = static_cast<std::uint32_t>(page);
-  o.backend = sys == "mmap" || sys == "mmap-random" ? pheap::backend_kind::mmap : pheap::backend_kind::uffd;
-  if (sys == "mmap-random") ::setenv("PHEAP_MMAP_ADVICE", "random", 1);  // this child only
+  const bool prefetch = sys.ends_with("-prefetch");
+  const std::string base = prefetch ? sys.substr(0, sys.size() - 9) : sys;
+  o.backend = base == "mmap" || base == "mmap-random" ? pheap::backend_kind::mmap : pheap::backend_kind::uffd;
+  if (base == "mmap-random") ::setenv("PHEAP_MMAP_ADVICE", "random", 1);  // this child only
   if (sys == "uffd-1file") o.segment_size = o.capacity;  // one file covering the capacity
   if (buffer != 0) o.pager.buffer_size = buffer;
   auto t_close = clk::now();
@@ -288,7 +300,7 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
                      p.evict_ns / 1000000, p.fault_cpu_ns / 1000000, p.evict_cpu_ns / 1000000);
       }
     });
-    r.ingest_s = ingest_all(g, c);
+    r.ingest_s = ingest_all(g, c, prefetch ? &m : nullptr);
     mon.stop();
     r.arcs = g.num_arcs();
     const auto t0 = clk::now();
@@ -313,14 +325,14 @@ std::string encode(const result& r) {
     << r.io_write << ' ' << r.faults << ' ' << r.zero_fills << ' ' << r.pages_read << ' ' << r.evictions << ' '
     << r.evicted_dirty << ' ' << r.bytes_read << ' ' << r.bytes_written << ' ' << r.buffer_waits << ' '
     << r.fault_ns << ' ' << r.evict_ns << ' ' << r.evict_verify_reads << ' ' << r.fault_cpu_ns << ' '
-    << r.evict_cpu_ns << ' ' << r.buffer_bytes;
+    << r.evict_cpu_ns << ' ' << r.buffer_bytes << ' ' << r.buffer_lowest << ' ' << r.prefetched;
   return s.str();
 }
 void decode(std::istream& s, result& r) {
   s >> r.ingest_s >> r.flush_s >> r.close_s >> r.arcs >> r.footprint >> r.disk_bytes >> r.peak_rss_kb >> r.minflt >>
       r.majflt >> r.io_read >> r.io_write >> r.faults >> r.zero_fills >> r.pages_read >> r.evictions >>
       r.evicted_dirty >> r.bytes_read >> r.bytes_written >> r.buffer_waits >> r.fault_ns >> r.evict_ns >>
-      r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes;
+      r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes >> r.buffer_lowest >> r.prefetched;
 }
 
 // ---- memory cgroup v1 ----------------------------------------------------------------------
@@ -383,14 +395,19 @@ void remove_cgroup(const std::string& p) {
   for (int i = 0; i < 100 && ::rmdir(p.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(20000);
 }
 
+// SIGINT/SIGTERM/SIGHUP: only what is async-signal-safe here (kill the child, note the
+// signal); run_child then reaps the child and removes its files and cgroup as on every other
+// path, and main exits by the same signal (exit_if_signalled).
+volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) {
-  if (g_child > 0) {
-    ::kill(g_child, SIGKILL);
-    ::waitpid(g_child, nullptr, 0);
-  }
-  if (!g_cgroup.empty()) ::rmdir(g_cgroup.c_str());
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
+  g_signal = sig;
+  if (g_child > 0) ::kill(g_child, SIGKILL);
+}
+void exit_if_signalled() {
+  if (g_signal == 0) return;
+  if (!g_cgroup.empty()) remove_cgroup(g_cgroup);
+  ::signal(g_signal, SIG_DFL);
+  ::raise(g_signal);
 }
 
 // Runs fn in a child (inside `cgroup` when non-empty) with a timeout.
@@ -408,6 +425,7 @@ std::string run_child(const config& c, const std::function<result()>& fn, double
   const auto start = clk::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);  // the parent cleans up
     ::close(fds[0]);
     ::close(go[1]);
     char b;
@@ -424,6 +442,7 @@ std::string run_child(const config& c, const std::function<result()>& fn, double
     ::_exit(0);
   }
   g_child = pid;
+  if (g_signal != 0) ::kill(pid, SIGKILL);  // signalled between fork and here
   ::close(fds[1]);
   ::close(go[0]);
   if (!cgroup.empty() && !write_file(cgroup + "/cgroup.procs", std::to_string(pid))) {
@@ -517,8 +536,20 @@ const char* kHeader =
 
 }  // namespace
 
+const char* kUsage =
+    "construct_bench: graph construction (R-MAT adjacency list) across storage systems, in core\n"
+    "and out of core (one memory cgroup per run); CSV lines on stdout. Systems and modes: the\n"
+    "header of bench/graph/construct_bench.cpp.\n"
+    "  construct_bench [--scale 18] [--edge-factor 16] [--threads 2] [--batch 1048576]\n"
+    "                  [--systems dram,bip,uffd,uffd-1file,mmap,mmap-random,uffd-prefetch,...]\n"
+    "                  [--page-sizes 4096,65536] [--modes incore,half,quarter,eighth]\n"
+    "                  [--timeout 120] [--dir /tmp] [--csv FILE] [--datastore-bytes D]\n"
+    "                  [--slack-mib 32] [--label TEXT] [--max-disk-gib 16] [--reps 1]\n"
+    "                  [--progress S] [--buffer auto]\n";
+
 int main(int argc, char** argv) {
   config c;
+  if (const int code = pheap::bench::usage_exit(argc, argv, kUsage); code >= 0) return code;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--scale") c.scale = static_cast<unsigned>(std::stoul(v));
@@ -606,7 +637,9 @@ int main(int argc, char** argv) {
         result r;
         std::string why;
         double wall = 0;
-        if (run_child(c, [&] { return run_pheap(c, "mmap", 65536, 0); }, c.timeout, "", r, why, wall) != "ok") {
+        const std::string st = run_child(c, [&] { return run_pheap(c, "mmap", 65536, 0); }, c.timeout, "", r, why, wall);
+        exit_if_signalled();
+        if (st != "ok") {
           std::fprintf(stderr, "could not measure the datastore size: %s\n", why.c_str());
           return 1;
         }
@@ -619,8 +652,8 @@ int main(int argc, char** argv) {
     }
     for (const auto& sys : c.systems) {
       if (sys == "dram" && mode != "incore") continue;  // DRAM has no out-of-core mode
-      const bool paged = sys == "uffd" || sys == "uffd-1file";
-      const bool kernel = sys == "mmap" || sys == "mmap-random";
+      const bool paged = sys == "uffd" || sys == "uffd-1file" || sys == "uffd-prefetch";
+      const bool kernel = sys == "mmap" || sys == "mmap-random" || sys == "mmap-random-prefetch";
       const std::vector<std::uint64_t> pages = paged ? c.page_sizes : std::vector<std::uint64_t>{4096};
       for (const std::uint64_t page : pages) {
         std::function<result()> fn;
@@ -650,6 +683,7 @@ int main(int argc, char** argv) {
           std::string why;
           double wi = 0;
           const std::string st = run_child(c, fn, c.timeout, cg, ri, why, wi);
+          exit_if_signalled();
           if (st != "ok") n += why + "; ";
           n += cgroup_report(cg);
           remove_cgroup(cg);
@@ -663,6 +697,10 @@ int main(int argc, char** argv) {
           if (st != "ok") break;
         }
         if (c.reps > 1 && status == "ok") note += "best of " + std::to_string(c.reps);
+        if (r.buffer_lowest != 0 && r.buffer_lowest != r.buffer_bytes) {
+          note += "buffer target down to " + std::to_string(r.buffer_lowest >> 20) + " MiB; ";
+        }
+        if (r.prefetched != 0) note += std::to_string(r.prefetched) + " pages prefetched; ";
         emit(sys, mode, page, budget, status, r, wall, note);
         if (mode == "incore" && sys == "mmap" && status == "ok" && final_bytes == 0) {
           final_bytes = r.disk_bytes;

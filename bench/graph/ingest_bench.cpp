@@ -21,6 +21,7 @@
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
+#include "bench_usage.hpp"
 #include "rmat_ingest.hpp"
 
 #include <boost/interprocess/managed_mapped_file.hpp>
@@ -148,12 +149,30 @@ std::string encode(const result& r) {
   return s.str();
 }
 
+// The datastores a child works on (run_bip, run_pheap): removed by the parent after every
+// child, also one that was killed (timeout, SIGINT/SIGTERM/SIGHUP).
+void remove_datastores(const config& c) {
+  std::error_code ec;
+  std::filesystem::remove(c.dir + "/pheap-graph-bench.bip", ec);
+  std::filesystem::remove_all(c.dir + "/pheap-graph-bench.ds", ec);
+}
+
+// SIGINT/SIGTERM/SIGHUP: kill the running child (async-signal-safe) and note the signal;
+// run_child reaps it and main removes its datastores, then exits by the same signal.
+volatile sig_atomic_t g_signal = 0;
+volatile pid_t g_child = 0;
+void on_signal(int sig) {
+  g_signal = sig;
+  if (g_child > 0) ::kill(g_child, SIGKILL);
+}
+
 // Runs fn in a child process with a timeout. Returns false when it did not finish (or failed).
 bool run_child(const std::function<result()>& fn, double timeout, result& out, std::string& why) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
   if (pid == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);  // the parent cleans up
     ::close(fds[0]);
     std::string line;
     try {
@@ -166,6 +185,8 @@ bool run_child(const std::function<result()>& fn, double timeout, result& out, s
     if (::write(fds[1], line.data(), line.size()) < 0) ::_exit(3);
     ::_exit(0);
   }
+  g_child = pid;
+  if (g_signal != 0) ::kill(pid, SIGKILL);  // signalled between fork and here
   ::close(fds[1]);
   std::string buf;
   const auto deadline = clk::now() + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(timeout));
@@ -174,6 +195,7 @@ bool run_child(const std::function<result()>& fn, double timeout, result& out, s
     if (left <= 0) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
+      g_child = 0;
       ::close(fds[0]);
       why = "did not finish in " + std::to_string(static_cast<int>(timeout)) + " s";
       return false;
@@ -192,6 +214,7 @@ bool run_child(const std::function<result()>& fn, double timeout, result& out, s
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  g_child = 0;
   if (buf.rfind("ok ", 0) != 0) {
     why = buf.empty() ? "child died (status " + std::to_string(status) + ")" : buf.substr(0, buf.size() - 1);
     return false;
@@ -203,8 +226,16 @@ bool run_child(const std::function<result()>& fn, double timeout, result& out, s
 
 }  // namespace
 
+const char* kUsage =
+    "ingest_bench: R-MAT adjacency-list ingestion, DRAM vs Boost.Interprocess vs pheap (in core and\n"
+    "with 1/4 of the datastore as buffer); one CSV line per system.\n"
+    "  ingest_bench [--scale 20] [--edge-factor 16] [--threads 2] [--batch 1048576]\n"
+    "               [--dir /tmp] [--timeout 900] [--systems dram,bip,pheap,pheap-quarter]\n";
+
 int main(int argc, char** argv) {
   config c;
+  if (const int code = pheap::bench::usage_exit(argc, argv, kUsage); code >= 0) return code;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, on_signal);
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--scale") c.scale = static_cast<unsigned>(std::stoul(v));
@@ -251,7 +282,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::fflush(stdout);
-    if (!run_child(fn, c.timeout, r, why)) {
+    const bool ok = run_child(fn, c.timeout, r, why);
+    remove_datastores(c);  // a killed child leaves its files behind
+    if (g_signal != 0) {
+      ::signal(g_signal, SIG_DFL);
+      ::raise(g_signal);
+    }
+    if (!ok) {
       std::printf("%-14s %s\n", label.c_str(), why.c_str());
       std::printf("csv,%s,%u,%" PRIu64 ",dnf,,,,,\n", label.c_str(), c.scale, edges);
       continue;

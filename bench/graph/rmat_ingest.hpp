@@ -1,10 +1,13 @@
 // bench/graph/rmat_ingest.hpp — the insertion loop both graph benchmarks time
 // (construct_bench, ingest_bench): the R-MAT stream (default a, b, c; scrambled; seed 123)
 // generated batch by batch, untimed, and inserted over `threads` threads with bank locks,
-// timed.
+// timed. With a `prefetch` callback (pheap: manager::prefetch), each batch's adjacency lists
+// are asked for before it is inserted (pheap::graph::prefetch_ranges, as graph::ingest does
+// with ingest_options::prefetch), timed with the insertion.
 #pragma once
 
 #include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/ingest.hpp>
 #include <pheap/graph/rmat.hpp>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -23,6 +28,8 @@ struct rmat_stream {
   std::uint64_t edge_factor = 16;
   unsigned threads = 2;                      // generating and inserting threads
   std::size_t batch = std::size_t{1} << 20;  // edges per batch
+  // Empty: no prefetch.
+  std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
 };
 
 // Inserts the whole stream into `g` and returns the summed insert time in seconds. For a run
@@ -46,6 +53,10 @@ double ingest_rmat(G& g, const rmat_stream& s, std::atomic<std::uint64_t>* arcs 
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(s.batch, gen.num_edges() - first));
     gen.generate(first, n, batch.data(), s.threads);
     const auto t0 = clk::now();
+    if (s.prefetch) {
+      const auto ranges = graph::prefetch_ranges(g, std::span<const graph::edge>(batch.data(), n));
+      s.prefetch(ranges);
+    }
     auto part = [&](std::size_t lo, std::size_t hi) {
       for (std::size_t i = lo; i < hi; ++i) {
         g.insert(batch[i], &locks);

@@ -6,6 +6,7 @@
 //                       nothing to do; else record a new job (durable with the first batch)
 //   for each input from the recorded one:
 //     ingest_input      batches read from the recorded position; per batch:
+//                         prefetch      (with ingest_options::prefetch: the batch's lists)
 //                         insert_batch  (N threads; the next batch is parsed meanwhile)
 //                         record_batch  (advance the position: the only state write per batch)
 //                         flush_if_due, report_progress
@@ -225,6 +226,7 @@ class ingest_run {
                      opt_.batch_size);
     const std::uint64_t bytes_before = pr().bytes_this_run;
     while (src.take(cur_)) {
+      prefetch(cur_.edges);
       insert_batch(t_, cur_.edges, threads_, locks_);  // throws: partial batch, no flush
       const std::exception_ptr read_error = src.settle();
       record_batch(idx, cur_);
@@ -300,6 +302,14 @@ class ingest_run {
     t_.save(c_);
     t_.set_description(fp_.description);
     dirty_ = true;
+  }
+
+  // The adjacency lists the batch will grow, asked for before it is inserted, so that the
+  // store reads them while the inserting threads work (ingest_options::prefetch).
+  void prefetch(std::span<const edge> edges) {
+    if (!opt_.prefetch || edges.empty()) return;
+    const auto ranges = t_.prefetch_plan(edges);
+    if (!ranges.empty()) opt_.prefetch(ranges);
   }
 
   reader_options reader_opts() const {

@@ -59,6 +59,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -351,6 +352,21 @@ class manager {
   size_type get_size() const noexcept;  // heap capacity in bytes
   std::uint64_t epoch() const;
   manager_stats stats() const;
+
+  // ---- out of core -------------------------------------------------------------------------
+  // A heap range the application is about to use: (address, length in bytes).
+  using memory_range = std::pair<const void*, std::size_t>;
+  // Asks the backend to bring the pages covering `ranges` into memory ahead of their use and
+  // returns at once: nothing waits for a read. uffd: pager::prefetch — the pager's fault
+  // workers fill the pages from the store in the background (stats().pager.prefetched_pages
+  // counts them); mmap: madvise(MADV_WILLNEED), the kernel's read-ahead of the files.
+  // Caveats: a hint, not a pin — the uffd pager fills only while the buffer is below its high
+  // watermark and drops the rest of the request there (it never evicts to make room), and a
+  // prefetched page may be evicted again before it is used; pages that are resident already
+  // cost a look-up each; a page the application then only writes whole was read for nothing.
+  // Parts of a range outside the heap are ignored. Safe to call from any thread, also while
+  // others allocate, write or flush.
+  void prefetch(std::span<const memory_range> ranges) const;
   // Allocator and directory invariants; empty when sound. Stops the world while it runs.
   std::vector<std::string> check() const;
 

@@ -83,9 +83,19 @@
 //     the cgroup and its ancestors, v1 memory.limit_in_bytes), else 1/4 of RAM, minus what is
 //     in use at construction (cgroup usage without reclaimable clean page cache, else the
 //     process's anonymous RSS), minus a headroom of 1/8 of the limit (at least 16 MiB) and the
-//     bounce buffers above. Read once, at construction: later growth of the application beyond
-//     the headroom, or a lowered limit, is not followed. stats().buffer_source names the source
-//     and its numbers; PHEAP_DEBUG=1 prints them at construction.
+//     bounce buffers above: that is the buffer's maximum. Then it follows the limit: the
+//     evictor re-reads limit and usage at most every 10 ms (and every 10 ms while idle) and
+//     the buffer in force (its target) becomes limit − (usage − the pager's resident pages) −
+//     a reserve (1/32 of the limit, at least 4 MiB, plus the flush bounce buffer), per page
+//     of page size + 64 B, never above the maximum and never below 2 pages; the watermarks
+//     are the same fractions of it. When the rest of the process grows, pheap evicts down to
+//     the lower target before the kernel's OOM killer needs to act; when it shrinks, the
+//     target rises back (at most to the maximum). Not followed: memory the rest of the
+//     process takes faster than that (more than the reserve within 10 ms, or more than the
+//     buffer holds), a move to another cgroup. stats() names the source and its numbers at
+//     open (buffer_source), the target now and the last sample (buffer_target_bytes,
+//     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
+//     target moves by 1/8 of the maximum.
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
 //     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and

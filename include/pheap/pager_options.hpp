@@ -23,8 +23,9 @@ struct pager_options {
   // Below 2 pages (of a region of at least 2) the pager refuses it: error(invalid_argument)
   // naming the minimum in bytes. 0 → automatic: what the process's memory limit leaves at
   // construction (the memory cgroup's, v2 or v1, else 1/4 of RAM) after the memory already in
-  // use, a headroom and pheap's own memory outside the buffer (pheap/pager.hpp, "Memory");
-  // pager_stats::buffer_source says where the number came from.
+  // use, a headroom and pheap's own memory outside the buffer, then following the limit at
+  // run time below that (pheap/pager.hpp, "Automatic buffer"); pager_stats::buffer_source
+  // and buffer_target_source say where the numbers came from.
   std::size_t buffer_size = 0;
   double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
   dirty_tracking tracking = dirty_tracking::automatic;

@@ -57,6 +57,14 @@ struct pager_stats {
   // 16.0 MiB, pheap's own 9.1 MiB").
   std::uint64_t buffer_bytes = 0;
   std::string buffer_source;
+  // An automatic buffer follows the memory limit at run time (pheap/pager.hpp, "Automatic
+  // buffer"): the buffer in force now, the lowest it has been, how many times the limit was
+  // sampled, and the last sample ("follows cgroup v1 …: limit 65.1 MiB, rest of the process
+  // 27.9 MiB, reserve 8.0 MiB"); "fixed at open" otherwise (target == buffer_bytes).
+  std::uint64_t buffer_target_bytes = 0;
+  std::uint64_t buffer_lowest_target_bytes = 0;
+  std::uint64_t buffer_resamples = 0;
+  std::string buffer_target_source;
 };
 // One line: faults, fills, evictions, flushes, bytes, residency, waits, time.
 std::ostream& operator<<(std::ostream& os, const pager_stats& s);

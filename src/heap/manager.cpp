@@ -3,6 +3,7 @@
 #include "pheap/manager.hpp"
 #include "pheap/two_phase.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -479,6 +480,33 @@ const std::string& manager::path() const noexcept {
 void* manager::get_address() const noexcept { return core_ ? core_->pg->base() : nullptr; }
 manager::size_type manager::get_size() const noexcept { return core_ ? core_->pg->size() : 0; }
 std::uint64_t manager::epoch() const { return core().pg->store().epoch(); }
+
+// Heap addresses to runs of whole pages (region offsets), sorted and merged: a plan of many
+// small ranges (one per adjacency list) asks for each page once. Parts outside the heap are cut.
+void manager::prefetch(std::span<const memory_range> ranges) const {
+  heap::region& rg = *core().pg;
+  const auto base = reinterpret_cast<std::uintptr_t>(rg.base());
+  const std::uintptr_t end = base + rg.size();
+  const std::size_t ps = rg.page_size();
+  std::vector<std::pair<std::size_t, std::size_t>> pages;  // [first, end) page numbers
+  pages.reserve(ranges.size());
+  for (const auto& [p, len] : ranges) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (len == 0 || a >= end) continue;
+    const std::uintptr_t lo = std::max(a, base), hi = len > end - a ? end : a + len;
+    if (lo < hi) pages.emplace_back((lo - base) / ps, (hi - base + ps - 1) / ps);
+  }
+  std::sort(pages.begin(), pages.end());
+  std::vector<std::pair<std::size_t, std::size_t>> offs;  // (offset, length) for the region
+  for (const auto& [first, last] : pages) {
+    if (!offs.empty() && first * ps <= offs.back().first + offs.back().second) {
+      offs.back().second = std::max(offs.back().second, last * ps - offs.back().first);
+    } else {
+      offs.emplace_back(first * ps, (last - first) * ps);
+    }
+  }
+  if (!offs.empty()) rg.prefetch(offs);
+}
 
 manager_stats manager::stats() const {
   auto& c = core();

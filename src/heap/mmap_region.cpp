@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -120,6 +121,15 @@ class mmap_region final : public region {
     s->finish_direct_mapping(root);  // the copy's pages were written through the mapping
   }
 
+  void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) override {
+    if (closed_) return;
+    const std::size_t ps = 4096;  // the kernel's pages
+    for (const auto& [off, len] : ranges) {
+      if (len == 0 || off >= size_) continue;
+      const std::size_t first = off / ps * ps, end = std::min(size_, off + std::min(len, size_ - off));
+      (void)::madvise(base_ + first, end - first, MADV_WILLNEED);  // a hint: errors ignored
+    }
+  }
   sparse_store& store() noexcept override { return *store_; }
   dirty_tracking tracking() const noexcept override { return dirty_tracking::automatic; }
   pager_stats stats() const override { return {}; }

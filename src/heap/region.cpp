@@ -67,6 +67,9 @@ class pager_region final : public region {
   void snapshot(const std::string& dst, std::span<const std::byte>) override {
     pg_.store().snapshot(dst);  // the last commit; the manager flushed just before
   }
+  void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) override {
+    pg_.prefetch(ranges);
+  }
   sparse_store& store() noexcept override { return pg_.store(); }
   dirty_tracking tracking() const noexcept override { return pg_.tracking(); }
   pager_stats stats() const override { return pg_.stats(); }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "pheap/options.hpp"
 #include "pheap/pager.hpp"
@@ -50,6 +51,9 @@ class region {
   // Writes an independent datastore at dst holding `root` and the heap as of now/last flush.
   virtual void snapshot(const std::string& dst, std::span<const std::byte> root) = 0;
 
+  // Brings the pages covering each (offset, len) in ahead of use, without waiting (manager.hpp
+  // manager::prefetch: its caveats). uffd: pager::prefetch; mmap: MADV_WILLNEED.
+  virtual void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) = 0;
   virtual sparse_store& store() noexcept = 0;
   virtual dirty_tracking tracking() const noexcept = 0;
   virtual pager_stats stats() const = 0;

@@ -9,14 +9,44 @@ namespace pheap::paging {
 
 void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages,
                               double high_watermark, double low_watermark) {
-  buffer_pages_ = std::min(std::max(buffer_pages, min_pages), region_pages);
-  high_pages_ = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::ceil(high_watermark * static_cast<double>(buffer_pages_))),
-      1, buffer_pages_);
-  low_pages_ = std::min<std::size_t>(
-      static_cast<std::size_t>(low_watermark * static_cast<double>(buffer_pages_)),
-      high_pages_ - 1);
-  evicts_ = buffer_pages_ < region_pages;
+  region_pages_ = region_pages;
+  max_pages_ = std::min(std::max(buffer_pages, min_pages), region_pages);
+  high_fraction_ = high_watermark;
+  low_fraction_ = low_watermark;
+  lowest_target_.store(max_pages_, std::memory_order_relaxed);
+  retarget(max_pages_);
+}
+
+void buffer_budget::retarget(std::size_t pages) {
+  const std::size_t t = std::clamp(pages, std::min(min_pages, max_pages_), max_pages_);
+  const std::size_t high = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::ceil(high_fraction_ * static_cast<double>(t))), 1, t);
+  const std::size_t low = std::min<std::size_t>(
+      static_cast<std::size_t>(low_fraction_ * static_cast<double>(t)), high - 1);
+  // Lowering: watermarks first, so that no grant sees a target below its high mark.
+  low_pages_.store(low, std::memory_order_relaxed);
+  high_pages_.store(high, std::memory_order_relaxed);
+  target_pages_.store(t, std::memory_order_release);
+  if (t < lowest_target_.load(std::memory_order_relaxed)) {
+    lowest_target_.store(t, std::memory_order_relaxed);
+  }
+  kick_at_high(used());
+}
+
+void buffer_budget::follow(sampler s, std::chrono::milliseconds period) {
+  sampler_ = std::move(s);
+  period_ = period;
+}
+
+void buffer_budget::follow_limit() {
+  if (!sampler_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_sample_ < period_) return;
+  last_sample_ = now;
+  resamples_.fetch_add(1, std::memory_order_relaxed);
+  const auto resident = static_cast<std::size_t>(std::max<std::int64_t>(0, occupied()));
+  const std::size_t t = sampler_(resident);
+  if (t != target_pages()) retarget(t);
 }
 
 bool buffer_budget::try_reserve(std::size_t limit) {
@@ -32,13 +62,13 @@ bool buffer_budget::try_reserve(std::size_t limit) {
 }
 
 bool buffer_budget::reserve() {
-  if (try_reserve(buffer_pages_)) return true;
+  if (try_reserve(target_pages())) return true;
   waits_.fetch_add(1, std::memory_order_relaxed);
   waiters_.fetch_add(1);
   bool ok = false;
   for (;;) {
     kick_evictor();
-    if (try_reserve(buffer_pages_)) {
+    if (try_reserve(target_pages())) {
       ok = true;
       break;
     }
@@ -72,13 +102,22 @@ void buffer_budget::kick_evictor() {
 }
 
 bool buffer_budget::wait_for_kick() {
-  std::unique_lock lk(evict_mu_);
-  evict_cv_.wait(lk, [&] { return kicked_ || stop_.load(); });
+  const auto woken = [&] { return kicked_ || stop_.load(); };
+  for (;;) {
+    follow_limit();  // may kick: outside evict_mu_
+    std::unique_lock lk(evict_mu_);
+    if (!sampler_) {
+      evict_cv_.wait(lk, woken);
+      break;
+    }
+    if (evict_cv_.wait_for(lk, period_, woken)) break;
+  }
   return !stop_.load();
 }
 
-std::size_t buffer_budget::to_evict() const {
-  std::int64_t excess = used() - static_cast<std::int64_t>(low_pages_);
+std::size_t buffer_budget::to_evict() {
+  follow_limit();
+  std::int64_t excess = used() - low_pages();
   if (excess <= 0 && waiters_.load() > 0) excess = 1;
   return excess <= 0 ? 0 : static_cast<std::size_t>(excess);
 }
@@ -91,14 +130,14 @@ void buffer_budget::notify_freed() {
 void buffer_budget::end_round(bool idle_round) {
   std::lock_guard lk(evict_mu_);
   kicked_ = false;
-  if (idle_round || waiters_.load() > 0 || used() >= static_cast<std::int64_t>(high_pages_)) {
-    kicked_ = used() > static_cast<std::int64_t>(low_pages_) || waiters_.load() > 0;
+  if (idle_round || waiters_.load() > 0 || used() >= high_pages()) {
+    kicked_ = used() > low_pages() || waiters_.load() > 0;
   }
 }
 
 bool buffer_budget::evictor_idle() {
   std::lock_guard lk(evict_mu_);
-  return !kicked_ && used() <= static_cast<std::int64_t>(high_pages_);
+  return !kicked_ && used() <= high_pages();
 }
 
 void buffer_budget::wake_all() {

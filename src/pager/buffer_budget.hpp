@@ -20,13 +20,30 @@
 //       it evicts down to the low watermark, and at least one page per round while a fault
 //       waits. A waiting fault re-checks at least every 5 ms, so a missed notification
 //       delays it and never hangs it.
-// Locks: free_mu_ and evict_mu_ are leaves (nothing is taken while holding them).
+//   B4  the buffer follows the memory limit (automatic buffer only, follow()): the buffer in
+//       force, its *target*, is re-computed by the evictor thread — at the start of each
+//       eviction round and before each batch, at most once per follow period, and every
+//       period while the evictor is idle — from the limit and from what the rest of the
+//       process uses now (the pager's sampler, pager.cpp follow_limit). The rule:
+//         target = clamp(sampler(resident pages), min(min_pages, region), maximum)
+//       where maximum is the buffer configured at open (never exceeded) and min_pages the
+//       smallest working buffer (never gone below, even if the limit leaves less: the process
+//       is then over its limit whatever pheap does). The watermarks are the same fractions
+//       of the target. A lower target wakes the evictor when used is at its high watermark,
+//       so pheap gives memory back within one period plus the eviction of the excess; a
+//       higher one (the rest of the process shrank) lets faults fill again. B2 reads the
+//       target of the instant of the grant: a grant racing a lowering may leave used one
+//       slot per racing thread above the new target, which the evictor then takes back.
+// Locks: free_mu_ and evict_mu_ are leaves (nothing is taken while holding them); the sampler
+// is called with no lock held.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 namespace pheap::paging {
@@ -45,16 +62,30 @@ class buffer_budget {
   // rounded up, at least 1; low below high). Called once, before any thread uses the budget.
   void configure(std::size_t region_pages, std::size_t buffer_pages, double high_watermark,
                  double low_watermark);
-  std::size_t pages() const noexcept { return buffer_pages_; }
-  // The buffer is smaller than the region: the evictor has work to do.
-  bool evicts() const noexcept { return evicts_; }
+  // The buffer configured at open: the maximum of the target (B4).
+  std::size_t pages() const noexcept { return max_pages_; }
+  // The buffer in force now (== pages() unless following a memory limit, B4).
+  std::size_t target_pages() const noexcept { return target_pages_.load(std::memory_order_relaxed); }
+  // The target is smaller than the region: the evictor has work to do.
+  bool evicts() const noexcept { return target_pages() < region_pages_; }
+
+  // ---- following the memory limit (B4) -------------------------------------------------------
+  // `sampler(resident pages)` returns the buffer, in pages, that the memory limit leaves now
+  // for a pager holding that many pages. Called before the evictor thread starts.
+  using sampler = std::function<std::size_t(std::size_t resident_pages)>;
+  void follow(sampler s, std::chrono::milliseconds period);
+  bool follows() const noexcept { return static_cast<bool>(sampler_); }
+  // The evictor's side: re-computes the target if a period has passed since the last time.
+  void follow_limit();
+  std::uint64_t resamples() const noexcept { return resamples_.load(std::memory_order_relaxed); }
+  std::size_t lowest_target() const noexcept { return lowest_target_.load(std::memory_order_relaxed); }
 
   // ---- slots -------------------------------------------------------------------------------
   // A slot for a fault: waits for the evictor while the buffer is full (B2). False only when
   // the pager is stopping.
   bool reserve();
   // A slot for read-ahead or prefetch, only below the high watermark; never waits.
-  bool try_reserve_below_high() { return try_reserve(high_pages_); }
+  bool try_reserve_below_high() { return try_reserve(high_pages_.load(std::memory_order_relaxed)); }
   // Gives back n slots (pages that left memory, or claims that lost) and wakes waiting faults.
   void release(std::size_t n);
   std::int64_t used() const noexcept {
@@ -74,10 +105,12 @@ class buffer_budget {
 
   // ---- the evictor's side ------------------------------------------------------------------
   void kick_evictor();
-  // The evictor sleeps until kicked; false when the pager is stopping.
+  // The evictor sleeps until kicked (following a limit: waking every period to follow it,
+  // B4); false when the pager is stopping.
   bool wait_for_kick();
-  // Pages to evict now: down to the low watermark, at least one while a fault waits (B3).
-  std::size_t to_evict() const;
+  // Pages to evict now: down to the low watermark, at least one while a fault waits (B3);
+  // follows the limit first (B4).
+  std::size_t to_evict();
   // Wakes faults waiting for a slot (after a batch, or at shutdown).
   void notify_freed();
   // End of an eviction round: stays kicked if there is still work (or the round made no
@@ -97,12 +130,29 @@ class buffer_budget {
  private:
   bool try_reserve(std::size_t limit);
   void kick_at_high(std::int64_t used_now) {
-    if (used_now >= static_cast<std::int64_t>(high_pages_) && evicts_) kick_evictor();
+    if (used_now >= static_cast<std::int64_t>(high_pages_.load(std::memory_order_relaxed)) &&
+        evicts()) {
+      kick_evictor();
+    }
+  }
+  // The target and its watermarks (B4); wakes the evictor if used is at the new high mark.
+  void retarget(std::size_t pages);
+  std::int64_t low_pages() const noexcept {
+    return static_cast<std::int64_t>(low_pages_.load(std::memory_order_relaxed));
+  }
+  std::int64_t high_pages() const noexcept {
+    return static_cast<std::int64_t>(high_pages_.load(std::memory_order_relaxed));
   }
 
   const std::atomic<bool>& stop_;
-  std::size_t buffer_pages_ = 0, high_pages_ = 0, low_pages_ = 0;
-  bool evicts_ = false;
+  std::size_t region_pages_ = 0, max_pages_ = 0;
+  double high_fraction_ = 1, low_fraction_ = 0;
+  std::atomic<std::size_t> target_pages_{0}, high_pages_{0}, low_pages_{0};
+  std::atomic<std::size_t> lowest_target_{0};
+  sampler sampler_;  // set before the evictor starts; used by the evictor thread only
+  std::chrono::milliseconds period_{10};
+  std::chrono::steady_clock::time_point last_sample_{};  // evictor thread only
+  std::atomic<std::uint64_t> resamples_{0};
   std::atomic<std::int64_t> occupied_{0};  // filling + resident pages (B1)
   std::atomic<std::int64_t> pinned_{0};    // pages with pin count > 0
   std::atomic<bool> writeback_failing_{false};

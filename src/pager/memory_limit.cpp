@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -200,6 +201,25 @@ memory_sample memory_limit::sample() const {
   s.limit = std::min(limit, ram_);
   s.used = usage > reclaimable ? usage - reclaimable : 0;
   return s;
+}
+
+std::size_t limit_follower::operator()(std::size_t resident_pages) {
+  const memory_sample s = m_.sample();
+  const std::uint64_t mine = std::uint64_t(resident_pages) * ps_;
+  const std::uint64_t rest = s.used > mine ? s.used - mine : 0;
+  last_limit_.store(s.limit, std::memory_order_relaxed);
+  last_rest_.store(rest, std::memory_order_relaxed);
+  const std::uint64_t taken = rest + reserve_;
+  return s.limit > taken ? static_cast<std::size_t>((s.limit - taken) / per_page_) : 0;
+}
+
+std::string limit_follower::describe() const {
+  char b[96];
+  std::snprintf(b, sizeof b, ": limit %.1f MiB, rest of the process %.1f MiB, reserve %.1f MiB",
+                static_cast<double>(last_limit_.load(std::memory_order_relaxed)) / (1 << 20),
+                static_cast<double>(last_rest_.load(std::memory_order_relaxed)) / (1 << 20),
+                static_cast<double>(reserve_) / (1 << 20));
+  return "follows " + m_.name() + b;
 }
 
 }  // namespace pheap::paging

@@ -15,12 +15,21 @@
 // active_file − dirty − writeback of the cgroup's memory.stat): it is charged to the cgroup
 // but does not make the kernel OOM-kill; dirty and writeback pages do count.
 //
-// Caveats: the limit is read once, when the pager opens: a limit changed later, memory the
-// application allocates later, or a move to another cgroup are not followed (the headroom,
-// pager.cpp choose_buffer, is what absorbs the application's growth). A cgroup v2 memory.high
-// counts as a limit (the kernel throttles, rather than kills, above it).
+// The pager sizes its buffer at open (pager.cpp choose_buffer: the limit minus what is in use,
+// a headroom and pheap's own memory) and then follows the limit with a limit_follower (below):
+// the evictor re-samples limit and usage at most every 10 ms and the buffer's target becomes
+// what the limit leaves after the rest of the process and a reserve (buffer_budget.hpp B4).
+//
+// Caveats: the cgroup is found once, at open: a move to another cgroup is not followed (its
+// limit and usage are: they are re-read at every sample). A cgroup v2 memory.high counts as a
+// limit (the kernel throttles, rather than kills, above it). v1 memory.usage_in_bytes is
+// approximate (per-CPU charge batches, a few hundred KiB); the reserve covers it. Memory the
+// rest of the process takes faster than the evictor gives it back (more than the reserve
+// within one period, or more than the buffer at all) still meets the kernel's OOM killer.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -49,6 +58,30 @@ class memory_limit {
   std::string dir_;   // the cgroup's directory (cgroup sources)
   std::string root_;  // the hierarchy's mount point (v2: the ancestors' walk stops there)
   std::uint64_t ram_ = 0;
+};
+
+// The buffer a memory limit leaves a pager at run time (buffer_budget.hpp B4):
+//   rest   = used − the pager's resident buffer (resident pages × page size)
+//   target = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
+// `reserve` absorbs what the rest of the process grows between two samples and pheap's own
+// memory that is touched late (the flush bounce buffer); see pager.cpp choose_buffer for its
+// size. Callable from one thread at a time (the evictor); the last sample is readable from any.
+class limit_follower {
+ public:
+  limit_follower(memory_limit m, std::size_t page_size, std::uint64_t bookkeeping,
+                 std::uint64_t reserve)
+      : m_(std::move(m)), ps_(page_size), per_page_(page_size + bookkeeping), reserve_(reserve) {}
+  std::size_t operator()(std::size_t resident_pages);
+  // "follows cgroup v1 …: limit 65.1 MiB, rest of the process 27.9 MiB, reserve 6.0 MiB"
+  // (the last sample), for pager_stats::buffer_target_source.
+  std::string describe() const;
+  std::uint64_t reserve() const noexcept { return reserve_; }
+
+ private:
+  memory_limit m_;
+  std::size_t ps_;
+  std::uint64_t per_page_, reserve_;
+  std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0};
 };
 
 }  // namespace pheap::paging

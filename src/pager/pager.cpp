@@ -96,7 +96,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
      << " us evict " << s.evict_ns / 1000 << " us | cpu: workers " << s.fault_cpu_ns / 1000
      << " us evictor " << s.evict_cpu_ns / 1000 << " us | buffer " << s.buffer_bytes
-     << " B from " << s.buffer_source;
+     << " B from " << s.buffer_source << " | target " << s.buffer_target_bytes << " B (lowest "
+     << s.buffer_lowest_target_bytes << ", " << s.buffer_resamples << " samples) "
+     << s.buffer_target_source;
   return os;
 }
 
@@ -111,6 +113,7 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
   set_geometry(opt);
   const uffd_features& f = probe_features(name_);
   choose_tracking(opt.tracking, f);
+  follow_memory_limit(f, opt.debug);
   try {
     open_descriptors(f);
     map_region();
@@ -143,17 +146,27 @@ void pager_impl::set_geometry(const pager_options& opt) {
   // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
   // (their bounce buffers come out of the limit too).
   std::optional<memory_sample> limit;
+  std::optional<memory_limit> source;
   std::uint64_t batch_cap = ~std::uint64_t(0);
   if (opt.buffer_size == 0) {
-    const memory_limit m = memory_limit::detect();
-    limit = m.sample();
-    buffer_source_ = m.name();
+    source = memory_limit::detect();
+    limit = source->sample();
+    buffer_source_ = source->name();
     batch_cap = limit->limit / 16;
   }
   evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
   flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
   fault_threads_ = opt.fault_threads;
   choose_buffer(opt, limit);
+  if (source) {
+    // The run-time reserve (B4): what the rest of the process may grow between two samples,
+    // 1/32 of the limit, at least 4 MiB; plus the flush bounce buffer, touched only when
+    // flush() runs. Smaller than the headroom at open, which must also cover what the
+    // application allocates before the first sample.
+    const std::uint64_t reserve =
+        std::max<std::uint64_t>(4ull << 20, limit->limit / 32) + flush_batch_pages_ * std::uint64_t(ps_);
+    follower_ = std::make_shared<limit_follower>(std::move(*source), ps_, kBookkeeping, reserve);
+  }
   evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
 }
 
@@ -207,6 +220,28 @@ void pager_impl::choose_buffer(const pager_options& opt, const std::optional<mem
                  name_.c_str(), mib(budget_.pages() * ps_).c_str(), budget_.pages(), ps_,
                  buffer_source_.c_str());
   }
+}
+
+// An automatic buffer follows its memory limit (buffer_budget.hpp B4), sampled by the evictor
+// every kFollowPeriod. Not where the region may have to evict and cannot (writable, no
+// UFFDIO_MOVE: choose_tracking accepted it only because the buffer held the whole region).
+void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
+  if (!follower_ || (!ro_ && !f.move)) return;
+  buffer_source_ += "; then follows it every " + std::to_string(kFollowPeriod.count()) +
+                    " ms (reserve " + mib(follower_->reserve()) + ")";
+  budget_.follow(
+      [this, f = follower_, debug, shown = budget_.pages()](std::size_t resident) mutable {
+        const std::size_t t = (*f)(resident);
+        // Debug: one line when the target moved by 1/8 of the maximum since the last line.
+        const std::size_t shown_now = std::clamp(t, std::size_t(0), budget_.pages());
+        if (debug && (shown_now > shown ? shown_now - shown : shown - shown_now) * 8 >= budget_.pages()) {
+          std::fprintf(stderr, "pheap: pager %s: buffer target %s (%s)\n", name_.c_str(),
+                       mib(shown_now * ps_).c_str(), f->describe().c_str());
+          shown = shown_now;
+        }
+        return t;
+      },
+      kFollowPeriod);
 }
 
 // The pager's memory outside the buffer that is not yet in use when the buffer is sized (the
@@ -482,6 +517,10 @@ pager_stats pager_impl::stats() const {
   s.evict_cpu_ns = cpu_ns(evict_clocks_);
   s.buffer_bytes = std::uint64_t(budget_.pages()) * ps_;
   s.buffer_source = buffer_source_;
+  s.buffer_target_bytes = std::uint64_t(budget_.target_pages()) * ps_;
+  s.buffer_lowest_target_bytes = std::uint64_t(budget_.lowest_target()) * ps_;
+  s.buffer_resamples = budget_.resamples();
+  s.buffer_target_source = budget_.follows() ? follower_->describe() : "fixed at open";
   return s;
 }
 

@@ -89,6 +89,11 @@ class pager_impl {
   // budget configured; the debug line. Steps of set_geometry.
   void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit);
   std::uint64_t own_bytes_outside_buffer() const;
+  // An automatic buffer's follower (memory_limit.hpp), attached to the budget by
+  // follow_memory_limit after choose_tracking; null with a buffer_size option.
+  std::shared_ptr<limit_follower> follower_;
+  static constexpr std::chrono::milliseconds kFollowPeriod{10};
+  void follow_memory_limit(const uffd_features& f, bool debug);
   // Bytes of pheap's own bookkeeping per buffer page, an upper bound (the resident clock's
   // ring and published list, the page word is counted with the page table).
   static constexpr std::uint64_t kBookkeeping = 64;

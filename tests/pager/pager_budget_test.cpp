@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -180,18 +182,15 @@ struct memory_cgroup {
   }
 };
 
-// The budget is the budget: with no buffer_size, a pager in a 64 MiB memory cgroup writes and
-// reads back 256 MiB (4x the limit) through a real sparse_store and is not OOM-killed; its
-// stats name the cgroup as the source of the buffer's size.
-TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
-  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  const std::uint64_t limit = 64ull << 20, data = 4 * limit, ps = 65536;
-  memory_cgroup cg(limit);
-  if (cg.dir.empty()) { PHEAP_REQUIRE_FEATURE(cg.why); }
-  temp_dir tmp;
+// Runs `body` in a child process inside `cg`; the child reports a line and an exit code (0 =
+// pass). Returns the report; fails the test when the child is killed (the OOM killer) or exits
+// non-zero, or when the cgroup counted an OOM kill.
+std::string run_in_cgroup(const memory_cgroup& cg, const std::function<int(std::string&)>& body) {
   int go[2], res[2];
-  ASSERT_EQ(::pipe(go), 0);
-  ASSERT_EQ(::pipe(res), 0);
+  if (::pipe(go) != 0 || ::pipe(res) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return {};
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(go[1]);
@@ -201,32 +200,9 @@ TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
     std::string report;
     int code = 0;
     try {
-      store_options so;
-      so.capacity = 2 * data;
-      so.page_size = ps;
-      so.segment_size = 64ull << 20;
-      pager pg(sparse_store::create(tmp / "ds", so), pager_options{});
-      const pager_stats s0 = pg.stats();
-      report = "buffer " + std::to_string(s0.buffer_bytes) + " from " + s0.buffer_source;
-      if (s0.buffer_source.find("cgroup") == std::string::npos) code = 11;
-      if (s0.buffer_bytes == 0 || s0.buffer_bytes >= limit) code = 12;
-      auto* w = reinterpret_cast<std::uint64_t*>(pg.base());
-      const std::size_t words = data / 8, step = 4096 / 8;  // one word per 4 KiB
-      for (std::size_t i = 0; i < words; i += step) w[i] = i * 2654435761u + 1;
-      pg.flush({});
-      for (std::size_t i = 0; i < words; i += step) {
-        if (w[i] != i * 2654435761u + 1) {
-          code = 13;
-          break;
-        }
-      }
-      const pager_stats s1 = pg.stats();
-      report += "; after: " + std::to_string(s1.evictions) + " evictions, buffer " +
-                std::to_string(s1.buffer_bytes) + ", peak resident " +
-                std::to_string(s1.peak_resident_pages) + " pages";
-      if (s1.evictions == 0) code = 14;
+      code = body(report);
     } catch (const std::exception& e) {
-      report = e.what();
+      report += std::string("; ") + e.what();
       code = 15;
     }
     if (::write(res[1], report.data(), report.size()) < 0) ::_exit(16);
@@ -234,8 +210,8 @@ TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
   }
   ::close(go[0]);
   ::close(res[1]);
-  ASSERT_TRUE(cg.put("cgroup.procs", std::to_string(pid)));
-  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  EXPECT_TRUE(cg.put("cgroup.procs", std::to_string(pid)));
+  EXPECT_EQ(::write(go[1], "g", 1), 1);
   ::close(go[1]);
   std::string report;
   char buf[512];
@@ -244,11 +220,115 @@ TEST(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   const std::string oom = cg.get(cg.v2 ? "memory.events" : "memory.oom_control");
-  ASSERT_TRUE(WIFEXITED(st)) << "child killed by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0)
+  EXPECT_TRUE(WIFEXITED(st)) << "child killed by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0)
                              << " (OOM?): " << oom << "; " << report;
-  EXPECT_EQ(WEXITSTATUS(st), 0) << report;
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0) << report;
   EXPECT_NE(oom.find("oom_kill 0"), std::string::npos) << oom;
   std::printf("%s\n", report.c_str());
+  return report;
+}
+
+// A pager over a real sparse_store of capacity 2 x `data`, automatic buffer.
+std::unique_ptr<pager> open_auto(const temp_dir& tmp, std::uint64_t data, std::uint32_t ps) {
+  store_options so;
+  so.capacity = 2 * data;
+  so.page_size = ps;
+  so.segment_size = 64ull << 20;
+  return std::make_unique<pager>(sparse_store::create(tmp / "ds", so), pager_options{});
+}
+
+// One word per 4 KiB of [first, last) words: written, or checked (false at the first wrong one).
+constexpr std::size_t kStep = 4096 / 8;
+std::uint64_t word_value(std::size_t i) { return i * 2654435761u + 1; }
+void write_words(pager& pg, std::size_t first, std::size_t last) {
+  auto* w = reinterpret_cast<std::uint64_t*>(pg.base());
+  for (std::size_t i = first; i < last; i += kStep) w[i] = word_value(i);
+}
+bool check_words(pager& pg, std::size_t first, std::size_t last) {
+  const auto* w = reinterpret_cast<const std::uint64_t*>(pg.base());
+  for (std::size_t i = first; i < last; i += kStep) {
+    if (w[i] != word_value(i)) return false;
+  }
+  return true;
+}
+
+// A 64 MiB memory cgroup for the test's child and a directory for its datastore.
+class PagerBudget : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t limit = 64ull << 20;
+  void SetUp() override {
+    PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+    cg = std::make_unique<memory_cgroup>(limit);
+    if (cg->dir.empty()) { PHEAP_REQUIRE_FEATURE(cg->why); }
+  }
+  std::unique_ptr<memory_cgroup> cg;
+  temp_dir tmp;
+};
+
+// The budget is the budget: with no buffer_size, a pager in a 64 MiB memory cgroup writes and
+// reads back 256 MiB (4x the limit) through a real sparse_store and is not OOM-killed; its
+// stats name the cgroup as the source of the buffer's size.
+TEST_F(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData) {
+  const std::uint64_t data = 4 * limit;
+  run_in_cgroup(*cg, [&](std::string& report) {
+    auto pg = open_auto(tmp, data, 65536);
+    const pager_stats s0 = pg->stats();
+    report = "buffer " + std::to_string(s0.buffer_bytes) + " from " + s0.buffer_source;
+    if (s0.buffer_source.find("cgroup") == std::string::npos) return 11;
+    if (s0.buffer_bytes == 0 || s0.buffer_bytes >= limit) return 12;
+    write_words(*pg, 0, data / 8);
+    pg->flush({});
+    if (!check_words(*pg, 0, data / 8)) return 13;
+    const pager_stats s1 = pg->stats();
+    report += "; after: " + std::to_string(s1.evictions) + " evictions, buffer " +
+              std::to_string(s1.buffer_bytes) + ", peak resident " +
+              std::to_string(s1.peak_resident_pages) + " pages";
+    return s1.evictions == 0 ? 14 : 0;
+  });
+}
+
+// The buffer follows the cgroup: after the pager opened with a full-size automatic buffer and
+// filled it, the application takes 28 MiB of its own (more than the 16 MiB headroom of the
+// open-time sizing: without following, buffer + application exceed the 64 MiB limit and the
+// kernel OOM-kills the process) in 1 MiB steps while it keeps writing the heap. The pager
+// lowers its target, gives the memory back, and the run completes with every word intact;
+// when the application frees its memory the target rises back.
+TEST_F(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadroom) {
+  const std::uint64_t data = 4 * limit, growth = 28ull << 20;
+  run_in_cgroup(*cg, [&](std::string& report) {
+    auto pg = open_auto(tmp, data, 4096);
+    const pager_stats s0 = pg->stats();
+    report = "buffer " + std::to_string(s0.buffer_bytes >> 20) + " MiB from " + s0.buffer_source;
+    if (s0.buffer_bytes + growth < limit) return 11;  // the growth would fit anyway: no test
+    const std::size_t words = data / 8, slice = words / 64;
+    write_words(*pg, 0, words / 4);  // one limit's worth: the buffer is full
+    // The application's own memory, outside the heap, touched 1 MiB at a time while the heap
+    // keeps being written.
+    std::vector<std::unique_ptr<char[]>> mine;
+    std::size_t next = words / 4;
+    for (std::uint64_t got = 0; got < growth; got += 1 << 20) {
+      mine.emplace_back(new char[1 << 20]);
+      std::memset(mine.back().get(), 1, 1 << 20);
+      write_words(*pg, next, next + slice / 8);
+      next += slice / 8;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    write_words(*pg, next, words);
+    const pager_stats s1 = pg->stats();
+    report += "; grown: target " + std::to_string(s1.buffer_target_bytes >> 20) + " MiB (" +
+              s1.buffer_target_source + "), " + std::to_string(s1.evictions) + " evictions";
+    // The growth beyond the open-time headroom (16 MiB) must come out of the buffer.
+    if (s1.buffer_target_bytes + (growth - (16u << 20)) > s0.buffer_bytes) return 12;
+    pg->flush({});
+    if (!check_words(*pg, 0, words)) return 13;
+    mine.clear();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // ten sampling periods
+    check_words(*pg, 0, words / 4);  // a fault or two: the evictor samples on its way
+    const pager_stats s2 = pg->stats();
+    report += "; freed: target " + std::to_string(s2.buffer_target_bytes >> 20) + " MiB";
+    if (s2.buffer_target_bytes <= s1.buffer_target_bytes) return 14;  // did not rise back
+    return s2.buffer_resamples == 0 ? 15 : 0;
+  });
 }
 
 #endif  // !__SANITIZE_THREAD__
