@@ -47,7 +47,8 @@ constexpr variable kTable[] = {
      .default_value = "normal", .meaning = "madvise of the mmap backend's mapping (random: no read-around)",
      .words = "normal random"},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
-     .meaning = "1: the pager prints its buffer size and where it came from at open",
+     .meaning = "1: the pager prints its buffer size and where it came from at open, and the automatic "
+                "buffer's target whenever it moves by 1/8",
      .min = 0, .max = 1},
 };
 
