@@ -22,6 +22,11 @@
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
+#include <pheap/mpi/manifest.hpp>
+#ifdef PHEAP_GRAPH_MPI
+#include <pheap/graph/mpi/ingest.hpp>
+#include <pheap/graph/mpi/partition.hpp>
+#endif
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -44,6 +49,9 @@
 #include "support/progress.hpp"
 
 namespace pg = pheap::graph;
+#ifdef PHEAP_GRAPH_MPI
+namespace pgm = pheap::graph::mpi;
+#endif
 
 namespace {
 
@@ -67,6 +75,40 @@ struct usage_error : std::runtime_error {
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
 void print_json(const json& j) { std::printf("%s\n", dump(j).c_str()); }
+
+// MPI in this process: initialised only when mpirun launched it (Open MPI and PMIx set these
+// variables before main), so a plain run never touches MPI. Without MPI built in, never.
+struct mpi_session {
+  bool active = false;
+  int rank = 0, size = 1;
+#ifdef PHEAP_GRAPH_MPI
+  mpi_session() {
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMIX_RANK") == nullptr) return;
+    MPI_Init(nullptr, nullptr);
+    active = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  ~mpi_session() {
+    if (active) MPI_Finalize();
+  }
+#endif
+};
+const mpi_session* g_mpi = nullptr;  // main's
+
+// A distributed datastore (pheap/mpi/manifest.hpp): D/pheap.manifest and a datastore per rank.
+bool is_distributed(const std::string& ds) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(ds) / pheap::mpi::manifest_file, ec);
+}
+
+#ifndef PHEAP_GRAPH_MPI
+[[noreturn]] void no_mpi_built_in(const std::string& ds) {
+  throw usage_error(ds + " is a distributed datastore (it has " + std::string(pheap::mpi::manifest_file) +
+                    "), and this pheap-graph was built without MPI: rebuild with libopenmpi-dev installed");
+}
+#endif
+
 
 // ---- generate -----------------------------------------------------------------------------
 
@@ -261,6 +303,66 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, const pg::ingest_
   return 0;
 }
 
+#ifdef PHEAP_GRAPH_MPI
+// mpirun -np N pheap-graph ingest: every rank runs this (graph/mpi/FORMAT.md). Rank 0 prints
+// progress and the report; a failure is printed by the lowest failing rank, and every rank
+// leaves with its exit status (so does mpirun).
+int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const pgm::graph_spec& spec,
+                       const pheap::options& mo) {
+  const bool talk = g_mpi->rank == 0;
+  const std::string who = g_mpi->size > 1 ? "pheap-graph ingest (rank " + std::to_string(g_mpi->rank) + "): "
+                                          : "pheap-graph ingest: ";
+  auto fail = [&](int code, const std::string& what, const char* after = "") {
+    std::fprintf(stderr, "%s%s%s\n", who.c_str(), what.c_str(), after);
+    tool_support::leave(code);
+  };
+  try {
+    pheap::mpi::datastore ds = pgm::open_or_create(MPI_COMM_WORLD, a.datastore, a.name, spec, mo);
+    progress pr(progress::choose(a.quiet || !talk), "ingest", progress::unit::bytes);
+    auto report = [&](const pg::ingest_progress& p) {
+      pr.update(p.bytes_this_run, std::to_string(g_mpi->size) + " ranks, " +
+                                      tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
+                                      (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
+    };
+    const pgm::distributed_report r = pheap::guard_faults(
+        [&] { return pgm::ingest(MPI_COMM_WORLD, ds, a.name, spec, a.inputs, o, report); });
+    pr.finish();
+    std::uint64_t mine[2] = {0, 0}, sum[2] = {0, 0};
+    pg::visit_graph(ds.local(), a.name, [&](const auto& g) { mine[0] = g.num_vertices(), mine[1] = g.num_arcs(); });
+    MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (talk) {
+      print_report(r.job, a.name, sum[0], sum[1]);
+      if (!r.job.already_done) {
+        const auto edges = r.job.final.edges_this_run;
+        std::printf("ranks %" PRIu64 ": %" PRIu64 " batches, %" PRIu64 " records (%s) sent between ranks, %.1f bytes per edge\n",
+                    r.ranks, r.batches, r.records_exchanged, tool_support::human_bytes(r.bytes_exchanged).c_str(),
+                    edges ? static_cast<double>(r.bytes_exchanged) / static_cast<double>(edges) : 0.0);
+      }
+    }
+    return 0;
+  } catch (const pgm::rank_failed& e) {
+    tool_support::leave(e.kind() == pgm::rank_failed::usage ? exit_usage
+                        : e.kind() == pgm::rank_failed::input ? exit_bad_input : exit_failure);
+  } catch (const pg::input_error& e) {
+    fail(exit_bad_input, e.what(), "; the edges before it are committed on every rank: fix the input or rerun "
+                                   "with --skip-bad-lines to continue at that line");
+  } catch (const pg::ingest_usage_error& e) {
+    fail(exit_usage, e.what());
+  } catch (const pheap::error& e) {
+    // The graph differs from the options (agreed), or a datastore failure: a batch may be half
+    // inserted, so leave without destructors; the datastore keeps its last global watermark.
+    if (e.code() == pheap::errc::invalid_argument) {  // agreed: every rank has it
+      if (talk) fail(exit_usage, e.what());
+      tool_support::leave(exit_usage);
+    }
+    fail(exit_failure, e.what(), "; stopped: the datastore keeps its last global watermark");
+  } catch (const std::exception& e) {
+    fail(exit_failure, e.what(), "; stopped: the datastore keeps its last global watermark");
+  }
+  return exit_failure;
+}
+#endif
+
 int cmd_ingest(const ingest_args& a) {
   pg::ingest_options o;
   o.format = pg::parse_input_format(a.format);
@@ -277,6 +379,19 @@ int cmd_ingest(const ingest_args& a) {
   check_inputs(a.inputs);
 
   const pheap::options mo = manager_options(a);
+  const bool distributed = is_distributed(a.datastore);
+#ifdef PHEAP_GRAPH_MPI
+  if (g_mpi->active && (g_mpi->size > 1 || distributed || !std::filesystem::exists(a.datastore))) {
+    return ingest_distributed(a, o, pgm::graph_spec{directed, wk, static_cast<std::size_t>(a.banks)}, mo);
+  }
+#endif
+  if (distributed) {
+#ifndef PHEAP_GRAPH_MPI
+    no_mpi_built_in(a.datastore);
+#endif
+    throw usage_error(a.datastore + " is a distributed datastore: ingest into it under mpirun with the rank "
+                      "count it was created with (pheap-graph stats shows it)");
+  }
   if (!std::filesystem::exists(a.datastore)) {
     create_datastore(a.datastore, mo, a.name, directed, wk, static_cast<std::size_t>(a.banks));
   }
@@ -305,12 +420,6 @@ struct query_args {
   bool json = false, degrees = false, quiet = false;
 };
 
-pheap::manager open_query(const query_args& a) {
-  pheap::options o;
-  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
-  return pheap::manager(pheap::open_read_only, a.datastore, o);
-}
-
 // The log2 buckets of the degree distribution: {lo, hi, count}.
 std::vector<std::array<std::uint64_t, 3>> log2_buckets(const std::map<std::uint64_t, std::uint64_t>& hist) {
   std::map<unsigned, std::uint64_t> buckets;
@@ -332,26 +441,81 @@ json ingestion_json(const pg::persistent_ingest_state* st) {
   return j;
 }
 
-// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
-json stats_json(pheap::manager& m, const query_args& a) {
-  json j;
-  pg::visit_graph(m, a.name, [&](const auto& g) {
-    const auto c = pg::count(g);
-    j = {{"datastore", m.path()}, {"graph", a.name}, {"directed", g.directed()},
-         {"weights", pg::to_string(std::remove_cvref_t<decltype(g)>::kind)}, {"banks", g.num_banks()},
-         {"watermark", m.epoch()}, {"vertices", c.vertices},
-         {"edges", g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
-         {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
-    const auto hist = pg::degree_distribution(g);
-    json dist = json::array();
-    if (a.degrees) {
-      for (const auto& [d, n] : hist) dist.push_back({{"degree", d}, {"count", n}});
-    } else {
-      for (const auto& [lo, hi, n] : log2_buckets(hist)) dist.push_back({{"lo", lo}, {"hi", hi}, {"count", n}});
+// Where a query's graph comes from: a datastore, or every rank of a distributed one.
+struct graph_source {
+  std::string path;
+  std::uint64_t watermark = 0;  // the datastore's, or the global one
+  json ingestion;               // ingestion_json; summed over the ranks when distributed
+  std::uint64_t ranks = 0;      // 0: not distributed
+};
+
+#ifdef PHEAP_GRAPH_MPI
+// The ingestion records of every rank as one: edges summed; "input" and "byte_offset" of an
+// unfinished job are the lowest unfinished rank's (tools/README.md).
+json ingestion_json(std::vector<pheap::manager>& ranks, const std::string& name) {
+  json all = nullptr;
+  for (auto& m : ranks) {
+    json j = ingestion_json(pg::find_ingest_state(m, name));
+    if (j.is_null()) continue;
+    if (all.is_null()) {
+      all = j;
+      continue;
     }
-    j["degree_distribution"] = dist;
-  });
-  j["ingestion"] = ingestion_json(m.find<pg::persistent_ingest_state>(pg::ingest_name(a.name)).first);
+    all["total_edges"] = all["total_edges"].get<std::uint64_t>() + j["total_edges"].get<std::uint64_t>();
+    if (j["unfinished"].is_null()) continue;
+    if (all["unfinished"].is_null()) {
+      all["unfinished"] = j["unfinished"];
+    } else {
+      all["unfinished"]["edges"] = all["unfinished"]["edges"].get<std::uint64_t>() + j["unfinished"]["edges"].get<std::uint64_t>();
+    }
+  }
+  return all;
+}
+#endif
+
+// Calls f(graph, source) with graph `a.name` of the datastore, read-only: an ordinary one, or
+// (without mpirun) every rank of a distributed one through pheap::graph::mpi::distributed_graph.
+template <class F>
+decltype(auto) with_graph(const query_args& a, F&& f) {
+  pheap::options o;
+  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  if (is_distributed(a.datastore)) {
+#ifdef PHEAP_GRAPH_MPI
+    auto view = pheap::mpi::open_read_only(a.datastore, o);
+    const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), view.man.epoch,
+                           ingestion_json(view.ranks, a.name), view.ranks.size()};
+    return pgm::visit_distributed(view.ranks, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
+#else
+    no_mpi_built_in(a.datastore);
+#endif
+  }
+  pheap::manager m(pheap::open_read_only, a.datastore, o);
+  const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0};
+  return pg::visit_graph(m, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
+}
+
+json degree_json(const std::map<std::uint64_t, std::uint64_t>& hist, const query_args& a) {
+  json dist = json::array();
+  if (a.degrees) {
+    for (const auto& [d, n] : hist) dist.push_back({{"degree", d}, {"count", n}});
+  } else {
+    for (const auto& [lo, hi, n] : log2_buckets(hist)) dist.push_back({{"lo", lo}, {"hi", hi}, {"count", n}});
+  }
+  return dist;
+}
+
+// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
+template <class G>
+json stats_json(const G& g, const graph_source& src, const query_args& a) {
+  const auto c = pg::count(g);
+  json j = {{"datastore", src.path}, {"graph", a.name}, {"directed", g.directed()},
+            {"weights", pg::to_string(G::kind)}, {"banks", g.num_banks()},
+            {"watermark", src.watermark}, {"vertices", c.vertices},
+            {"edges", g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
+            {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
+  j["degree_distribution"] = degree_json(pg::degree_distribution(g), a);
+  j["ingestion"] = src.ingestion;
+  if (src.ranks != 0) j["ranks"] = src.ranks;
   return j;
 }
 
@@ -361,6 +525,7 @@ void print_stats(const json& j, const query_args& a) {
               j["directed"].get<bool>() ? "directed" : "undirected", j["weights"].get<std::string>().c_str(),
               j["banks"].get<std::size_t>(), j["datastore"].get<std::string>().c_str(),
               j["watermark"].get<std::uint64_t>());
+  if (j.contains("ranks")) std::printf("ranks       %" PRIu64 " (a distributed datastore)\n", j["ranks"].get<std::uint64_t>());
   std::printf("vertices    %" PRIu64 "\n", j["vertices"].get<std::uint64_t>());
   std::printf("edges       %" PRIu64 "\n", j["edges"].get<std::uint64_t>());
   std::printf("arcs        %" PRIu64 " (stored adjacency entries)\n", j["arcs"].get<std::uint64_t>());
@@ -392,8 +557,7 @@ void print_stats(const json& j, const query_args& a) {
 }
 
 int cmd_stats(const query_args& a) {
-  pheap::manager m = open_query(a);
-  const json j = stats_json(m, a);
+  const json j = with_graph(a, [&](const auto& g, const graph_source& src) { return stats_json(g, src, a); });
   if (a.json) {
     print_json(j);
   } else {
@@ -413,8 +577,7 @@ void write_rows(const std::string& path, const char* header, Rows&& rows) {
 }
 
 int cmd_bfs(const query_args& a) {
-  pheap::manager m = open_query(a);
-  return pg::visit_graph(m, a.name, [&](const auto& g) {
+  return with_graph(a, [&](const auto& g, const graph_source& src) {
     if (!g.contains(a.source)) {
       throw usage_error("source " + std::to_string(a.source) + " is not a vertex of the graph");
     }
@@ -430,7 +593,7 @@ int cmd_bfs(const query_args& a) {
       });
     }
     if (a.json) {
-      print_json({{"datastore", m.path()}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
+      print_json({{"datastore", src.path}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
                   {"vertices", r.index.ids.size()}, {"max_level", r.max_level}, {"levels", per_level},
                   {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
       return 0;
@@ -443,8 +606,7 @@ int cmd_bfs(const query_args& a) {
 }
 
 int cmd_cc(const query_args& a) {
-  pheap::manager m = open_query(a);
-  return pg::visit_graph(m, a.name, [&](const auto& g) {
+  return with_graph(a, [&](const auto& g, const graph_source& src) {
     const auto r = pg::connected_components(g);
     if (!a.output.empty()) {
       write_rows(a.output, "# vertex component(smallest member id)", [&](std::FILE* f) {
@@ -453,7 +615,7 @@ int cmd_cc(const query_args& a) {
       });
     }
     if (a.json) {
-      print_json({{"datastore", m.path()}, {"graph", a.name}, {"weakly", g.directed()},
+      print_json({{"datastore", src.path}, {"graph", a.name}, {"weakly", g.directed()},
                   {"components", r.components}, {"largest", r.largest}, {"vertices", r.index.ids.size()},
                   {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
       return 0;
@@ -468,11 +630,10 @@ int cmd_cc(const query_args& a) {
 // all arcs of a directed graph; arcs with src <= dst of an undirected graph. Ingesting the
 // output with the same flags rebuilds an equal graph.
 int cmd_export(const query_args& a) {
-  pheap::manager m = open_query(a);
   const auto fmt = pg::parse_input_format(a.format);
   const std::string out = a.output.empty() ? "-" : a.output;
   std::uint64_t n = 0;
-  pg::visit_graph(m, a.name, [&](const auto& g) {
+  with_graph(a, [&](const auto& g, const graph_source&) {
     using G = std::remove_cvref_t<decltype(g)>;
     pg::edge_writer w(out, fmt, G::kind);
     const auto ix = pg::build_index(g);
@@ -644,5 +805,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = normalise_weighted(argc, argv);
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
+  mpi_session mpi;
+  g_mpi = &mpi;
   return tool_support::parse_and_run(app, static_cast<int>(av.size()), av.data(), c.action, describe);
 }
