@@ -24,6 +24,7 @@
 #include <pheap/graph/store.hpp>
 #include <pheap/mpi/manifest.hpp>
 #ifdef PHEAP_GRAPH_MPI
+#include <pheap/graph/mpi/algorithms.hpp>
 #include <pheap/graph/mpi/ingest.hpp>
 #include <pheap/graph/mpi/partition.hpp>
 #endif
@@ -41,6 +42,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -505,15 +507,14 @@ json degree_json(const std::map<std::uint64_t, std::uint64_t>& hist, const query
 }
 
 // The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
-template <class G>
-json stats_json(const G& g, const graph_source& src, const query_args& a) {
-  const auto c = pg::count(g);
-  json j = {{"datastore", src.path}, {"graph", a.name}, {"directed", g.directed()},
-            {"weights", pg::to_string(G::kind)}, {"banks", g.num_banks()},
+json stats_json(const pg::graph_counts& c, const std::map<std::uint64_t, std::uint64_t>& hist, bool directed,
+                pg::weight_kind kind, std::size_t banks, const graph_source& src, const query_args& a) {
+  json j = {{"datastore", src.path}, {"graph", a.name}, {"directed", directed},
+            {"weights", pg::to_string(kind)}, {"banks", banks},
             {"watermark", src.watermark}, {"vertices", c.vertices},
-            {"edges", g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
+            {"edges", directed ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
             {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
-  j["degree_distribution"] = degree_json(pg::degree_distribution(g), a);
+  j["degree_distribution"] = degree_json(hist, a);
   j["ingestion"] = src.ingestion;
   if (src.ranks != 0) j["ranks"] = src.ranks;
   return j;
@@ -556,13 +557,19 @@ void print_stats(const json& j, const query_args& a) {
   }
 }
 
-int cmd_stats(const query_args& a) {
-  const json j = with_graph(a, [&](const auto& g, const graph_source& src) { return stats_json(g, src, a); });
+void print_stats_or_json(const json& j, const query_args& a) {
   if (a.json) {
     print_json(j);
   } else {
     print_stats(j, a);
   }
+}
+
+int cmd_stats(const query_args& a) {
+  print_stats_or_json(with_graph(a, [&](const auto& g, const graph_source& src) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+  }), a);
   return 0;
 }
 
@@ -576,6 +583,27 @@ void write_rows(const std::string& path, const char* header, Rows&& rows) {
   if (std::ferror(f) != 0 || std::fclose(f) != 0) pheap::throw_errno(errno, path, "write output");
 }
 
+// What bfs prints, from one process or from every rank.
+struct bfs_report {
+  std::uint64_t reached = 0, vertices = 0, max_level = 0;
+  std::vector<std::uint64_t> per_level;
+  std::function<void(std::FILE*)> rows;  // "vertex level parent" lines for --output
+};
+
+int print_bfs(const bfs_report& r, const graph_source& src, const query_args& a) {
+  if (!a.output.empty()) write_rows(a.output, "# vertex level parent", r.rows);
+  if (a.json) {
+    print_json({{"datastore", src.path}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
+                {"vertices", r.vertices}, {"max_level", r.max_level}, {"levels", r.per_level},
+                {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
+    return 0;
+  }
+  std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %" PRIu64 " vertices, max level %" PRIu64 "\n", a.source,
+              r.reached, r.vertices, r.max_level);
+  for (std::size_t l = 0; l < r.per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, r.per_level[l]);
+  return 0;
+}
+
 int cmd_bfs(const query_args& a) {
   return with_graph(a, [&](const auto& g, const graph_source& src) {
     if (!g.contains(a.source)) {
@@ -585,44 +613,43 @@ int cmd_bfs(const query_args& a) {
     std::vector<std::uint64_t> per_level(r.max_level + 1, 0);
     for (auto l : r.level)
       if (l != pg::kUnreached) ++per_level[l];
-    if (!a.output.empty()) {
-      write_rows(a.output, "# vertex level parent", [&](std::FILE* f) {
-        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-          if (r.level[i] != pg::kUnreached)
-            std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
-      });
-    }
-    if (a.json) {
-      print_json({{"datastore", src.path}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
-                  {"vertices", r.index.ids.size()}, {"max_level", r.max_level}, {"levels", per_level},
-                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
-      return 0;
-    }
-    std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %zu vertices, max level %" PRIu64 "\n", a.source,
-                r.reached, r.index.ids.size(), r.max_level);
-    for (std::size_t l = 0; l < per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, per_level[l]);
-    return 0;
+    return print_bfs({r.reached, r.index.ids.size(), r.max_level, per_level, [&](std::FILE* f) {
+                        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+                          if (r.level[i] != pg::kUnreached)
+                            std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
+                      }},
+                     src, a);
   });
+}
+
+// What cc prints, from one process or from every rank.
+struct cc_report {
+  bool weakly = false;
+  std::uint64_t components = 0, largest = 0, vertices = 0;
+  std::function<void(std::FILE*)> rows;  // "vertex component" lines for --output
+};
+
+int print_cc(const cc_report& r, const graph_source& src, const query_args& a) {
+  if (!a.output.empty()) write_rows(a.output, "# vertex component(smallest member id)", r.rows);
+  if (a.json) {
+    print_json({{"datastore", src.path}, {"graph", a.name}, {"weakly", r.weakly},
+                {"components", r.components}, {"largest", r.largest}, {"vertices", r.vertices},
+                {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
+    return 0;
+  }
+  std::printf("%sconnected components: %" PRIu64 ", largest %" PRIu64 " of %" PRIu64 " vertices\n",
+              r.weakly ? "weakly " : "", r.components, r.largest, r.vertices);
+  return 0;
 }
 
 int cmd_cc(const query_args& a) {
   return with_graph(a, [&](const auto& g, const graph_source& src) {
     const auto r = pg::connected_components(g);
-    if (!a.output.empty()) {
-      write_rows(a.output, "# vertex component(smallest member id)", [&](std::FILE* f) {
-        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-          std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
-      });
-    }
-    if (a.json) {
-      print_json({{"datastore", src.path}, {"graph", a.name}, {"weakly", g.directed()},
-                  {"components", r.components}, {"largest", r.largest}, {"vertices", r.index.ids.size()},
-                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
-      return 0;
-    }
-    std::printf("%sconnected components: %" PRIu64 ", largest %" PRIu64 " of %zu vertices\n",
-                g.directed() ? "weakly " : "", r.components, r.largest, r.index.ids.size());
-    return 0;
+    return print_cc({g.directed(), r.components, r.largest, r.index.ids.size(), [&](std::FILE* f) {
+                       for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+                         std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
+                     }},
+                    src, a);
   });
 }
 
@@ -656,6 +683,106 @@ int cmd_export(const query_args& a) {
   std::fprintf(stderr, "exported %" PRIu64 " edges\n", n);
   return 0;
 }
+
+#ifdef PHEAP_GRAPH_MPI
+// ---- queries under mpirun (a distributed datastore, the same N) -----------------------------
+
+tool_support::failure describe(const std::exception& e);
+
+// The ingestion records of every rank reduced on every rank: rank 0's, with the edges summed.
+json ingestion_json(pheap::manager& m, const std::string& name) {
+  json j = ingestion_json(pg::find_ingest_state(m, name));
+  std::uint64_t mine[3] = {0, 0, 0}, sum[3] = {0, 0, 0};
+  if (!j.is_null()) {
+    mine[0] = j["total_edges"].get<std::uint64_t>();
+    mine[1] = j["unfinished"].is_null() ? 0 : j["unfinished"]["edges"].get<std::uint64_t>();
+  }
+  MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (j.is_null()) return j;
+  j["total_edges"] = sum[0];
+  if (!j["unfinished"].is_null()) j["unfinished"]["edges"] = sum[1];
+  return j;
+}
+
+// Every rank opens its own datastore read-only at the global watermark and calls
+// f(its graph, source) (collective); a failure is reported by rank 0, the others leave with
+// the same status silently.
+template <class F>
+int with_rank_graph(const query_args& a, F&& f) {
+  try {
+    pheap::options o;
+    if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+    pheap::mpi::datastore ds(pheap::open_read_only, MPI_COMM_WORLD, a.datastore, o);
+    pgm::check_partition(ds.local(), a.name, ds.size(), ds.rank());
+    const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), ds.epoch(),
+                           ingestion_json(ds.local(), a.name), static_cast<std::uint64_t>(ds.size())};
+    pg::visit_graph(ds.local(), a.name, [&](const auto& g) { f(g, src); });
+    return 0;
+  } catch (const std::exception& e) {
+    if (g_mpi->rank != 0) tool_support::leave(describe(e).code);
+    throw;
+  }
+}
+
+int cmd_stats_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    const pg::graph_counts c = pgm::count(MPI_COMM_WORLD, g);
+    const auto hist = pgm::degree_distribution(MPI_COMM_WORLD, g);
+    if (g_mpi->rank == 0) print_stats_or_json(stats_json(c, hist, g.directed(), G::kind, g.num_banks(), src, a), a);
+  });
+}
+
+int cmd_bfs_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    const auto s = pgm::bfs(MPI_COMM_WORLD, g, a.source, !a.output.empty());
+    if (g_mpi->rank != 0) return;
+    print_bfs({s.reached, s.vertices, s.max_level, s.per_level, [&](std::FILE* f) {
+                 for (const auto& [v, l, p] : s.rows) std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", v, l, p);
+               }},
+              src, a);
+  });
+}
+
+int cmd_cc_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    const auto s = pgm::connected_components(MPI_COMM_WORLD, g, !a.output.empty());
+    if (g_mpi->rank != 0) return;
+    print_cc({g.directed(), s.components, s.largest, s.vertices, [&](std::FILE* f) {
+                for (const auto& [v, c] : s.rows) std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", v, c);
+              }},
+             src, a);
+  });
+}
+
+// Rank 0 writes every rank's edges in the single-process export's order.
+int cmd_export_mpi(const query_args& a) {
+  std::uint64_t n = 0;
+  with_rank_graph(a, [&](const auto& g, const graph_source&) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    std::optional<pg::edge_writer> w;
+    if (g_mpi->rank == 0) w.emplace(a.output.empty() ? "-" : a.output, pg::parse_input_format(a.format), G::kind);
+    n = pgm::gather_edges(MPI_COMM_WORLD, g, [&](const pg::edge& e) { w->write(e); });
+    if (w) w->close();
+  });
+  if (g_mpi->rank == 0) std::fprintf(stderr, "exported %" PRIu64 " edges\n", n);
+  return 0;
+}
+#endif
+
+// A query: under mpirun on a distributed datastore the MPI form runs on every rank (rank 0
+// prints); under mpirun on an ordinary one, rank 0 alone runs the plain form; else the plain
+// form (which reads a distributed datastore in one process).
+int run_query(const query_args& a, int (*plain)(const query_args&), int (*across)(const query_args&)) {
+  if (g_mpi->active && is_distributed(a.datastore) && across != nullptr) return across(a);
+  if (g_mpi->active && g_mpi->rank != 0) return 0;
+  return plain(a);
+}
+#ifdef PHEAP_GRAPH_MPI
+#define PHEAP_GRAPH_ACROSS(f) f
+#else
+#define PHEAP_GRAPH_ACROSS(f) nullptr
+#endif
 
 // ---- the command line --------------------------------------------------------------------
 
@@ -769,20 +896,20 @@ void define_queries(CLI::App& app, command_line& c) {
   add_query_options(*stats, qa);
   stats->add_flag("--degrees", qa.degrees, "the full degree distribution instead of log2 buckets");
   stats->add_flag("--json", qa.json, json_help);
-  stats->callback([&c] { c.action = [&c] { return cmd_stats(c.qa); }; });
+  stats->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_stats, PHEAP_GRAPH_ACROSS(cmd_stats_mpi)); }; });
 
   auto* bfs = app.add_subcommand("bfs", "breadth-first search: vertices reached per level");
   add_query_options(*bfs, qa);
   bfs->add_option("--source", qa.source, "the vertex to start from")->required();
   bfs->add_option("--output", qa.output, "also write 'vertex level parent' lines to this file");
   bfs->add_flag("--json", qa.json, json_help);
-  bfs->callback([&c] { c.action = [&c] { return cmd_bfs(c.qa); }; });
+  bfs->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_bfs, PHEAP_GRAPH_ACROSS(cmd_bfs_mpi)); }; });
 
   auto* cc = app.add_subcommand("cc", "(weakly) connected components");
   add_query_options(*cc, qa);
   cc->add_option("--output", qa.output, "also write 'vertex component' lines to this file");
   cc->add_flag("--json", qa.json, json_help);
-  cc->callback([&c] { c.action = [&c] { return cmd_cc(c.qa); }; });
+  cc->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_cc, PHEAP_GRAPH_ACROSS(cmd_cc_mpi)); }; });
 
   auto* exp = app.add_subcommand("export", "write the graph's edges; ingesting them with the same "
                                            "flags rebuilds an equal graph");
@@ -790,7 +917,7 @@ void define_queries(CLI::App& app, command_line& c) {
   exp->add_option("--format", qa.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
   exp->add_option("--output", qa.output, "file to write (default: - for stdout)");
   exp->add_flag("-q,--quiet", qa.quiet, "no progress on stderr");
-  exp->callback([&c] { c.action = [&c] { return cmd_export(c.qa); }; });
+  exp->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_export, PHEAP_GRAPH_ACROSS(cmd_export_mpi)); }; });
 }
 
 }  // namespace
