@@ -16,6 +16,12 @@
 // segment file and the page instead of SIGBUS — for ingest on its main thread (all of it with
 // the default --threads 1; inserting threads started by --threads N > 1 are not guarded).
 // Query commands open the datastore read-only.
+//
+// Distributed datastores (graph/mpi/FORMAT.md, tools/README.md): built with MPI, the tool
+// initialises MPI only when mpirun launched it; then `ingest` runs on every rank
+// (pheap/graph/mpi/ingest.hpp) and the queries run across the ranks
+// (pheap/graph/mpi/algorithms.hpp), rank 0 printing. Without mpirun the queries read a
+// distributed datastore in one process (pheap/graph/mpi/partition.hpp, distributed_graph).
 #include <pheap/fault_guard.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/edge_io.hpp>
