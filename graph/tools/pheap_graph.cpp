@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -103,6 +104,15 @@ struct mpi_session {
 #endif
 };
 const mpi_session* g_mpi = nullptr;  // main's
+
+#ifdef PHEAP_GRAPH_MPI
+// A rank whose failure another rank reports leaves a moment later: mpirun ends the whole job
+// at the first non-zero exit, which must not cut the reporter's message.
+[[noreturn]] void leave_after_reporter(int code) {
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  tool_support::leave(code);
+}
+#endif
 
 // A distributed datastore (pheap/mpi/manifest.hpp): D/pheap.manifest and a datastore per rank.
 bool is_distributed(const std::string& ds) {
@@ -349,7 +359,7 @@ int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const 
     }
     return 0;
   } catch (const pgm::rank_failed& e) {
-    tool_support::leave(e.kind() == pgm::rank_failed::usage ? exit_usage
+    leave_after_reporter(e.kind() == pgm::rank_failed::usage ? exit_usage
                         : e.kind() == pgm::rank_failed::input ? exit_bad_input : exit_failure);
   } catch (const pg::input_error& e) {
     fail(exit_bad_input, e.what(), "; the edges before it are committed on every rank: fix the input or rerun "
@@ -361,7 +371,7 @@ int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const 
     // inserted, so leave without destructors; the datastore keeps its last global watermark.
     if (e.code() == pheap::errc::invalid_argument) {  // agreed: every rank has it
       if (talk) fail(exit_usage, e.what());
-      tool_support::leave(exit_usage);
+      leave_after_reporter(exit_usage);
     }
     fail(exit_failure, e.what(), "; stopped: the datastore keeps its last global watermark");
   } catch (const std::exception& e) {
@@ -725,7 +735,7 @@ int with_rank_graph(const query_args& a, F&& f) {
     pg::visit_graph(ds.local(), a.name, [&](const auto& g) { f(g, src); });
     return 0;
   } catch (const std::exception& e) {
-    if (g_mpi->rank != 0) tool_support::leave(describe(e).code);
+    if (g_mpi->rank != 0) leave_after_reporter(describe(e).code);
     throw;
   }
 }
