@@ -7,9 +7,11 @@
 #   pager   src/pager/              the userfaultfd pager
 #   heap    src/heap/               allocator, named objects, datastore lifecycle
 #   graph   graph/, include/pheap/graph/
-#   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
 #   compat  compat/ (the Metall drop-in, namespace metall): beside graph, on the heap's public API
 #   mpi     src/mpi/, include/pheap/mpi/ (pheap::mpi, optional): beside graph, above the heap
+#   graph_mpi  graph/mpi/, include/pheap/graph/mpi/ (pheap::graph::mpi, optional): distributed
+#           graphs, above both graph and mpi
+#   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
 # Public headers (include/pheap/) belong to the room of what they declare (table below).
 #
 # A file of the library, its public headers, the tools or the examples may include
@@ -27,7 +29,7 @@ cd "$(dirname "$0")/.."
 
 rank() {  # room → height
   case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; compat) echo 3 ;;
-    graph) echo 4 ;; mpi) echo 4 ;; tools) echo 5 ;; *) echo 99 ;; esac
+    graph) echo 4 ;; mpi) echo 4 ;; graph_mpi) echo 5 ;; tools) echo 6 ;; *) echo 99 ;; esac
 }
 
 # The room a public header belongs to.
@@ -36,6 +38,7 @@ public_room() {
     pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
     pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
     pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
+    pheap/graph/mpi/*) echo graph_mpi ;;
     pheap/graph/*) echo graph ;;
     pheap/mpi/*) echo mpi ;;
     pheap/*) echo heap ;;
@@ -52,6 +55,7 @@ file_room() {
     src/heap/*) echo heap ;;
     src/mpi/*) echo mpi ;;
     graph/tools/*) echo tools ;;
+    include/pheap/graph/mpi/* | graph/mpi/*) echo graph_mpi ;;
     include/pheap/graph/* | graph/*) echo graph ;;
     include/pheap/mpi/*) echo mpi ;;
     include/pheap/*) public_room "${1#include/}" ;;

@@ -278,6 +278,10 @@ bool edge_reader::parse_line(const char* b, const char* e, edge& out) {
 std::size_t edge_reader::read_text(std::vector<edge>& out, std::size_t max) {
   std::size_t got = 0;
   while (got < max && !failed()) {
+    if (offset_ >= opts_.end_offset) {
+      eof_ = true;
+      return got;
+    }
     const char* base = buf_.data();
     const void* nlp = std::memchr(base + pos_, '\n', end_ - pos_);
     std::size_t line_end;  // exclusive, without the '\n'
@@ -321,6 +325,10 @@ std::size_t edge_reader::read_binary(std::vector<edge>& out, std::size_t max) {
   const std::size_t rec = opts_.weights == weight_kind::none ? 16 : 24;
   std::size_t got = 0;
   while (got < max) {
+    if (offset_ >= opts_.end_offset) {
+      eof_ = true;
+      return got;
+    }
     if (end_ - pos_ < rec) {
       if (fill()) continue;
       if (failed()) return got;

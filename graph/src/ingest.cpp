@@ -2,8 +2,9 @@
 //
 // run_ingest, as a protocol:
 //   check_request       no inputs or a zero batch size: usage error, nothing touched
-//   start_or_resume     an unfinished job: resume it, abandon it, or refuse; a finished one:
-//                       nothing to do; else record a new job (durable with the first batch)
+//   start_or_resume     start_job: an unfinished job: resume it, abandon it, or refuse; a
+//                       finished one: nothing to do; else record a new job (durable with the
+//                       first batch). Shared with the distributed engine (graph/mpi/ingest.cpp)
 //   for each input from the recorded one:
 //     ingest_input      batches read from the recorded position; per batch:
 //                         prefetch      (with ingest_options::prefetch: the batch's lists)
@@ -11,7 +12,8 @@
 //                         record_batch  (advance the position: the only state write per batch)
 //                         flush_if_due, report_progress
 //                       a bad line of a strict reader: flush what precedes it, throw it
-//   finish_job          mark the job finished, flush, report
+//   finish_job          end_job (mark the job finished; shared with the distributed engine),
+//                       flush, report
 // A throw from insert_batch leaves a partly inserted batch behind: the caller must not flush.
 #include <pheap/graph/ingest.hpp>
 
@@ -205,14 +207,11 @@ class ingest_run {
 
   // False when the job finished before (nothing to do).
   bool start_or_resume() {
-    if (c_.active) resume_or_abandon();
-    if (rep_.resumed) return true;
-    if (!fp_.has_stdin && t_.completed(fp_.value) && !opt_.reingest) {
-      rep_.already_done = true;
+    if (!start_job(t_, c_, fp_, opt_, rep_)) {
       pr().seconds = seconds_since(t0_);
       return false;
     }
-    begin_job();
+    dirty_ = dirty_ || !rep_.resumed;  // a new job is durable with its first batch
     return true;
   }
 
@@ -246,11 +245,7 @@ class ingest_run {
   }
 
   void finish_job() {
-    c_.active = 0;
-    c_.input_index = inputs_.size();
-    ++c_.jobs_completed;
-    t_.save(c_);
-    if (!fp_.has_stdin && !t_.completed(fp_.value)) t_.add_completed(fp_.value);
+    end_job(t_, c_, fp_, inputs_.size());
     flush_now();
     pr().edges = c_.edges;
     report_progress();
@@ -260,49 +255,6 @@ class ingest_run {
 
  private:
   ingest_progress& pr() noexcept { return rep_.final; }
-
-  // An unfinished job is in the state: abandon it (keeping its edges), refuse to run another
-  // or to resume stdin, or resume it.
-  void resume_or_abandon() {
-    const std::string where = "input " + std::to_string(c_.input_index + 1) + ", byte " +
-                              std::to_string(c_.byte_offset) + ", " + std::to_string(c_.edges) +
-                              " edges committed";
-    if (opt_.abandon_incomplete) {
-      c_.active = 0;  // keep committed edges; the new job starts in begin_job
-      t_.save(c_);
-    } else if (c_.fingerprint != fp_.value) {
-      throw ingest_usage_error(
-          "the datastore holds an unfinished ingestion of different inputs: " + t_.description() +
-          " (" + where +
-          "). Rerun that command to finish it, or pass --abandon-incomplete to keep what it "
-          "committed and start this one.");
-    } else if (c_.from_stdin) {
-      throw ingest_usage_error(
-          "the unfinished ingestion read stdin (" + where +
-          "), which cannot be resumed. The graph holds the edges up to that point; pass "
-          "--abandon-incomplete to keep them and start a new ingestion.");
-    } else {
-      rep_.resumed = true;
-      rep_.resumed_at_edges = c_.edges;
-      rep_.resumed_input = c_.input_index;
-      rep_.resumed_offset = c_.byte_offset;
-    }
-  }
-
-  // Records a new job; durable together with the first batch's edges (same watermark).
-  void begin_job() {
-    c_.fingerprint = fp_.value;
-    c_.active = 1;
-    c_.from_stdin = fp_.has_stdin ? 1 : 0;
-    c_.input_index = 0;
-    c_.byte_offset = 0;
-    c_.line = 0;
-    c_.edges = 0;
-    c_.bad_lines = 0;
-    t_.save(c_);
-    t_.set_description(fp_.description);
-    dirty_ = true;
-  }
 
   // The adjacency lists the batch will grow, asked for before it is inserted, so that the
   // store reads them while the inserting threads work (ingest_options::prefetch).
@@ -384,6 +336,73 @@ class ingest_run {
 };
 
 }  // namespace
+
+namespace {
+
+// An unfinished job is in the state: abandon it (keeping its edges), refuse to run another
+// or to resume stdin, or resume it.
+void resume_or_abandon(ingest_target& t, job_counters& c, const input_fingerprint& fp,
+                       const ingest_options& opt, ingest_report& rep) {
+  const std::string where = "input " + std::to_string(c.input_index + 1) + ", byte " +
+                            std::to_string(c.byte_offset) + ", " + std::to_string(c.edges) +
+                            " edges committed";
+  if (opt.abandon_incomplete) {
+    c.active = 0;  // keep committed edges; the new job starts in begin_job
+    t.save(c);
+  } else if (c.fingerprint != fp.value) {
+    throw ingest_usage_error(
+        "the datastore holds an unfinished ingestion of different inputs: " + t.description() +
+        " (" + where +
+        "). Rerun that command to finish it, or pass --abandon-incomplete to keep what it "
+        "committed and start this one.");
+  } else if (c.from_stdin) {
+    throw ingest_usage_error(
+        "the unfinished ingestion read stdin (" + where +
+        "), which cannot be resumed. The graph holds the edges up to that point; pass "
+        "--abandon-incomplete to keep them and start a new ingestion.");
+  } else {
+    rep.resumed = true;
+    rep.resumed_at_edges = c.edges;
+    rep.resumed_input = c.input_index;
+    rep.resumed_offset = c.byte_offset;
+  }
+}
+
+// Records a new job; durable together with the first batch's edges (same watermark).
+void begin_job(ingest_target& t, job_counters& c, const input_fingerprint& fp) {
+  c.fingerprint = fp.value;
+  c.active = 1;
+  c.from_stdin = fp.has_stdin ? 1 : 0;
+  c.input_index = 0;
+  c.byte_offset = 0;
+  c.line = 0;
+  c.edges = 0;
+  c.bad_lines = 0;
+  t.save(c);
+  t.set_description(fp.description);
+}
+
+}  // namespace
+
+bool start_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, const ingest_options& opt,
+               ingest_report& rep) {
+  if (c.active) resume_or_abandon(t, c, fp, opt, rep);
+  if (rep.resumed) return true;
+  if (!fp.has_stdin && t.completed(fp.value) && !opt.reingest) {
+    rep.already_done = true;
+    return false;
+  }
+  begin_job(t, c, fp);
+  return true;
+}
+
+void end_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, std::size_t inputs) {
+  c.active = 0;
+  c.input_index = inputs;
+  ++c.jobs_completed;
+  t.save(c);
+  if (!fp.has_stdin && !t.completed(fp.value)) t.add_completed(fp.value);
+}
 
 ingest_report run_ingest(ingest_target& target, const std::vector<std::string>& inputs,
                          const ingest_options& opt, const std::function<std::uint64_t()>& flush,

@@ -16,12 +16,24 @@
 // segment file and the page instead of SIGBUS — for ingest on its main thread (all of it with
 // the default --threads 1; inserting threads started by --threads N > 1 are not guarded).
 // Query commands open the datastore read-only.
+//
+// Distributed datastores (graph/mpi/FORMAT.md, tools/README.md): built with MPI, the tool
+// initialises MPI only when mpirun launched it; then `ingest` runs on every rank
+// (pheap/graph/mpi/ingest.hpp) and the queries run across the ranks
+// (pheap/graph/mpi/algorithms.hpp), rank 0 printing. Without mpirun the queries read a
+// distributed datastore in one process (pheap/graph/mpi/partition.hpp, distributed_graph).
 #include <pheap/fault_guard.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
+#include <pheap/mpi/manifest.hpp>
+#ifdef PHEAP_GRAPH_MPI
+#include <pheap/graph/mpi/algorithms.hpp>
+#include <pheap/graph/mpi/ingest.hpp>
+#include <pheap/graph/mpi/partition.hpp>
+#endif
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -30,12 +42,14 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +58,9 @@
 #include "support/progress.hpp"
 
 namespace pg = pheap::graph;
+#ifdef PHEAP_GRAPH_MPI
+namespace pgm = pheap::graph::mpi;
+#endif
 
 namespace {
 
@@ -67,6 +84,49 @@ struct usage_error : std::runtime_error {
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
 void print_json(const json& j) { std::printf("%s\n", dump(j).c_str()); }
+
+// MPI in this process: initialised only when mpirun launched it (Open MPI and PMIx set these
+// variables before main), so a plain run never touches MPI. Without MPI built in, never.
+struct mpi_session {
+  bool active = false;
+  int rank = 0, size = 1;
+#ifdef PHEAP_GRAPH_MPI
+  mpi_session() {
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMIX_RANK") == nullptr) return;
+    MPI_Init(nullptr, nullptr);
+    active = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  ~mpi_session() {
+    if (active) MPI_Finalize();
+  }
+#endif
+};
+const mpi_session* g_mpi = nullptr;  // main's
+
+#ifdef PHEAP_GRAPH_MPI
+// A rank whose failure another rank reports leaves a moment later: mpirun ends the whole job
+// at the first non-zero exit, which must not cut the reporter's message.
+[[noreturn]] void leave_after_reporter(int code) {
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  tool_support::leave(code);
+}
+#endif
+
+// A distributed datastore (pheap/mpi/manifest.hpp): D/pheap.manifest and a datastore per rank.
+bool is_distributed(const std::string& ds) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(ds) / pheap::mpi::manifest_file, ec);
+}
+
+#ifndef PHEAP_GRAPH_MPI
+[[noreturn]] void no_mpi_built_in(const std::string& ds) {
+  throw usage_error(ds + " is a distributed datastore (it has " + std::string(pheap::mpi::manifest_file) +
+                    "), and this pheap-graph was built without MPI: rebuild with libopenmpi-dev installed");
+}
+#endif
+
 
 // ---- generate -----------------------------------------------------------------------------
 
@@ -261,6 +321,66 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, const pg::ingest_
   return 0;
 }
 
+#ifdef PHEAP_GRAPH_MPI
+// mpirun -np N pheap-graph ingest: every rank runs this (graph/mpi/FORMAT.md). Rank 0 prints
+// progress and the report; a failure is printed by the lowest failing rank, and every rank
+// leaves with its exit status (so does mpirun).
+int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const pgm::graph_spec& spec,
+                       const pheap::options& mo) {
+  const bool talk = g_mpi->rank == 0;
+  const std::string who = g_mpi->size > 1 ? "pheap-graph ingest (rank " + std::to_string(g_mpi->rank) + "): "
+                                          : "pheap-graph ingest: ";
+  auto fail = [&](int code, const std::string& what, const char* after = "") {
+    std::fprintf(stderr, "%s%s%s\n", who.c_str(), what.c_str(), after);
+    tool_support::leave(code);
+  };
+  try {
+    pheap::mpi::datastore ds = pgm::open_or_create(MPI_COMM_WORLD, a.datastore, a.name, spec, mo);
+    progress pr(progress::choose(a.quiet || !talk), "ingest", progress::unit::bytes);
+    auto report = [&](const pg::ingest_progress& p) {
+      pr.update(p.bytes_this_run, std::to_string(g_mpi->size) + " ranks, " +
+                                      tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
+                                      (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
+    };
+    const pgm::distributed_report r = pheap::guard_faults(
+        [&] { return pgm::ingest(MPI_COMM_WORLD, ds, a.name, spec, a.inputs, o, report); });
+    pr.finish();
+    std::uint64_t mine[2] = {0, 0}, sum[2] = {0, 0};
+    pg::visit_graph(ds.local(), a.name, [&](const auto& g) { mine[0] = g.num_vertices(), mine[1] = g.num_arcs(); });
+    MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (talk) {
+      print_report(r.job, a.name, sum[0], sum[1]);
+      if (!r.job.already_done) {
+        const auto edges = r.job.final.edges_this_run;
+        std::printf("ranks %" PRIu64 ": %" PRIu64 " batches, %" PRIu64 " records (%s) sent between ranks, %.1f bytes per edge\n",
+                    r.ranks, r.batches, r.records_exchanged, tool_support::human_bytes(r.bytes_exchanged).c_str(),
+                    edges ? static_cast<double>(r.bytes_exchanged) / static_cast<double>(edges) : 0.0);
+      }
+    }
+    return 0;
+  } catch (const pgm::rank_failed& e) {
+    leave_after_reporter(e.kind() == pgm::rank_failed::usage ? exit_usage
+                        : e.kind() == pgm::rank_failed::input ? exit_bad_input : exit_failure);
+  } catch (const pg::input_error& e) {
+    fail(exit_bad_input, e.what(), "; the edges before it are committed on every rank: fix the input or rerun "
+                                   "with --skip-bad-lines to continue at that line");
+  } catch (const pg::ingest_usage_error& e) {
+    fail(exit_usage, e.what());
+  } catch (const pheap::error& e) {
+    // The graph differs from the options (agreed), or a datastore failure: a batch may be half
+    // inserted, so leave without destructors; the datastore keeps its last global watermark.
+    if (e.code() == pheap::errc::invalid_argument) {  // agreed: every rank has it
+      if (talk) fail(exit_usage, e.what());
+      leave_after_reporter(exit_usage);
+    }
+    fail(exit_failure, e.what(), "; stopped: the datastore keeps its last global watermark");
+  } catch (const std::exception& e) {
+    fail(exit_failure, e.what(), "; stopped: the datastore keeps its last global watermark");
+  }
+  return exit_failure;
+}
+#endif
+
 int cmd_ingest(const ingest_args& a) {
   pg::ingest_options o;
   o.format = pg::parse_input_format(a.format);
@@ -277,6 +397,19 @@ int cmd_ingest(const ingest_args& a) {
   check_inputs(a.inputs);
 
   const pheap::options mo = manager_options(a);
+  const bool distributed = is_distributed(a.datastore);
+#ifdef PHEAP_GRAPH_MPI
+  if (g_mpi->active && (g_mpi->size > 1 || distributed || !std::filesystem::exists(a.datastore))) {
+    return ingest_distributed(a, o, pgm::graph_spec{directed, wk, static_cast<std::size_t>(a.banks)}, mo);
+  }
+#endif
+  if (distributed) {
+#ifndef PHEAP_GRAPH_MPI
+    no_mpi_built_in(a.datastore);
+#endif
+    throw usage_error(a.datastore + " is a distributed datastore: ingest into it under mpirun with the rank "
+                      "count it was created with (pheap-graph stats shows it)");
+  }
   if (!std::filesystem::exists(a.datastore)) {
     create_datastore(a.datastore, mo, a.name, directed, wk, static_cast<std::size_t>(a.banks));
   }
@@ -305,12 +438,6 @@ struct query_args {
   bool json = false, degrees = false, quiet = false;
 };
 
-pheap::manager open_query(const query_args& a) {
-  pheap::options o;
-  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
-  return pheap::manager(pheap::open_read_only, a.datastore, o);
-}
-
 // The log2 buckets of the degree distribution: {lo, hi, count}.
 std::vector<std::array<std::uint64_t, 3>> log2_buckets(const std::map<std::uint64_t, std::uint64_t>& hist) {
   std::map<unsigned, std::uint64_t> buckets;
@@ -332,26 +459,80 @@ json ingestion_json(const pg::persistent_ingest_state* st) {
   return j;
 }
 
-// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
-json stats_json(pheap::manager& m, const query_args& a) {
-  json j;
-  pg::visit_graph(m, a.name, [&](const auto& g) {
-    const auto c = pg::count(g);
-    j = {{"datastore", m.path()}, {"graph", a.name}, {"directed", g.directed()},
-         {"weights", pg::to_string(std::remove_cvref_t<decltype(g)>::kind)}, {"banks", g.num_banks()},
-         {"watermark", m.epoch()}, {"vertices", c.vertices},
-         {"edges", g.directed() ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
-         {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
-    const auto hist = pg::degree_distribution(g);
-    json dist = json::array();
-    if (a.degrees) {
-      for (const auto& [d, n] : hist) dist.push_back({{"degree", d}, {"count", n}});
-    } else {
-      for (const auto& [lo, hi, n] : log2_buckets(hist)) dist.push_back({{"lo", lo}, {"hi", hi}, {"count", n}});
+// Where a query's graph comes from: a datastore, or every rank of a distributed one.
+struct graph_source {
+  std::string path;
+  std::uint64_t watermark = 0;  // the datastore's, or the global one
+  json ingestion;               // ingestion_json; summed over the ranks when distributed
+  std::uint64_t ranks = 0;      // 0: not distributed
+};
+
+#ifdef PHEAP_GRAPH_MPI
+// The ingestion records of every rank as one: edges summed; "input" and "byte_offset" of an
+// unfinished job are the lowest unfinished rank's (tools/README.md).
+json ingestion_json(std::vector<pheap::manager>& ranks, const std::string& name) {
+  json all = nullptr;
+  for (auto& m : ranks) {
+    json j = ingestion_json(pg::find_ingest_state(m, name));
+    if (j.is_null()) continue;
+    if (all.is_null()) {
+      all = j;
+      continue;
     }
-    j["degree_distribution"] = dist;
-  });
-  j["ingestion"] = ingestion_json(m.find<pg::persistent_ingest_state>(pg::ingest_name(a.name)).first);
+    all["total_edges"] = all["total_edges"].get<std::uint64_t>() + j["total_edges"].get<std::uint64_t>();
+    if (j["unfinished"].is_null()) continue;
+    if (all["unfinished"].is_null()) {
+      all["unfinished"] = j["unfinished"];
+    } else {
+      all["unfinished"]["edges"] = all["unfinished"]["edges"].get<std::uint64_t>() + j["unfinished"]["edges"].get<std::uint64_t>();
+    }
+  }
+  return all;
+}
+#endif
+
+// Calls f(graph, source) with graph `a.name` of the datastore, read-only: an ordinary one, or
+// (without mpirun) every rank of a distributed one through pheap::graph::mpi::distributed_graph.
+template <class F>
+decltype(auto) with_graph(const query_args& a, F&& f) {
+  pheap::options o;
+  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  if (is_distributed(a.datastore)) {
+#ifdef PHEAP_GRAPH_MPI
+    auto view = pheap::mpi::open_read_only(a.datastore, o);
+    const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), view.man.epoch,
+                           ingestion_json(view.ranks, a.name), view.ranks.size()};
+    return pgm::visit_distributed(view.ranks, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
+#else
+    no_mpi_built_in(a.datastore);
+#endif
+  }
+  pheap::manager m(pheap::open_read_only, a.datastore, o);
+  const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0};
+  return pg::visit_graph(m, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
+}
+
+json degree_json(const std::map<std::uint64_t, std::uint64_t>& hist, const query_args& a) {
+  json dist = json::array();
+  if (a.degrees) {
+    for (const auto& [d, n] : hist) dist.push_back({{"degree", d}, {"count", n}});
+  } else {
+    for (const auto& [lo, hi, n] : log2_buckets(hist)) dist.push_back({{"lo", lo}, {"hi", hi}, {"count", n}});
+  }
+  return dist;
+}
+
+// The counts, the degree distribution and the ingestion record, as `stats --json` prints them.
+json stats_json(const pg::graph_counts& c, const std::map<std::uint64_t, std::uint64_t>& hist, bool directed,
+                pg::weight_kind kind, std::size_t banks, const graph_source& src, const query_args& a) {
+  json j = {{"datastore", src.path}, {"graph", a.name}, {"directed", directed},
+            {"weights", pg::to_string(kind)}, {"banks", banks},
+            {"watermark", src.watermark}, {"vertices", c.vertices},
+            {"edges", directed ? c.arcs : (c.arcs + c.self_loops) / 2}, {"arcs", c.arcs},
+            {"self_loops", c.self_loops}, {"max_degree", c.max_degree}, {"isolated", c.isolated}};
+  j["degree_distribution"] = degree_json(hist, a);
+  j["ingestion"] = src.ingestion;
+  if (src.ranks != 0) j["ranks"] = src.ranks;
   return j;
 }
 
@@ -361,6 +542,7 @@ void print_stats(const json& j, const query_args& a) {
               j["directed"].get<bool>() ? "directed" : "undirected", j["weights"].get<std::string>().c_str(),
               j["banks"].get<std::size_t>(), j["datastore"].get<std::string>().c_str(),
               j["watermark"].get<std::uint64_t>());
+  if (j.contains("ranks")) std::printf("ranks       %" PRIu64 " (a distributed datastore)\n", j["ranks"].get<std::uint64_t>());
   std::printf("vertices    %" PRIu64 "\n", j["vertices"].get<std::uint64_t>());
   std::printf("edges       %" PRIu64 "\n", j["edges"].get<std::uint64_t>());
   std::printf("arcs        %" PRIu64 " (stored adjacency entries)\n", j["arcs"].get<std::uint64_t>());
@@ -391,14 +573,19 @@ void print_stats(const json& j, const query_args& a) {
   }
 }
 
-int cmd_stats(const query_args& a) {
-  pheap::manager m = open_query(a);
-  const json j = stats_json(m, a);
+void print_stats_or_json(const json& j, const query_args& a) {
   if (a.json) {
     print_json(j);
   } else {
     print_stats(j, a);
   }
+}
+
+int cmd_stats(const query_args& a) {
+  print_stats_or_json(with_graph(a, [&](const auto& g, const graph_source& src) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+  }), a);
   return 0;
 }
 
@@ -412,9 +599,29 @@ void write_rows(const std::string& path, const char* header, Rows&& rows) {
   if (std::ferror(f) != 0 || std::fclose(f) != 0) pheap::throw_errno(errno, path, "write output");
 }
 
+// What bfs prints, from one process or from every rank.
+struct bfs_report {
+  std::uint64_t reached = 0, vertices = 0, max_level = 0;
+  std::vector<std::uint64_t> per_level;
+  std::function<void(std::FILE*)> rows;  // "vertex level parent" lines for --output
+};
+
+int print_bfs(const bfs_report& r, const graph_source& src, const query_args& a) {
+  if (!a.output.empty()) write_rows(a.output, "# vertex level parent", r.rows);
+  if (a.json) {
+    print_json({{"datastore", src.path}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
+                {"vertices", r.vertices}, {"max_level", r.max_level}, {"levels", r.per_level},
+                {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
+    return 0;
+  }
+  std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %" PRIu64 " vertices, max level %" PRIu64 "\n", a.source,
+              r.reached, r.vertices, r.max_level);
+  for (std::size_t l = 0; l < r.per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, r.per_level[l]);
+  return 0;
+}
+
 int cmd_bfs(const query_args& a) {
-  pheap::manager m = open_query(a);
-  return pg::visit_graph(m, a.name, [&](const auto& g) {
+  return with_graph(a, [&](const auto& g, const graph_source& src) {
     if (!g.contains(a.source)) {
       throw usage_error("source " + std::to_string(a.source) + " is not a vertex of the graph");
     }
@@ -422,45 +629,43 @@ int cmd_bfs(const query_args& a) {
     std::vector<std::uint64_t> per_level(r.max_level + 1, 0);
     for (auto l : r.level)
       if (l != pg::kUnreached) ++per_level[l];
-    if (!a.output.empty()) {
-      write_rows(a.output, "# vertex level parent", [&](std::FILE* f) {
-        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-          if (r.level[i] != pg::kUnreached)
-            std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
-      });
-    }
-    if (a.json) {
-      print_json({{"datastore", m.path()}, {"graph", a.name}, {"source", a.source}, {"reached", r.reached},
-                  {"vertices", r.index.ids.size()}, {"max_level", r.max_level}, {"levels", per_level},
-                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
-      return 0;
-    }
-    std::printf("bfs from %" PRIu64 ": reached %" PRIu64 " of %zu vertices, max level %" PRIu64 "\n", a.source,
-                r.reached, r.index.ids.size(), r.max_level);
-    for (std::size_t l = 0; l < per_level.size(); ++l) std::printf("  level %zu: %" PRIu64 "\n", l, per_level[l]);
-    return 0;
+    return print_bfs({r.reached, r.index.ids.size(), r.max_level, per_level, [&](std::FILE* f) {
+                        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+                          if (r.level[i] != pg::kUnreached)
+                            std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.level[i], r.parent[i]);
+                      }},
+                     src, a);
   });
 }
 
-int cmd_cc(const query_args& a) {
-  pheap::manager m = open_query(a);
-  return pg::visit_graph(m, a.name, [&](const auto& g) {
-    const auto r = pg::connected_components(g);
-    if (!a.output.empty()) {
-      write_rows(a.output, "# vertex component(smallest member id)", [&](std::FILE* f) {
-        for (std::size_t i = 0; i < r.index.ids.size(); ++i)
-          std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
-      });
-    }
-    if (a.json) {
-      print_json({{"datastore", m.path()}, {"graph", a.name}, {"weakly", g.directed()},
-                  {"components", r.components}, {"largest", r.largest}, {"vertices", r.index.ids.size()},
-                  {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
-      return 0;
-    }
-    std::printf("%sconnected components: %" PRIu64 ", largest %" PRIu64 " of %zu vertices\n",
-                g.directed() ? "weakly " : "", r.components, r.largest, r.index.ids.size());
+// What cc prints, from one process or from every rank.
+struct cc_report {
+  bool weakly = false;
+  std::uint64_t components = 0, largest = 0, vertices = 0;
+  std::function<void(std::FILE*)> rows;  // "vertex component" lines for --output
+};
+
+int print_cc(const cc_report& r, const graph_source& src, const query_args& a) {
+  if (!a.output.empty()) write_rows(a.output, "# vertex component(smallest member id)", r.rows);
+  if (a.json) {
+    print_json({{"datastore", src.path}, {"graph", a.name}, {"weakly", r.weakly},
+                {"components", r.components}, {"largest", r.largest}, {"vertices", r.vertices},
+                {"output", a.output.empty() ? json(nullptr) : json(a.output)}});
     return 0;
+  }
+  std::printf("%sconnected components: %" PRIu64 ", largest %" PRIu64 " of %" PRIu64 " vertices\n",
+              r.weakly ? "weakly " : "", r.components, r.largest, r.vertices);
+  return 0;
+}
+
+int cmd_cc(const query_args& a) {
+  return with_graph(a, [&](const auto& g, const graph_source& src) {
+    const auto r = pg::connected_components(g);
+    return print_cc({g.directed(), r.components, r.largest, r.index.ids.size(), [&](std::FILE* f) {
+                       for (std::size_t i = 0; i < r.index.ids.size(); ++i)
+                         std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", r.index.ids[i], r.component[i]);
+                     }},
+                    src, a);
   });
 }
 
@@ -468,11 +673,10 @@ int cmd_cc(const query_args& a) {
 // all arcs of a directed graph; arcs with src <= dst of an undirected graph. Ingesting the
 // output with the same flags rebuilds an equal graph.
 int cmd_export(const query_args& a) {
-  pheap::manager m = open_query(a);
   const auto fmt = pg::parse_input_format(a.format);
   const std::string out = a.output.empty() ? "-" : a.output;
   std::uint64_t n = 0;
-  pg::visit_graph(m, a.name, [&](const auto& g) {
+  with_graph(a, [&](const auto& g, const graph_source&) {
     using G = std::remove_cvref_t<decltype(g)>;
     pg::edge_writer w(out, fmt, G::kind);
     const auto ix = pg::build_index(g);
@@ -495,6 +699,106 @@ int cmd_export(const query_args& a) {
   std::fprintf(stderr, "exported %" PRIu64 " edges\n", n);
   return 0;
 }
+
+#ifdef PHEAP_GRAPH_MPI
+// ---- queries under mpirun (a distributed datastore, the same N) -----------------------------
+
+tool_support::failure describe(const std::exception& e);
+
+// The ingestion records of every rank reduced on every rank: rank 0's, with the edges summed.
+json ingestion_json(pheap::manager& m, const std::string& name) {
+  json j = ingestion_json(pg::find_ingest_state(m, name));
+  std::uint64_t mine[3] = {0, 0, 0}, sum[3] = {0, 0, 0};
+  if (!j.is_null()) {
+    mine[0] = j["total_edges"].get<std::uint64_t>();
+    mine[1] = j["unfinished"].is_null() ? 0 : j["unfinished"]["edges"].get<std::uint64_t>();
+  }
+  MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (j.is_null()) return j;
+  j["total_edges"] = sum[0];
+  if (!j["unfinished"].is_null()) j["unfinished"]["edges"] = sum[1];
+  return j;
+}
+
+// Every rank opens its own datastore read-only at the global watermark and calls
+// f(its graph, source) (collective); a failure is reported by rank 0, the others leave with
+// the same status silently.
+template <class F>
+int with_rank_graph(const query_args& a, F&& f) {
+  try {
+    pheap::options o;
+    if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+    pheap::mpi::datastore ds(pheap::open_read_only, MPI_COMM_WORLD, a.datastore, o);
+    pgm::check_partition(ds.local(), a.name, ds.size(), ds.rank());
+    const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), ds.epoch(),
+                           ingestion_json(ds.local(), a.name), static_cast<std::uint64_t>(ds.size())};
+    pg::visit_graph(ds.local(), a.name, [&](const auto& g) { f(g, src); });
+    return 0;
+  } catch (const std::exception& e) {
+    if (g_mpi->rank != 0) leave_after_reporter(describe(e).code);
+    throw;
+  }
+}
+
+int cmd_stats_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    const pg::graph_counts c = pgm::count(MPI_COMM_WORLD, g);
+    const auto hist = pgm::degree_distribution(MPI_COMM_WORLD, g);
+    if (g_mpi->rank == 0) print_stats_or_json(stats_json(c, hist, g.directed(), G::kind, g.num_banks(), src, a), a);
+  });
+}
+
+int cmd_bfs_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    const auto s = pgm::bfs(MPI_COMM_WORLD, g, a.source, !a.output.empty());
+    if (g_mpi->rank != 0) return;
+    print_bfs({s.reached, s.vertices, s.max_level, s.per_level, [&](std::FILE* f) {
+                 for (const auto& [v, l, p] : s.rows) std::fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", v, l, p);
+               }},
+              src, a);
+  });
+}
+
+int cmd_cc_mpi(const query_args& a) {
+  return with_rank_graph(a, [&](const auto& g, const graph_source& src) {
+    const auto s = pgm::connected_components(MPI_COMM_WORLD, g, !a.output.empty());
+    if (g_mpi->rank != 0) return;
+    print_cc({g.directed(), s.components, s.largest, s.vertices, [&](std::FILE* f) {
+                for (const auto& [v, c] : s.rows) std::fprintf(f, "%" PRIu64 " %" PRIu64 "\n", v, c);
+              }},
+             src, a);
+  });
+}
+
+// Rank 0 writes every rank's edges in the single-process export's order.
+int cmd_export_mpi(const query_args& a) {
+  std::uint64_t n = 0;
+  with_rank_graph(a, [&](const auto& g, const graph_source&) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    std::optional<pg::edge_writer> w;
+    if (g_mpi->rank == 0) w.emplace(a.output.empty() ? "-" : a.output, pg::parse_input_format(a.format), G::kind);
+    n = pgm::gather_edges(MPI_COMM_WORLD, g, [&](const pg::edge& e) { w->write(e); });
+    if (w) w->close();
+  });
+  if (g_mpi->rank == 0) std::fprintf(stderr, "exported %" PRIu64 " edges\n", n);
+  return 0;
+}
+#endif
+
+// A query: under mpirun on a distributed datastore the MPI form runs on every rank (rank 0
+// prints); under mpirun on an ordinary one, rank 0 alone runs the plain form; else the plain
+// form (which reads a distributed datastore in one process).
+int run_query(const query_args& a, int (*plain)(const query_args&), int (*across)(const query_args&)) {
+  if (g_mpi->active && is_distributed(a.datastore) && across != nullptr) return across(a);
+  if (g_mpi->active && g_mpi->rank != 0) return 0;
+  return plain(a);
+}
+#ifdef PHEAP_GRAPH_MPI
+#define PHEAP_GRAPH_ACROSS(f) f
+#else
+#define PHEAP_GRAPH_ACROSS(f) nullptr
+#endif
 
 // ---- the command line --------------------------------------------------------------------
 
@@ -608,20 +912,20 @@ void define_queries(CLI::App& app, command_line& c) {
   add_query_options(*stats, qa);
   stats->add_flag("--degrees", qa.degrees, "the full degree distribution instead of log2 buckets");
   stats->add_flag("--json", qa.json, json_help);
-  stats->callback([&c] { c.action = [&c] { return cmd_stats(c.qa); }; });
+  stats->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_stats, PHEAP_GRAPH_ACROSS(cmd_stats_mpi)); }; });
 
   auto* bfs = app.add_subcommand("bfs", "breadth-first search: vertices reached per level");
   add_query_options(*bfs, qa);
   bfs->add_option("--source", qa.source, "the vertex to start from")->required();
   bfs->add_option("--output", qa.output, "also write 'vertex level parent' lines to this file");
   bfs->add_flag("--json", qa.json, json_help);
-  bfs->callback([&c] { c.action = [&c] { return cmd_bfs(c.qa); }; });
+  bfs->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_bfs, PHEAP_GRAPH_ACROSS(cmd_bfs_mpi)); }; });
 
   auto* cc = app.add_subcommand("cc", "(weakly) connected components");
   add_query_options(*cc, qa);
   cc->add_option("--output", qa.output, "also write 'vertex component' lines to this file");
   cc->add_flag("--json", qa.json, json_help);
-  cc->callback([&c] { c.action = [&c] { return cmd_cc(c.qa); }; });
+  cc->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_cc, PHEAP_GRAPH_ACROSS(cmd_cc_mpi)); }; });
 
   auto* exp = app.add_subcommand("export", "write the graph's edges; ingesting them with the same "
                                            "flags rebuilds an equal graph");
@@ -629,7 +933,7 @@ void define_queries(CLI::App& app, command_line& c) {
   exp->add_option("--format", qa.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
   exp->add_option("--output", qa.output, "file to write (default: - for stdout)");
   exp->add_flag("-q,--quiet", qa.quiet, "no progress on stderr");
-  exp->callback([&c] { c.action = [&c] { return cmd_export(c.qa); }; });
+  exp->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_export, PHEAP_GRAPH_ACROSS(cmd_export_mpi)); }; });
 }
 
 }  // namespace
@@ -644,5 +948,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = normalise_weighted(argc, argv);
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
+  mpi_session mpi;
+  g_mpi = &mpi;
   return tool_support::parse_and_run(app, static_cast<int>(av.size()), av.data(), c.action, describe);
 }

@@ -124,18 +124,13 @@ TEST_F(Mpi, RandomKillsOfOneRankResumeExactlyOnce) {
     create(np, d);
     std::uint64_t epoch = 1;
     for (int k = 0; k < 12; ++k) {
-      for (const auto& f : std::filesystem::directory_iterator(pids)) std::filesystem::remove(f.path());
+      clear_pids(pids);
       const int victim = static_cast<int>(rng() % np);
       const std::string log = dir_ / ("rlog-" + std::to_string(np) + "-" + std::to_string(k));
       const pid_t mpirun = spawn_mpi(np, job_, {"run", d, "100000", std::to_string(kBatch)}, log,
                                      {{"PHEAP_TEST_MPI_PIDS", pids}, {"PHEAP_TEST_MPI_PAUSE_US", "2000"}});
-      const std::string pidfile = pids + "/" + std::to_string(victim);
-      for (int t = 0; t < 2000 && !std::filesystem::exists(pidfile); ++t) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
-      const pid_t pid = static_cast<pid_t>(std::stol(slurp(pidfile)));
-      EXPECT_EQ(::kill(pid, SIGKILL), 0) << "rank " << victim << " was already gone";
+      EXPECT_TRUE(kill_rank_after(pids, victim, std::chrono::milliseconds(100 + rng() % 400)))
+          << "rank " << victim << " was already gone";
       EXPECT_NE(wait_status(mpirun), 0) << slurp(log);
       ++kills;
       const std::uint64_t at = run(np, d, 0);  // checks every rank's data at the watermark

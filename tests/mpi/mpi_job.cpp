@@ -12,69 +12,28 @@
 // number of completed batches in "count". Since creation is global epoch 1 and each batch is
 // one flush, count == global epoch - 1 on every rank, always.
 //
-// Test hooks: PHEAP_TEST_MPI_CRASH=STEP:RANK:EPOCH kills rank RANK with SIGKILL at step STEP
-// (begin, prepared, committed, confirmed) of the flush that makes global epoch EPOCH;
-// PHEAP_TEST_MPI_PIDS=DIR makes each rank write its pid to DIR/RANK (for kills from outside);
+// Test hooks: PHEAP_TEST_MPI_CRASH and PHEAP_TEST_MPI_PIDS (crash_hooks.hpp);
 // PHEAP_TEST_MPI_PAUSE_US sleeps that long before each batch.
 //
 // Output: one line per rank "rank R epoch G count C" after the open; errors as
 // "rank R error CODE: what" with exit status 3; a failed check exits 4.
 #include <mpi.h>
-#include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <thread>
 
-#include "mpi/step_hook.hpp"
+#include "crash_hooks.hpp"
 #include "pheap/container.hpp"
 #include "pheap/mpi/datastore.hpp"
 
 namespace {
 
 using values_t = pheap::container::vector<std::uint64_t>;
-using pheap::mpi::detail::flush_step;
 
 constexpr std::uint64_t rank_base = 1000000000ull;
-
-const char* step_name(flush_step s) {
-  switch (s) {
-    case flush_step::begin: return "begin";
-    case flush_step::prepared: return "prepared";
-    case flush_step::committed: return "committed";
-    case flush_step::confirmed: return "confirmed";
-  }
-  return "?";
-}
-
-std::string g_crash_step;
-int g_crash_rank = -1;
-std::uint64_t g_crash_epoch = 0;
-
-void crash_hook(flush_step s, int rank, std::uint64_t epoch) {
-  if (rank == g_crash_rank && epoch == g_crash_epoch && g_crash_step == step_name(s)) {
-    std::fflush(nullptr);
-    std::raise(SIGKILL);
-  }
-}
-
-void read_env(int rank) {
-  if (const char* c = std::getenv("PHEAP_TEST_MPI_CRASH"); c && *c) {
-    const std::string v = c;
-    const auto a = v.find(':'), b = v.find(':', a + 1);
-    g_crash_step = v.substr(0, a);
-    g_crash_rank = std::stoi(v.substr(a + 1, b - a - 1));
-    g_crash_epoch = std::stoull(v.substr(b + 1));
-    pheap::mpi::detail::set_step_hook(&crash_hook);
-  }
-  if (const char* d = std::getenv("PHEAP_TEST_MPI_PIDS"); d && *d) {
-    std::ofstream(std::string(d) + "/" + std::to_string(rank)) << ::getpid() << "\n";
-  }
-}
 
 pheap::options small() {
   pheap::options o;
@@ -183,7 +142,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  read_env(rank);
+  pheap::test::mpi_hooks::install(rank);
   int rc = 2;
   if (argc >= 3) {
     try {

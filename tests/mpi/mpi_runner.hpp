@@ -1,19 +1,22 @@
 // Runs a program under mpirun for the mpi tests: `mpirun --oversubscribe -np N` (plus
 // --allow-run-as-root when root), output to a log, optional environment passed to every rank
-// with -x, and the pid of mpirun for kills from outside. mpirun's path comes from CMake
+// with -x, and the pid of mpirun for kills from outside; or as one plain process. mpirun's path comes from CMake
 // (MPIEXEC_EXECUTABLE); when it is missing the tests skip — and fail under CI=true.
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -32,14 +35,8 @@ inline const std::string kMpirun = PHEAP_MPIEXEC;
 
 using env_list = std::vector<std::pair<std::string, std::string>>;
 
-// Starts `program args...` under mpirun with np ranks; stdout and stderr go to `log`.
-inline pid_t spawn_mpi(int np, const std::string& program, const std::vector<std::string>& args,
-                       const std::string& log, const env_list& env = {}) {
-  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)};
-  if (::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
-  for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
-  argv.push_back(program);
-  argv.insert(argv.end(), args.begin(), args.end());
+// Starts argv[0] with `argv` (a path, no search); stdout and stderr go to `log`.
+inline pid_t spawn_program(std::vector<std::string> argv, const std::string& log) {
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -52,10 +49,21 @@ inline pid_t spawn_mpi(int np, const std::string& program, const std::vector<std
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);
-    ::execv(kMpirun.c_str(), a.data());
+    ::execv(a[0], a.data());
     ::_exit(127);
   }
   return pid;
+}
+
+// Starts `program args...` under mpirun with np ranks; stdout and stderr go to `log`.
+inline pid_t spawn_mpi(int np, const std::string& program, const std::vector<std::string>& args,
+                       const std::string& log, const env_list& env = {}) {
+  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)};
+  if (::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
+  for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
+  argv.push_back(program);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn_program(std::move(argv), log);
 }
 
 inline int wait_status(pid_t pid) {
@@ -76,6 +84,29 @@ struct job_result {
   int status;
   std::string output;
 };
+
+// Runs `program args...` as one plain process (no mpirun).
+inline job_result run_program(const std::string& program, std::vector<std::string> args, const std::string& log) {
+  args.insert(args.begin(), program);
+  const int st = wait_status(spawn_program(std::move(args), log));
+  return {st, slurp(log)};
+}
+
+// Waits (up to 10 s) for the pid file DIR/RANK a rank writes (crash_hooks.hpp,
+// PHEAP_TEST_MPI_PIDS), waits `delay` more, then SIGKILLs that rank. False when it was gone.
+inline bool kill_rank_after(const std::string& pids, int rank, std::chrono::milliseconds delay) {
+  const std::string pidfile = pids + "/" + std::to_string(rank);
+  for (int t = 0; t < 2000 && !std::filesystem::exists(pidfile); ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(delay);
+  return ::kill(static_cast<pid_t>(std::stol(slurp(pidfile))), SIGKILL) == 0;
+}
+
+// Empties the pid directory for the next job.
+inline void clear_pids(const std::string& pids) {
+  for (const auto& f : std::filesystem::directory_iterator(pids)) std::filesystem::remove(f.path());
+}
 
 inline job_result run_mpi(int np, const std::string& program, const std::vector<std::string>& args,
                           const std::string& log, const env_list& env = {}) {

@@ -136,6 +136,24 @@ class adjacency_list {
     insert(edge{u, v, weight_bits}, locks);
   }
 
+  // One half of insert(), for a graph partitioned by vertex (pheap/graph/mpi: a rank holds
+  // the vertices it owns): add_arc stores v in adj(u) only (u becomes a vertex); ensure_vertex
+  // makes u a vertex with no arc. insert(e) is add_arc(src, dst) plus, directed,
+  // ensure_vertex(dst) or, undirected and not a loop, add_arc(dst, src).
+  void add_arc(std::uint64_t u, std::uint64_t v, std::uint64_t weight_bits, bank_locks* locks = nullptr) {
+    const std::size_t b = bank_of(u);
+    std::unique_lock<std::mutex> g;
+    if (locks) g = std::unique_lock<std::mutex>((*locks)[b]);
+    banks_[b][u].push_back(make_neighbor(v, weight_bits));
+    ++arcs_[b * kCounterStride];
+  }
+  void ensure_vertex(std::uint64_t u, bank_locks* locks = nullptr) {
+    const std::size_t b = bank_of(u);
+    std::unique_lock<std::mutex> g;
+    if (locks) g = std::unique_lock<std::mutex>((*locks)[b]);
+    banks_[b].try_emplace(u);
+  }
+
   // Number of vertices (keys). O(num_banks).
   std::uint64_t num_vertices() const noexcept {
     std::uint64_t n = 0;
@@ -202,19 +220,6 @@ class adjacency_list {
     } else {
       return neighbor_type{v, weight_bits};
     }
-  }
-  void add_arc(std::uint64_t u, std::uint64_t v, std::uint64_t weight_bits, bank_locks* locks) {
-    const std::size_t b = bank_of(u);
-    std::unique_lock<std::mutex> g;
-    if (locks) g = std::unique_lock<std::mutex>((*locks)[b]);
-    banks_[b][u].push_back(make_neighbor(v, weight_bits));
-    ++arcs_[b * kCounterStride];
-  }
-  void ensure_vertex(std::uint64_t u, bank_locks* locks) {
-    const std::size_t b = bank_of(u);
-    std::unique_lock<std::mutex> g;
-    if (locks) g = std::unique_lock<std::mutex>((*locks)[b]);
-    banks_[b].try_emplace(u);
   }
 
   std::uint64_t directed_;

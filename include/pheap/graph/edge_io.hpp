@@ -65,6 +65,9 @@ struct reader_options {
   weight_kind weights = weight_kind::none;  // what the target graph stores
   bool skip_bad_lines = false;
   std::size_t buffer_bytes = std::size_t{1} << 20;
+  // The reader ends (eof()) at the first line or record that starts at or after this offset:
+  // a part of an input (pheap/graph/mpi: each rank reads a range cut at line boundaries).
+  std::uint64_t end_offset = UINT64_MAX;
 };
 
 class edge_reader {

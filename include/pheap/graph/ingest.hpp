@@ -205,6 +205,18 @@ class ingest_target {
   ~ingest_target() = default;
 };
 
+// The job step of the engine, shared with the distributed one (pheap/graph/mpi/ingest.hpp):
+// an unfinished job in `c` is resumed (rep.resumed and where), abandoned (kept edges, then a
+// new job) or refused (ingest_usage_error: other inputs, or stdin); a finished file job is
+// nothing to do (rep.already_done, returns false) unless opt.reingest; otherwise a new job is
+// recorded in `c` and saved (position: input 0, offset 0). True when there is work to do.
+bool start_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, const ingest_options& opt,
+               ingest_report& rep);
+
+// The job is done (every input read): marks it finished in `c` and saves it; a file job's
+// fingerprint joins the completed ones. The caller flushes.
+void end_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, std::size_t inputs);
+
 // The engine: graph/src/ingest.cpp.
 ingest_report run_ingest(ingest_target& target, const std::vector<std::string>& inputs,
                          const ingest_options& opt, const std::function<std::uint64_t()>& flush,
