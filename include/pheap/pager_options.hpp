@@ -27,7 +27,11 @@ struct pager_options {
   // run time below that (pheap/pager.hpp, "Automatic buffer"); pager_stats::buffer_source
   // and buffer_target_source say where the numbers came from.
   std::size_t buffer_size = 0;
-  double high_watermark = 0.90, low_watermark = 0.70;  // of buffer occupancy
+  // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
+  // often the application faults: SCALE-18 graph construction at half its datastore faulted
+  // 542 k times at 0.95/0.90, 368 k at these defaults; bench/README.md run E) and frees a few
+  // percent per round, enough for one batched write-back.
+  double high_watermark = 0.99, low_watermark = 0.97;
   dirty_tracking tracking = dirty_tracking::automatic;
   unsigned fault_threads = 2;  // workers reading the uffd (1..64)
   unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
