@@ -86,7 +86,7 @@
 //     bounce buffers above: that is the buffer's maximum. Then it follows the limit: the
 //     evictor re-reads limit and usage at most every 10 ms (and every 10 ms while idle) and
 //     the buffer in force (its target) becomes limit − (usage − the pager's resident pages) −
-//     a reserve (1/32 of the limit, at least 4 MiB, plus the flush bounce buffer), per page
+//     a reserve (1/32 of the limit, at least 4 MiB), per page
 //     of page size + 64 B, never above the maximum and never below 2 pages; the watermarks
 //     are the same fractions of it. When the rest of the process grows, pheap evicts down to
 //     the lower target before the kernel's OOM killer needs to act; when it shrinks, the
@@ -95,7 +95,9 @@
 //     buffer holds), a move to another cgroup. stats() names the source and its numbers at
 //     open (buffer_source), the target now and the last sample (buffer_target_bytes,
 //     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
-//     target moves by 1/8 of the maximum.
+//     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it
+//     first waits for the evictor to lower occupancy by that many pages, and gives the memory
+//     back to the kernel when it ends.
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
 //     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and

@@ -19,6 +19,10 @@ anon_map::anon_map(std::size_t bytes, bool dontfork) : len(bytes) {
   (void)::madvise(p, bytes, MADV_NOHUGEPAGE);
 }
 
+void anon_map::release_memory() const noexcept {
+  if (p) (void)::madvise(p, len, MADV_DONTNEED);
+}
+
 anon_map::~anon_map() {
   if (p) ::munmap(p, len);
 }

@@ -18,6 +18,8 @@ struct anon_map {
   anon_map(anon_map&& o) noexcept : p(o.p), len(o.len) { o.p = nullptr; o.len = 0; }
   anon_map& operator=(anon_map&& o) noexcept;
   std::byte* data() const noexcept { return static_cast<std::byte*>(p); }
+  // Gives the memory back to the kernel (MADV_DONTNEED); the mapping stays, reading zeros.
+  void release_memory() const noexcept;
 };
 
 }  // namespace pheap::paging

@@ -14,6 +14,8 @@ void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages
   high_fraction_ = high_watermark;
   low_fraction_ = low_watermark;
   lowest_target_.store(max_pages_, std::memory_order_relaxed);
+  std::lock_guard lk(retarget_mu_);
+  sampled_ = max_pages_;
   retarget(max_pages_);
 }
 
@@ -45,8 +47,42 @@ void buffer_budget::follow_limit() {
   last_sample_ = now;
   resamples_.fetch_add(1, std::memory_order_relaxed);
   const auto resident = static_cast<std::size_t>(std::max<std::int64_t>(0, occupied()));
-  const std::size_t t = sampler_(resident);
-  if (t != target_pages()) retarget(t);
+  std::size_t lent;
+  {
+    std::lock_guard lk(retarget_mu_);
+    lent = lent_;
+  }
+  // Lent memory is the pager's, not the rest of the process's (B5): counted with its pages,
+  // and then taken off the target, it is counted once, touched or not.
+  const std::size_t t = sampler_(resident + lent);
+  std::lock_guard lk(retarget_mu_);
+  sampled_ = t;
+  if (lent_target() != target_pages()) retarget(lent_target());
+}
+
+void buffer_budget::lend(std::size_t n) {
+  if (!sampler_ || n == 0) return;
+  {
+    std::lock_guard lk(retarget_mu_);
+    lent_ += n;
+    retarget(lent_target());
+  }
+  // As a fault waits for a slot (reserve), until used is at most the new high watermark.
+  waiters_.fetch_add(1);
+  while (used() > high_pages() && !stop_.load(std::memory_order_acquire) &&
+         !writeback_failing_.load(std::memory_order_acquire)) {
+    kick_evictor();
+    std::unique_lock lk(free_mu_);
+    free_cv_.wait_for(lk, std::chrono::milliseconds(5));
+  }
+  waiters_.fetch_sub(1);
+}
+
+void buffer_budget::give_back(std::size_t n) {
+  if (!sampler_ || n == 0) return;
+  std::lock_guard lk(retarget_mu_);
+  lent_ -= std::min(n, lent_);
+  retarget(lent_target());
 }
 
 bool buffer_budget::try_reserve(std::size_t limit) {

@@ -25,7 +25,8 @@
 //       eviction round and before each batch, at most once per follow period, and every
 //       period while the evictor is idle — from the limit and from what the rest of the
 //       process uses now (the pager's sampler, pager.cpp follow_limit). The rule:
-//         target = clamp(sampler(resident pages), min(min_pages, region), maximum)
+//         target = clamp(sampler(resident pages + lent pages) − lent pages (B5),
+//                        min(min_pages, region), maximum)
 //       where maximum is the buffer configured at open (never exceeded) and min_pages the
 //       smallest working buffer (never gone below, even if the limit leaves less: the process
 //       is then over its limit whatever pheap does). The watermarks are the same fractions
@@ -34,7 +35,10 @@
 //       higher one (the rest of the process shrank) lets faults fill again. B2 reads the
 //       target of the instant of the grant: a grant racing a lowering may leave used one
 //       slot per racing thread above the new target, which the evictor then takes back.
-// Locks: free_mu_ and evict_mu_ are leaves (nothing is taken while holding them); the sampler
+//   B5  lent memory (lend/give_back below): the target is the sample less what is lent, so
+//       memory the pager touches only while flushing comes out of the buffer, not out of the
+//       reserve that is kept for the rest of the process.
+// Locks: free_mu_, evict_mu_ and retarget_mu_ are leaves (nothing is taken while holding them); the sampler
 // is called with no lock held.
 #pragma once
 
@@ -79,6 +83,14 @@ class buffer_budget {
   void follow_limit();
   std::uint64_t resamples() const noexcept { return resamples_.load(std::memory_order_relaxed); }
   std::size_t lowest_target() const noexcept { return lowest_target_.load(std::memory_order_relaxed); }
+  // B5: memory of the pager's own that it touches only for a while (the flush bounce buffer
+  // of a pager following a limit) is lent out of the buffer: lend(n) lowers the target by n
+  // pages and waits, as a fault waits for a slot, until the evictor has brought used down to
+  // the new high watermark (or write-back fails, or the pager stops); give_back(n) raises it
+  // again. The caller touches the memory only after lend() returned and no longer after
+  // give_back(). Following a limit only (else a no-op).
+  void lend(std::size_t n);
+  void give_back(std::size_t n);
 
   // ---- slots -------------------------------------------------------------------------------
   // A slot for a fault: waits for the evictor while the buffer is full (B2). False only when
@@ -136,7 +148,10 @@ class buffer_budget {
     }
   }
   // The target and its watermarks (B4); wakes the evictor if used is at the new high mark.
+  // Called under retarget_mu_ (the evictor's follow_limit and a flush's lend/give_back).
   void retarget(std::size_t pages);
+  // The target from the last sample, less what is lent (B5).
+  std::size_t lent_target() const noexcept { return sampled_ > lent_ ? sampled_ - lent_ : 0; }
   std::int64_t low_pages() const noexcept {
     return static_cast<std::int64_t>(low_pages_.load(std::memory_order_relaxed));
   }
@@ -150,6 +165,8 @@ class buffer_budget {
   std::atomic<std::size_t> target_pages_{0}, high_pages_{0}, low_pages_{0};
   std::atomic<std::size_t> lowest_target_{0};
   sampler sampler_;  // set before the evictor starts; used by the evictor thread only
+  std::mutex retarget_mu_;  // a leaf: serialises retarget(); guards sampled_ and lent_
+  std::size_t sampled_ = 0, lent_ = 0;
   std::chrono::milliseconds period_{10};
   std::chrono::steady_clock::time_point last_sample_{};  // evictor thread only
   std::atomic<std::uint64_t> resamples_{0};

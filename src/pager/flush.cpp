@@ -11,6 +11,9 @@
 //      claims, so a failed write marks them dirty before the evictor could drop them.
 //   4. Wait for an eviction batch in flight (its pages may hold writes older than this
 //      flush), report any store error recorded meanwhile, and commit.
+// A pager whose buffer follows a memory limit lends the bounce buffer's pages out of the
+// buffer for steps 3-4 (buffer_budget.hpp B5) and gives its memory back to the kernel after,
+// so that the reserve kept for the rest of the process need not hold it.
 // prepare(root) is the same protocol ending in sparse_store::prepare (two-phase commit,
 // sparse_store/FORMAT.md): the epoch is durable but not the watermark until confirm(), and
 // meanwhile a write-back of a page it changed waits in the store (the evictor may stall on
@@ -51,6 +54,17 @@ std::uint64_t pager_impl::flush_ending(std::span<const std::byte> root, const ch
   const std::uint64_t t0 = now_ns();
   errors_.throw_pending();
   const std::vector<std::size_t> cand = collect_dirty();
+  const bool lend = follower_ && !cand.empty();
+  struct bounce_loan {  // B5: given back however the flush ends
+    pager_impl& p;
+    bool on;
+    ~bounce_loan() {
+      if (!on) return;
+      p.flush_bounce_.release_memory();
+      p.budget_.give_back(p.flush_batch_pages_);
+    }
+  } loan{*this, lend};
+  if (lend) budget_.lend(flush_batch_pages_);
   for (std::size_t i = 0; i < cand.size(); i += flush_batch_pages_) {
     flush_chunk(cand.data() + i, std::min(flush_batch_pages_, cand.size() - i));
   }

@@ -160,11 +160,10 @@ void pager_impl::set_geometry(const pager_options& opt) {
   choose_buffer(opt, limit);
   if (source) {
     // The run-time reserve (B4): what the rest of the process may grow between two samples,
-    // 1/32 of the limit, at least 4 MiB; plus the flush bounce buffer, touched only when
-    // flush() runs. Smaller than the headroom at open, which must also cover what the
-    // application allocates before the first sample.
-    const std::uint64_t reserve =
-        std::max<std::uint64_t>(4ull << 20, limit->limit / 32) + flush_batch_pages_ * std::uint64_t(ps_);
+    // 1/32 of the limit, at least 4 MiB. Smaller than the headroom at open, which must also
+    // cover what the application allocates before the first sample. The flush bounce buffer
+    // is not in it: a flush lends it out of the buffer (B5, flush.cpp).
+    const std::uint64_t reserve = std::max<std::uint64_t>(4ull << 20, limit->limit / 32);
     follower_ = std::make_shared<limit_follower>(std::move(*source), ps_, kBookkeeping, reserve);
   }
   evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));

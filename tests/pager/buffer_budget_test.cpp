@@ -1,0 +1,101 @@
+// The buffer budget's rules on their own (src/pager/buffer_budget.hpp), with a sampler double
+// in place of the memory limit: B4 (the target follows the sample, within the maximum) and B5
+// (memory the pager lends itself comes out of the target and is counted once).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <thread>
+
+#include "pager/buffer_budget.hpp"
+
+namespace pheap::paging {
+namespace {
+
+constexpr auto kPeriod = std::chrono::milliseconds(1);
+
+// A budget of 100 pages (region 1000) following a sampler that offers `offer` pages and
+// records the resident count it was asked about.
+struct followed {
+  std::atomic<bool> stop{false};
+  buffer_budget b{stop};
+  std::size_t offer = 80, asked = 0;
+  followed() {
+    b.configure(1000, 100, 0.99, 0.97);
+    b.follow([this](std::size_t resident) { asked = resident; return offer; }, kPeriod);
+  }
+  void sample() {
+    std::this_thread::sleep_for(2 * kPeriod);
+    b.follow_limit();
+  }
+};
+
+TEST(BufferBudget, TargetFollowsTheSampleButNeverExceedsTheBufferAtOpen) {
+  followed f;
+  f.sample();
+  EXPECT_EQ(f.b.target_pages(), 80u);
+  f.offer = 500;
+  f.sample();
+  EXPECT_EQ(f.b.target_pages(), 100u);
+  EXPECT_EQ(f.b.lowest_target(), 80u);
+}
+
+TEST(BufferBudget, LentPagesComeOffTheTargetUntilGivenBack) {
+  followed f;
+  f.sample();
+  ASSERT_EQ(f.b.target_pages(), 80u);
+  f.b.lend(10);  // nothing resident: returns at once
+  EXPECT_EQ(f.b.target_pages(), 70u);
+  f.b.give_back(10);
+  EXPECT_EQ(f.b.target_pages(), 80u);
+}
+
+TEST(BufferBudget, LentPagesAreCountedAsThePagersOwnSoTouchingThemLowersNothingTwice) {
+  followed f;
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(f.b.try_reserve_below_high());  // 30 resident
+  f.b.lend(10);
+  f.sample();
+  // The sampler hears of the 30 resident pages and the 10 lent ones: memory the flush touches
+  // in them is not taken for the rest of the process's growth (which would lower the target
+  // by the same pages a second time).
+  EXPECT_EQ(f.asked, 40u);
+  EXPECT_EQ(f.b.target_pages(), 70u);
+  f.b.give_back(10);
+  f.sample();
+  EXPECT_EQ(f.asked, 30u);
+  EXPECT_EQ(f.b.target_pages(), 80u);
+}
+
+TEST(BufferBudget, LendingWithinTheRoomAboveTheSampleLowersNothing) {
+  followed f;
+  f.offer = 150;  // the limit leaves more than the buffer at open
+  f.sample();
+  ASSERT_EQ(f.b.target_pages(), 100u);
+  f.b.lend(10);
+  EXPECT_EQ(f.b.target_pages(), 100u);
+  f.b.give_back(10);
+  EXPECT_EQ(f.b.target_pages(), 100u);
+}
+
+TEST(BufferBudget, LendWaitsForTheEvictorToBringUsedDownToTheNewHighWatermark) {
+  followed f;
+  f.sample();
+  for (int i = 0; i < 78; ++i) ASSERT_TRUE(f.b.try_reserve_below_high());  // 78 of 80
+  std::atomic<bool> returned{false};
+  std::thread flusher([&] {
+    f.b.lend(10);  // new target 70, high watermark 70
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(returned.load()) << "lend() returned with 78 pages used above a high mark of 70";
+  f.b.release(8);  // the evictor's batch
+  f.b.notify_freed();
+  flusher.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_LE(f.b.used(), 70);
+  f.b.give_back(10);
+}
+
+}  // namespace
+}  // namespace pheap::paging
