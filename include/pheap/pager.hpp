@@ -158,8 +158,11 @@ class pager {
   std::uint64_t prepare(std::span<const std::byte> root);
   std::uint64_t confirm();
 
-  // Asynchronously fills the pages covering each (offset, len). Stops early when the buffer
-  // reaches its high watermark. Out-of-range parts are ignored.
+  // Asynchronously fills the pages covering each (offset, len): idle fault workers read up to
+  // 64 pages (1 MiB) per store batch, taking buffer slots below the high watermark; at it the
+  // queue waits for the evictor to make room. At most half the buffer's pages wait in the
+  // queue: older requests beyond that are dropped. A hint: faults never wait for it.
+  // Out-of-range parts are ignored.
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   // Fills and keeps resident the pages covering [offset, offset+len) until as many unpin()
   // calls; pins nest. Throws invalid_argument when out of range.

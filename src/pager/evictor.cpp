@@ -67,6 +67,7 @@ void pager_impl::evictor_main() {
         const std::size_t freed = evict_batch(want);
         c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
         budget_.notify_freed();
+        wake_prefetch_if_waiting();
         if (freed == 0) {
           idle_round = true;  // everything owned, pinned or failing: back off briefly
           break;

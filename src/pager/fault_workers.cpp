@@ -27,8 +27,7 @@ void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::
 
 void pager_impl::worker_main(unsigned index) {
   (void)index;
-  const std::size_t slots = 1 + read_ahead_;
-  anon_map bounce(slots * ps_, true);
+  anon_map bounce(worker_bounce_pages() * ps_, true);
   pollfd fds[3] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {prefetch_fd_, POLLIN, 0}};
   uffd_msg msgs[32];
   while (!stop_.load(std::memory_order_acquire)) {
@@ -148,33 +147,52 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
 }
 
 bool pager_impl::prefetch_step(std::byte* bounce) {
+  if (pf_busy_.exchange(true, std::memory_order_acquire)) return false;  // the other worker's
   std::vector<std::size_t> got;
-  const std::size_t max = 1 + read_ahead_;
+  got.reserve(prefetch_depth_);
   {
     std::lock_guard lk(pf_mu_);
-    while (!pf_q_.empty() && got.size() < max) {
+    while (!pf_q_.empty() && got.size() < prefetch_depth_) {
       auto& r = pf_q_.front();
       if (r.first >= r.second) {
         pf_q_.pop_front();
         continue;
       }
-      const std::size_t p = r.first;
-      if (!budget_.try_reserve_below_high()) {  // buffer at its high watermark: stop prefetching
-        pf_q_.clear();
-        break;
+      if (!budget_.try_reserve_below_high()) {
+        // At the high watermark: the queue waits for the room the evictor makes, and the
+        // evictor wakes the workers then (wake_prefetch_if_waiting). The flag is raised before
+        // a second look (the fences pair with the evictor's: either it sees the flag or this
+        // sees its room), so no wake-up is lost.
+        pf_wants_room_.store(true, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!budget_.try_reserve_below_high()) {
+          budget_.kick_evictor();
+          break;
+        }
       }
-      ++r.first;
+      const std::size_t p = r.first++;
+      --pf_queued_;
       if (table_.claim_fill(p)) {
         got.push_back(p);
       } else {
-        budget_.release(1);
+        budget_.release(1);  // resident, or a fault fills it
       }
     }
   }
-  if (got.empty()) return false;
-  c_.prefetched_pages.fetch_add(got.size(), std::memory_order_relaxed);
-  fill_pages(got.data(), got.size(), false, false, 0, bounce);
-  return true;
+  if (!got.empty()) {
+    c_.prefetched_pages.fetch_add(got.size(), std::memory_order_relaxed);
+    fill_pages(got.data(), got.size(), false, false, 0, bounce);
+  }
+  pf_busy_.store(false, std::memory_order_release);
+  return !got.empty();
+}
+
+void pager_impl::wake_prefetch_if_waiting() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // after the batch's release of slots
+  if (!pf_wants_room_.load(std::memory_order_relaxed)) return;
+  if (!pf_wants_room_.exchange(false, std::memory_order_acq_rel)) return;
+  const std::uint64_t one = 1;
+  (void)!::write(prefetch_fd_, &one, sizeof one);
 }
 
 void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,

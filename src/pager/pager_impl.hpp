@@ -32,6 +32,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -187,7 +188,15 @@ class pager_impl {
   // A claimed page that will not be installed: back to absent, slot released, waiters woken.
   void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
+  // One step of the prefetch queue (below): up to prefetch_depth_ queued pages claimed and
+  // read with one store batch. False when it filled nothing (queue empty, another worker
+  // prefetching, or no room below the high watermark: then the evictor is asked for room and
+  // wakes the workers when it made some).
   bool prefetch_step(std::byte* bounce);
+  // Pages of one fault worker's bounce buffer: a fault with its read-ahead, or a prefetch step.
+  std::size_t worker_bounce_pages() const noexcept {
+    return std::max<std::size_t>(1 + read_ahead_, prefetch_depth_);
+  }
   // `why`: the store's error, logged with the registration for guard_faults.
   void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
   // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
@@ -195,8 +204,20 @@ class pager_impl {
   void wake_page(std::size_t page) noexcept;
 
   // --- prefetch queue -----------------------------------------------------------------------------
+  // prefetch() appends page ranges; idle fault workers take them prefetch_depth_ pages at a
+  // time (one store read batch: the device sees that many requests at once), one worker at a
+  // time (pf_busy_) so that the other is free for faults. A step takes slots only below the
+  // high watermark; at it the queue waits (pf_wants_room_) until the evictor has made room and
+  // wakes the workers through prefetch_fd_. The queue holds at most pf_max_pages_ pages (half
+  // the buffer): older requests beyond that are dropped, as a hint the application has moved
+  // past.
   std::mutex pf_mu_;
   std::deque<std::pair<std::size_t, std::size_t>> pf_q_;  // [first page, end page)
+  std::size_t pf_queued_ = 0;                             // pages in pf_q_ (under pf_mu_)
+  std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
+  std::atomic<bool> pf_busy_{false}, pf_wants_room_{false};
+  // The evictor's side: wakes the fault workers if a prefetch step waits for room.
+  void wake_prefetch_if_waiting();
 
   // --- evictor (evictor.cpp) -----------------------------------------------------------------
   std::thread evictor_;

@@ -36,6 +36,7 @@ class mem_store : public sparse_store {
     std::atomic<bool> fail_writes{false};
     std::atomic<bool> crc_unknown{false};  // page_crc() answers nullopt (a store without CRCs)
     std::atomic<std::uint64_t> reads{0}, writes{0};
+    std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls
   };
 
   static std::unique_ptr<mem_store> create(std::uint64_t capacity, std::uint32_t page_size,
@@ -59,6 +60,7 @@ class mem_store : public sparse_store {
 
   void read_pages(std::span<const page_read> batch) override {
     std::lock_guard lk(st_->mu);
+    st_->read_batches.fetch_add(1);
     for (const auto& r : batch) {
       check(r.page);
       if (st_->fail_read.count(r.page)) {

@@ -473,6 +473,58 @@ TEST(PagerHints, PrefetchFillsPagesBeforeTheyAreTouched) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
+// A store of `n` pages, page p holding byte p & 0xff at its start, committed.
+std::shared_ptr<mem_store::shared> numbered_store(std::size_t n) {
+  auto s = mem_store::create(n * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s));
+  for (std::size_t p = 0; p < n; ++p) pg.base()[p * kPs] = std::byte(p & 0xff);
+  pg.flush({});
+  return sh;
+}
+
+// Waits (up to 5 s) until the pager has prefetched at least `want` pages.
+bool wait_prefetched(pager& pg, std::uint64_t want) {
+  for (int i = 0; i < 1000 && pg.stats().prefetched_pages < want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pg.stats().prefetched_pages >= want;
+}
+
+// The device sees prefetch requests dozens at a time: 128 queued pages reach the store in a
+// few read batches (one per step of up to 64 pages), not one batch per page.
+TEST(PagerHints, PrefetchReadsDozensOfPagesPerStoreBatch) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto sh = numbered_store(512);
+  pager pg(mem_store::reopen(sh));
+  const std::uint64_t batches0 = sh->read_batches.load();
+  const std::pair<std::size_t, std::size_t> r{256 * kPs, 128 * kPs};
+  pg.prefetch(std::span(&r, 1));
+  ASSERT_TRUE(wait_prefetched(pg, 128)) << pg.stats();
+  EXPECT_LE(sh->read_batches.load() - batches0, 4u) << "128 pages in one-page batches?";
+  for (std::size_t p = 256; p < 384; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
+  EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, 0u) << pg.stats();
+}
+
+// Out of core the buffer sits at its high watermark: a prefetch then waits for the evictor to
+// make room instead of dropping its queue, and every queued page arrives.
+TEST(PagerHints, PrefetchAtAFullBufferWaitsForRoomInsteadOfDroppingTheQueue) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto sh = numbered_store(512);
+  pager_options o;
+  o.buffer_size = 64 * kPs;
+  pager pg(mem_store::reopen(sh), o);
+  for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
+  paging::test_access::impl(pg).wait_evictor_idle();
+  ASSERT_GE(pg.stats().resident_pages, 60u) << "the buffer should be at its high watermark";
+  const std::pair<std::size_t, std::size_t> r{400 * kPs, 32 * kPs};  // half the buffer
+  pg.prefetch(std::span(&r, 1));
+  ASSERT_TRUE(wait_prefetched(pg, 32)) << pg.stats();
+  for (std::size_t p = 400; p < 432; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
 TEST(PagerHints, ReadAheadFillsFollowingPagesOnSequentialFaults) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(64 * kPs, kPs);
