@@ -153,8 +153,11 @@ bool buffer_budget::wait_for_kick() {
 
 std::size_t buffer_budget::to_evict() {
   follow_limit();
-  std::int64_t excess = used() - low_pages();
-  if (excess <= 0 && waiters_.load() > 0) excess = 1;
+  const std::int64_t u = used();
+  std::int64_t excess = u - low_pages();
+  // A waiting fault that has room already (it has not woken yet) needs no eviction: evicting
+  // for it anyway took the buffer page by page below the low watermark while it slept.
+  if (excess <= 0 && waiters_.load() > 0 && u >= static_cast<std::int64_t>(target_pages())) excess = 1;
   return excess <= 0 ? 0 : static_cast<std::size_t>(excess);
 }
 

@@ -18,7 +18,8 @@
 //   B3  the evictor is woken whenever a grant or an unpin leaves used at or above the high
 //       watermark of a region larger than the buffer, and on every round of a waiting fault;
 //       it evicts down to the low watermark, and at least one page per round while a fault
-//       waits. A waiting fault re-checks at least every 5 ms, so a missed notification
+//       waits on a full buffer (used at the target: a waiter that has room is only slow to
+//       wake, and evicting for it would drain the buffer below the low watermark). A waiting fault re-checks at least every 5 ms, so a missed notification
 //       delays it and never hangs it.
 //   B4  the buffer follows the memory limit (automatic buffer only, follow()): the buffer in
 //       force, its *target*, is re-computed by the evictor thread — at the start of each
@@ -120,8 +121,8 @@ class buffer_budget {
   // The evictor sleeps until kicked (following a limit: waking every period to follow it,
   // B4); false when the pager is stopping.
   bool wait_for_kick();
-  // Pages to evict now: down to the low watermark, at least one while a fault waits (B3);
-  // follows the limit first (B4).
+  // Pages to evict now: down to the low watermark, at least one while a fault waits on a full
+  // buffer (B3); follows the limit first (B4).
   std::size_t to_evict();
   // Wakes faults waiting for a slot (after a batch, or at shutdown).
   void notify_freed();
