@@ -28,10 +28,24 @@ void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::
 void pager_impl::worker_main(unsigned index) {
   (void)index;
   anon_map bounce(worker_bounce_pages() * ps_, true);
-  pollfd fds[3] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {prefetch_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{uffd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  // Whoever consumed the wake-up may leave while others still sleep: pass it on (stop).
+  struct pass_wake_on {
+    int fd;
+    ~pass_wake_on() {
+      const std::uint64_t one = 1;
+      (void)!::write(fd, &one, sizeof one);
+    }
+  } on_exit{wake_fd_};
   uffd_msg msgs[32];
+  // Read what faults are queued and handle them; then, with prefetch requests waiting, read
+  // again (faults first) and take a prefetch step once none are queued; without, poll
+  // straight away (it returns at once if more faults are queued): a stream of faults from one
+  // thread costs poll + read + UFFDIO_COPY per fault, as the bare round trip does, where a
+  // read that finds nothing before each poll was a fourth syscall.
+  bool poll_next = false;
   while (!stop_.load(std::memory_order_acquire)) {
-    const ssize_t n = ::read(uffd_, msgs, sizeof msgs);
+    const ssize_t n = poll_next ? 0 : ::read(uffd_, msgs, sizeof msgs);
     if (n > 0) {
       const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
       for (std::size_t i = 0; i < count; ++i) {
@@ -56,6 +70,7 @@ void pager_impl::worker_main(unsigned index) {
                          m.arg.pagefault.feat.ptid, bounce.data());
         }
       }
+      poll_next = pf_queued_.load(std::memory_order_relaxed) == 0;
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -63,11 +78,12 @@ void pager_impl::worker_main(unsigned index) {
                    name_.c_str(), std::strerror(errno));
       return;
     }
-    if (prefetch_step(bounce.data())) continue;
-    (void)::poll(fds, 3, -1);
-    if (fds[2].revents & POLLIN) {
+    if (!poll_next && prefetch_step(bounce.data())) continue;
+    poll_next = false;
+    (void)::poll(fds, 2, -1);
+    if (fds[1].revents & POLLIN) {
       std::uint64_t v;
-      (void)::read(prefetch_fd_, &v, sizeof v);  // whoever wins resets it; all look at the queue
+      (void)::read(wake_fd_, &v, sizeof v);  // whoever wins resets it; all look at the queue
     }
   }
 }
@@ -192,7 +208,7 @@ void pager_impl::wake_prefetch_if_waiting() {
   if (!pf_wants_room_.load(std::memory_order_relaxed)) return;
   if (!pf_wants_room_.exchange(false, std::memory_order_acq_rel)) return;
   const std::uint64_t one = 1;
-  (void)!::write(prefetch_fd_, &one, sizeof one);
+  (void)!::write(wake_fd_, &one, sizeof one);
 }
 
 void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,

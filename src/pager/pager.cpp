@@ -297,8 +297,8 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
 }
 
 // The userfaultfd with the features the mode needs, /proc/self/pagemap (wp_async needs it;
-// staging and the invariant check use it where PAGEMAP_SCAN works), and the two eventfds that
-// wake the fault workers (stop, prefetch).
+// staging and the invariant check use it where PAGEMAP_SCAN works), and the eventfd that wakes
+// the fault workers (stop, prefetch).
 void pager_impl::open_descriptors(const uffd_features& f) {
   const uffd_open_result r = open_userfaultfd(name_);
   uffd_ = r.fd;
@@ -316,9 +316,8 @@ void pager_impl::open_descriptors(const uffd_features& f) {
       throw_errno(errno, "/proc/self/pagemap", "open");
     }
   }
-  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  prefetch_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop_fd_ < 0 || prefetch_fd_ < 0) throw_errno(errno, name_, "eventfd");
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw_errno(errno, name_, "eventfd");
 }
 
 // The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
@@ -386,9 +385,9 @@ void pager_impl::start_threads(unsigned fault_threads) {
 // half-way.
 void pager_impl::stop_threads() noexcept {
   stop_.store(true);
-  if (stop_fd_ >= 0) {
+  if (wake_fd_ >= 0) {  // each worker passes the wake-up on as it leaves (fault_workers.cpp)
     const std::uint64_t one = 1;
-    (void)!::write(stop_fd_, &one, sizeof one);
+    (void)!::write(wake_fd_, &one, sizeof one);
   }
   budget_.wake_all();
   for (auto& t : workers_) t.join();
@@ -399,7 +398,7 @@ void pager_impl::stop_threads() noexcept {
 }
 
 void pager_impl::close_descriptors() noexcept {
-  for (int* fd : {&uffd_, &pagemap_fd_, &stop_fd_, &prefetch_fd_}) {
+  for (int* fd : {&uffd_, &pagemap_fd_, &wake_fd_}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
@@ -452,7 +451,7 @@ void pager_impl::prefetch(std::span<const std::pair<std::size_t, std::size_t>> r
     }
   }
   const std::uint64_t one = 1;
-  (void)!::write(prefetch_fd_, &one, sizeof one);
+  (void)!::write(wake_fd_, &one, sizeof one);
 }
 
 std::pair<std::size_t, std::size_t> pager_impl::pages_covering(std::size_t offset,

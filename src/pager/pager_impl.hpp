@@ -155,7 +155,9 @@ class pager_impl {
   }
 
   // --- descriptors ------------------------------------------------------------------------------
-  int uffd_ = -1, pagemap_fd_ = -1, stop_fd_ = -1, prefetch_fd_ = -1;
+  // wake_fd_: an eventfd the fault workers poll beside the uffd; written at stop and when
+  // prefetch work arrives (or the evictor made room for it).
+  int uffd_ = -1, pagemap_fd_ = -1, wake_fd_ = -1;
   uffd_source source_ = uffd_source::syscall;
   anon_map region_map_;  // the region (exactly cap_ bytes at base_)
   anon_map zero_;        // ps_ zero bytes (source for zero fills)
@@ -208,12 +210,12 @@ class pager_impl {
   // time (one store read batch: the device sees that many requests at once), one worker at a
   // time (pf_busy_) so that the other is free for faults. A step takes slots only below the
   // high watermark; at it the queue waits (pf_wants_room_) until the evictor has made room and
-  // wakes the workers through prefetch_fd_. The queue holds at most pf_max_pages_ pages (half
+  // wakes the workers through wake_fd_. The queue holds at most pf_max_pages_ pages (half
   // the buffer): older requests beyond that are dropped, as a hint the application has moved
   // past.
   std::mutex pf_mu_;
   std::deque<std::pair<std::size_t, std::size_t>> pf_q_;  // [first page, end page)
-  std::size_t pf_queued_ = 0;                             // pages in pf_q_ (under pf_mu_)
+  std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ (written under pf_mu_)
   std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
   std::atomic<bool> pf_busy_{false}, pf_wants_room_{false};
   // The evictor's side: wakes the fault workers if a prefetch step waits for room.
