@@ -1,18 +1,26 @@
 // fault_bench — what a pager fault costs, against the kernel mmap path and a bare userfaultfd
 // loop (not a test; prints CSV and ratios).
 //
-//   fault_bench [--dir DIR] [--mib N] [--reps R]
+//   fault_bench [--dir DIR] [--warm-dir DIR] [--mib N] [--reps R]
 //
 // For page sizes 4 KiB, 64 KiB, 2 MiB and a data set of N MiB (default 64):
 //   pheap     pager over a real sparse_store holding the data; patterns seq/rand read/write
 //             touching one 8-byte word per 4 KiB; in-core (buffer = data) and out-of-core
-//             (buffer = data/8); plus "zero" (never-written store: fills without I/O).
+//             (buffer = data/8); plus "zero" (never-written store: fills without I/O) and
+//             "in_core_warm": the same store on a memory file system (--warm-dir, default
+//             /dev/shm; no O_DIRECT there, the store reads from the page cache), so a read
+//             fault costs the pager's own work and a memcpy, comparable with the floor (the
+//             in-core store on a disk reads every page from the device: O_DIRECT).
 //   mmap      MAP_SHARED mmap of a plain file with the same data, same patterns; out-of-core
 //             runs in a child process inside a memory cgroup v1 limited to data/8 + 8 MiB
 //             (/sys/fs/cgroup/memory/pheap_fault_bench_<pid>, removed afterwards).
 //   floor     one faulting thread + one handler thread doing poll/read/UFFDIO_COPY from a
 //             prefilled buffer: the minimal userfaultfd round trip per page.
 //   first-write cost of each dirty-tracking mode: resident clean pages, one write each.
+//   fault path, interleaved: R rounds (default 5) of floor, zero fill and in_core_warm random
+//             read at 4 KiB and 64 KiB, one after the other in each round; the ratios to the
+//             floor are taken per round and their median reported ("ratio_median"), so a
+//             loaded machine moves both sides of a ratio together.
 // Every measurement reports ns per 4 KiB touched and MB/s; ratios follow at the end.
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -89,16 +97,25 @@ void keep(const std::string& key, std::size_t bytes, double s) {
 }
 
 // ---- floor: bare single-thread uffd + UFFDIO_COPY ------------------------------------------------
-double floor_loop(std::size_t ps, std::size_t bytes) {
+// `wp`: the floor of a pager that tracks writes as pheap's default mode does (WP_ASYNC on the
+// uffd, the region registered for missing and write-protect faults, pages installed
+// write-protected with UFFDIO_COPY_MODE_WP); -1 when the kernel has no WP_ASYNC.
+double floor_loop(std::size_t ps, std::size_t bytes, bool wp = false) {
   const int uffd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
   if (uffd < 0) return -1;
-  uffdio_api api{UFFD_API, 0, 0};
-  ::ioctl(uffd, UFFDIO_API, &api);
+  constexpr std::uint64_t feat_wp_async = 1ull << 15;  // UFFD_FEATURE_WP_ASYNC (Linux 6.7)
+  uffdio_api api{UFFD_API, wp ? UFFD_FEATURE_PAGEFAULT_FLAG_WP | feat_wp_async : 0, 0};
+  if (::ioctl(uffd, UFFDIO_API, &api) != 0) {
+    ::close(uffd);
+    return -1;
+  }
   void* region = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   ::madvise(region, bytes, MADV_NOHUGEPAGE);
-  uffdio_register reg{{reinterpret_cast<std::uint64_t>(region), bytes}, UFFDIO_REGISTER_MODE_MISSING, 0};
+  uffdio_register reg{{reinterpret_cast<std::uint64_t>(region), bytes},
+                      UFFDIO_REGISTER_MODE_MISSING | (wp ? UFFDIO_REGISTER_MODE_WP : 0), 0};
   ::ioctl(uffd, UFFDIO_REGISTER, &reg);
+  const std::uint64_t copy_mode = wp ? UFFDIO_COPY_MODE_WP : 0;
   std::vector<std::byte> src(ps, std::byte{1});
   std::atomic<bool> stop{false};
   std::thread handler([&] {
@@ -108,7 +125,7 @@ double floor_loop(std::size_t ps, std::size_t bytes) {
       uffd_msg m;
       if (::read(uffd, &m, sizeof m) != sizeof m) continue;
       const std::uint64_t a = m.arg.pagefault.address & ~(std::uint64_t(ps) - 1);
-      uffdio_copy c{a, reinterpret_cast<std::uint64_t>(src.data()), ps, 0, 0};
+      uffdio_copy c{a, reinterpret_cast<std::uint64_t>(src.data()), ps, copy_mode, 0};
       ::ioctl(uffd, UFFDIO_COPY, &c);
     }
   });
@@ -170,17 +187,21 @@ std::vector<double> mmap_run(const std::string& file, std::size_t bytes, const s
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "/tmp";
+  std::string dir = "/tmp", warm_dir = "/dev/shm";
   std::size_t mib = 64;
+  int reps = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--warm-dir" && i + 1 < argc) warm_dir = argv[++i];
     else if (a == "--mib" && i + 1 < argc) mib = std::stoul(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::stoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: %s [--dir DIR] [--mib N]\n", argv[0]);
-      return 2;
+      std::fprintf(stderr, "usage: %s [--dir DIR] [--warm-dir DIR] [--mib N] [--reps R]\n", argv[0]);
+      return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  const std::string warm = warm_dir + "/pheap_fault_bench_" + std::to_string(::getpid());
   const std::size_t bytes = mib << 20;
   const std::string work = dir + "/pheap_fault_bench_" + std::to_string(::getpid());
   std::filesystem::create_directories(work);
@@ -201,22 +222,37 @@ int main(int argc, char** argv) {
     ::close(fd);
   }
 
+  // A store at `ds` holding the data at page size `ps`.
+  auto make_store = [&](const std::string& ds, std::size_t ps) {
+    store_options so;
+    so.capacity = bytes;
+    so.page_size = static_cast<std::uint32_t>(ps);
+    so.segment_size = std::max<std::uint64_t>(64ull << 20, ps);
+    auto st = sparse_store::create(ds, so);
+    std::vector<page_write> w;
+    for (std::size_t o = 0; o < bytes; o += ps) {
+      w.push_back({o / ps, chunk.data() + (o % chunk.size())});
+      if (w.size() == 64) { st->write_pages(w); w.clear(); }
+    }
+    if (!w.empty()) st->write_pages(w);
+    st->commit({});
+  };
+  const bool have_warm = std::filesystem::create_directories(warm);
   for (std::size_t ps : {std::size_t(4096), std::size_t(65536), std::size_t(2) << 20}) {
-    // A store holding the data.
     const std::string ds = work + "/ds" + std::to_string(ps);
-    {
-      store_options so;
-      so.capacity = bytes;
-      so.page_size = static_cast<std::uint32_t>(ps);
-      so.segment_size = std::max<std::uint64_t>(64ull << 20, ps);
-      auto st = sparse_store::create(ds, so);
-      std::vector<page_write> w;
-      for (std::size_t o = 0; o < bytes; o += ps) {
-        w.push_back({o / ps, chunk.data() + (o % chunk.size())});
-        if (w.size() == 64) { st->write_pages(w); w.clear(); }
+    make_store(ds, ps);
+    if (have_warm) {  // in core, the store in memory: the pager's own cost per read fault
+      const std::string ws = warm + "/ds" + std::to_string(ps);
+      make_store(ws, ps);
+      for (const char* pat : {"seq_read", "rand_read"}) {
+        pager_options po;
+        po.buffer_size = bytes;
+        pager pg(sparse_store::open(ws, {}), po);
+        const double s = touch(pg.base(), bytes, pat, 42);
+        csv("pheap", ps, "in_core_warm", pat, bytes, s);
+        keep("pheap/" + std::to_string(ps) + "/in_core_warm/" + pat, bytes, s);
       }
-      if (!w.empty()) st->write_pages(w);
-      st->commit({});
+      std::filesystem::remove_all(ws);
     }
     for (const char* cfg : {"in_core", "out_of_core"}) {
       for (const auto& pat : patterns) {
@@ -286,6 +322,59 @@ int main(int argc, char** argv) {
     std::printf("# %s: flush of %zu dirty 4 KiB pages took %.1f ms\n", to_string(mode), bytes / kOs,
                 secs(t0, clk::now()) * 1e3);
   }
+  // The fault path, interleaved rounds (see the header): medians of per-round ratios.
+  if (have_warm) {
+    for (std::size_t ps : {std::size_t(4096), std::size_t(65536)}) {
+      const std::string ws = warm + "/fp" + std::to_string(ps);
+      make_store(ws, ps);
+      const std::string zs = warm + "/fz" + std::to_string(ps);
+      {
+        store_options so;
+        so.capacity = bytes;
+        so.page_size = static_cast<std::uint32_t>(ps);
+        so.segment_size = std::max<std::uint64_t>(64ull << 20, ps);
+        sparse_store::create(zs, so);
+      }
+      std::vector<double> zero_r, warm_r, zero_wr, warm_wr;
+      for (int k = 0; k < reps; ++k) {
+        const double fl = floor_loop(ps, bytes);
+        const double flw = floor_loop(ps, bytes, true);
+        pager_options po;
+        po.buffer_size = bytes;
+        double z, w;
+        {
+          pager pg(sparse_store::open(zs, {}), po);
+          z = touch(pg.base(), bytes, "rand_read", 42 + k);
+        }
+        {
+          pager pg(sparse_store::open(ws, {}), po);
+          w = touch(pg.base(), bytes, "rand_read", 42 + k);
+        }
+        zero_r.push_back(z / fl);
+        warm_r.push_back(w / fl);
+        zero_wr.push_back(z / flw);
+        warm_wr.push_back(w / flw);
+        const double per = 1e9 / static_cast<double>(bytes / kOs);
+        std::printf("round,%zu,%d,floor_ns,%.0f,floor_wp_ns,%.0f,zero_ns,%.0f,warm_read_ns,%.0f\n", ps,
+                    k, fl * per, flw * per, z * per, w * per);
+      }
+      auto flw_ok = [](const std::vector<double>& v) { return !v.empty() && v.front() > 0; };
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      std::printf("ratio_median,pheap/%zu/zero_fill / floor,%.2f,%d rounds\n", ps, median(zero_r), reps);
+      std::printf("ratio_median,pheap/%zu/in_core_warm/rand_read / floor,%.2f,%d rounds\n", ps,
+                  median(warm_r), reps);
+      if (flw_ok(zero_wr)) {
+        std::printf("ratio_median,pheap/%zu/zero_fill / floor_wp,%.2f,%d rounds\n", ps, median(zero_wr), reps);
+        std::printf("ratio_median,pheap/%zu/in_core_warm/rand_read / floor_wp,%.2f,%d rounds\n", ps,
+                    median(warm_wr), reps);
+      }
+      std::filesystem::remove_all(ws);
+      std::filesystem::remove_all(zs);
+    }
+  }
   // Ratios.
   auto r = [&](const std::string& a, const std::string& b) {
     const double x = results[a], y = results[b];
@@ -296,11 +385,14 @@ int main(int argc, char** argv) {
     const std::string p = std::to_string(ps);
     r("pheap/" + p + "/zero", "floor/" + p);
     r("pheap/" + p + "/in_core/seq_read", "floor/" + p);
+    r("pheap/" + p + "/in_core_warm/seq_read", "floor/" + p);
+    r("pheap/" + p + "/in_core_warm/rand_read", "floor/" + p);
     for (const auto& pat : patterns) {
       r("pheap/" + p + "/in_core/" + pat, "mmap/in_core/" + pat);
       r("pheap/" + p + "/out_of_core/" + pat, "mmap/out_of_core/" + pat);
     }
   }
   std::filesystem::remove_all(work);
+  if (have_warm) std::filesystem::remove_all(warm);
   return 0;
 }
