@@ -78,6 +78,11 @@ def fmt_rate(r):
     return st.upper()
 
 
+def times(v):
+    """2 decimals, or 2 significant digits below 0.1 (0.0028x, not 0.00x)."""
+    return f"{v:.2f}x" if v >= 0.1 else f"{v:.2g}x"
+
+
 def ratio(a, b):
     """a/b of arcs/s. A DNF's rate is an upper bound, so against a finished run the ratio is a
     bound (> or <); two DNFs compare by progress (arcs done, same timeout). None if a side is
@@ -87,14 +92,14 @@ def ratio(a, b):
     ra, rb = rate(a), rate(b)
     sa, sb = status(a), status(b)
     if sa == "ok" and sb == "ok" and rb > 0:
-        return f"{ra / rb:.2f}x"
+        return times(ra / rb)
     if sa == "ok" and sb == "dnf":
         return f">{ra / rb:.1f}x" if rb > 0 else ">inf (other made no progress)"
     if sa == "dnf" and sb == "ok" and rb > 0:
-        return f"<{ra / rb:.2f}x"
+        return "<" + times(ra / rb)
     if sa == "dnf" and sb == "dnf":
         arcs_b = int(b["arcs"])
-        return f"both DNF, progress {int(a['arcs']) / arcs_b:.2f}x" if arcs_b > 0 else "both DNF"
+        return f"both DNF, progress {times(int(a['arcs']) / arcs_b)}" if arcs_b > 0 else "both DNF"
     return f"({sa} vs {sb})"
 
 
@@ -227,7 +232,7 @@ for (label, mode, scale, thr) in sorted({(k[0], k[1], k[2], k[3]) for k in R if 
     if thr != 2:
         continue
     pages = sorted({k[5] for k in R if k[:4] == (label, mode, scale, thr) and k[4].startswith("uffd")})
-    if not pages:
+    if len(pages) < 2:  # a page-size plot needs page sizes
         continue
     fn = f"{prefix}pagesize_{mode}_s{scale}.dat"
     lines = ["# page_kib then per system (uffd uffd-1file mmap bip mmap-random): ok_rate dnf_upper_bound (NaN = none)"]
@@ -328,7 +333,8 @@ def xtics(rs):
         budgets = {int(r["budget_bytes"]) for r in at}
         limits = {cgroup_mib(r) for r in at} - {None}
         if len(budgets) == 1 and mode != "incore":
-            text += f"\\nbudget {budgets.pop() / 2**20:.0f} MiB"
+            mib = budgets.pop() / 2**20
+            text += f"\\nbudget {mib:.{0 if mib >= 10 else 1}f} MiB"
             if len(limits) == 1:
                 text += f"\\ncgroup {limits.pop()} MiB"
         tics.append(f'"{text}" {x}')
