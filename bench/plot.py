@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/plot.py RESULTS_DIR | CSV — ratio tables (stdout) and PNG plots (gnuplot) from benchmark CSVs.
 
-RESULTS_DIR: reads construct.csv, persist.csv, fault.csv there (bench/run.sh).
+RESULTS_DIR: reads construct.csv, persist.csv, fault.csv there (bench/run.sh, bench/ooc_matrix.sh).
 CSV: one file with construct_bench's columns (e.g. results/2026-11-25-budget/pagesize.csv); its
 outputs go beside it, named after it (pagesize_arcs_vs_budget.png, ...).
 Writes *.dat, *.gp and *.png; standard library only; plots need `gnuplot` (Debian: gnuplot-nox).
