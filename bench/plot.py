@@ -382,6 +382,13 @@ def budget_plot(name, title, panels):
     gnuplot(name, "\n".join(s) + "\n")
 
 
+def timeouts(rs):
+    """[T] when every DNF row of rs says 'did not finish in T s' with the same T, else []."""
+    ts = {(r.get("note") or "").split("did not finish in ")[1].split(" ")[0] for r in rs
+          if status(r) == "dnf" and "did not finish in " in (r.get("note") or "")}
+    return list(ts) if len(ts) == 1 else []
+
+
 def budget_rows(scale, thr, system, page):
     return [r for k, r in B.items() if k[:2] == (scale, thr) and k[3] == system and k[4] == page and k[2] in MODE_ORDER]
 
@@ -409,7 +416,7 @@ if brows:
         + ("SCALE per line" if multi["scale"] else f"SCALE {min(shared['scale'])}") + ", " \
         + ("threads per line" if multi["threads"] else f"{min(shared['threads'])} threads") + ", " \
         + ("pheap page size per line, kernel mmap 4 KiB" if multi["page_size"] else f"{kib(min(shared['page_size']))} pages") \
-        + "\\n" + CGROUP_RULE
+        + "".join(f", timeout {t} s" for t in timeouts(brows)) + "\\n" + CGROUP_RULE
     budget_plot(prefix + "arcs_vs_budget", head, [("", series)])
 
     # 3b. per page size: systems that ran at several page sizes (uffd), one panel per SCALE/threads.
@@ -427,7 +434,7 @@ if brows:
     if panels:
         budget_plot(prefix + "arcs_vs_budget_pagesize",
                     "Graph construction, arcs/s vs memory budget per pheap page size (" + labels.replace("_", "\\_")
-                    + ")\\n" + CGROUP_RULE, panels)
+                    + ")" + "".join(f", timeout {t} s" for t in timeouts(brows)) + "\\n" + CGROUP_RULE, panels)
     else:
         print("\n(arcs/s vs budget per page size: every system ran at one page size only, no plot)")
 
