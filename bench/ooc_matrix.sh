@@ -3,8 +3,8 @@
 # SCALE 18 and 20, budgets 1/2, 1/4 and 1/8 of the final datastore, systems uffd, mmap-random
 # and mmap (+ EXTRA_SYSTEMS), pheap's buffer sized from the cgroup (--buffer auto), every run in
 # its own memory cgroup v1 of budget + slack (construct_bench does that; needs root), 2
-# threads, 4 KiB pages. Hours at the defaults (9 runs per SCALE, up to the timeout each, plus
-# one in-core run per SCALE to measure the datastore). Writes bench/results/<date>-ooc-matrix/:
+# threads, 4 KiB pages. At most 18 runs x the timeout at the defaults (72 min at 240 s), plus
+# one in-core run per SCALE to measure the datastore. Writes bench/results/<date>-ooc-matrix/:
 # command.txt, machine.txt, load.txt (load every 30 s), construct.csv, construct.log, run.log,
 # summary.txt and the plots of bench/plot.py.
 set -euo pipefail
