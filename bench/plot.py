@@ -18,6 +18,8 @@ if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"))
     print(__doc__.strip())
     sys.exit(0 if len(sys.argv) == 2 else 2)
 arg = sys.argv[1] if len(sys.argv) > 1 else "."
+if not os.path.exists(arg):
+    sys.exit(f"{arg}: no such results directory or CSV")
 if os.path.isfile(arg):  # one construct CSV: its plots are prefixed with its name
     out, construct_csv = os.path.dirname(arg) or ".", os.path.basename(arg)
     prefix = "" if construct_csv == "construct.csv" else os.path.splitext(construct_csv)[0] + "_"
