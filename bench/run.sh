@@ -27,37 +27,20 @@ out=${OUT:-$here/results/$(date +%Y-%m-%d)-$suite}
 mkdir -p "$out"
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$out/run.log"; }
+. "$here/common.sh"
 
 # ---- build ---------------------------------------------------------------------------------
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" -j"$jobs" --target graph_construct_bench persist_bench fault_bench alloc_bench >/dev/null
+bench_build "$jobs" graph_construct_bench persist_bench fault_bench alloc_bench
 cb=$build/bench/graph/graph_construct_bench
 pb=$build/bench/persist/persist_bench
 fb=$build/bench/pager/fault_bench
 ab=$build/bench/heap/alloc_bench
 
 # ---- plotting tools (Debian packages) --------------------------------------------------------
-if ! command -v gnuplot >/dev/null 2>&1; then
-  log "installing gnuplot-nox"
-  (apt-get install -y gnuplot-nox >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y gnuplot-nox >/dev/null 2>&1; }) ||
-    log "WARNING: could not install gnuplot-nox: no plots"
-fi
+ensure_gnuplot
 
 # ---- the machine -----------------------------------------------------------------------------
-{
-  echo "suite: $suite"
-  echo "date: $(date -Is)"
-  echo "kernel: $(uname -r)"
-  echo "nproc: $(nproc)"
-  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-  echo "ram: $(free -b | awk '/Mem:/ {printf "%.1f GiB", $2/2^30}')"
-  echo "disk ($dir): $(df -h "$dir" | awk 'NR==2 {print $1, $2, "size,", $4, "free"}'), fs $(stat -f -c %T "$dir")"
-  echo "git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') (+ uncommitted changes: $(git -C "$root" status --porcelain 2>/dev/null | wc -l) files)"
-  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$out/machine.txt"
-cat "$out/machine.txt" | tee -a "$out/run.log"
+machine_info "$suite" "$dir"
 
 csv=$out/construct.csv
 rm -f "$csv"
@@ -108,8 +91,7 @@ if timeout 600 "$fb" --dir "$dir" --mib "$fault_mib" >"$out/fault.log" 2>&1; the
 log "alloc_bench --ops $alloc_ops"
 if timeout 600 "$ab" --dir "$dir" --ops "$alloc_ops" --reopen-gib "$reopen_gib" >"$out/alloc.txt" 2>&1; then :; else log "alloc_bench failed ($?)"; fi
 
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
-log "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_after
 
 # ---- tables and plots ------------------------------------------------------------------------
 python3 "$here/plot.py" "$out" | tee "$out/summary.txt"

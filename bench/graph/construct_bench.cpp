@@ -36,7 +36,11 @@
 // evictions, bytes read/written, faults that waited for the evictor, worker time, CPU time of
 // the fault workers and of the evictor, the buffer's size).
 // "did not finish in T s" is a result (status dnf): its row carries the arcs inserted by then,
-// the last counter sample and arcs_per_s = arcs done / T (an upper bound of its rate).
+// the last counter sample and arcs_per_s = arcs done / T (an upper bound of its rate). A child
+// that dies carries the same progress (arcs and counters as last shared with the parent, rate
+// = arcs done / wall time until it died) with status oom (SIGKILL, and the run's memory cgroup
+// counted an OOM kill in memory.oom_control), crash (any other signal) or error (an exception,
+// a non-zero exit, or killed by the disk guard); the note says which.
 //
 //   construct_bench [--scale 18] [--threads 2] [--systems dram,bip,uffd,uffd-1file,mmap]
 //                   [--page-sizes 4096,65536] [--modes incore,quarter,eighth] [--timeout 120]
@@ -361,6 +365,24 @@ std::string make_cgroup(std::uint64_t limit) {
   return p;
 }
 
+// How many tasks of cgroup `p` its OOM killer killed: the oom_kill line of memory.oom_control
+// (Linux >= 4.13). Older kernels have no such line: then 1 if the limit was ever hit (memory or
+// memory+swap failcnt), else 0.
+std::uint64_t cgroup_oom_kills(const std::string& p) {
+  std::ifstream in(p + "/memory.oom_control");
+  for (std::string k; in >> k;) {
+    std::uint64_t v = 0;
+    in >> v;
+    if (k == "oom_kill") return v;
+  }
+  for (const char* f : {"/memory.failcnt", "/memory.memsw.failcnt"}) {
+    std::ifstream fc(p + f);
+    std::uint64_t v = 0;
+    if (fc >> v && v > 0) return 1;
+  }
+  return 0;
+}
+
 // "cgroup peak X MiB (limit Y MiB), rss Z MiB, cache W MiB at exit" for the note column.
 std::string cgroup_report(const std::string& p) {
   if (p.empty()) return {};
@@ -380,11 +402,11 @@ std::string cgroup_report(const std::string& p) {
       if (k == "total_cache") cache = v;
     }
   }
-  char buf[200];
+  char buf[240];
   std::snprintf(buf, sizeof buf, "cgroup peak %" PRIu64 " MiB of %" PRIu64 " MiB (failcnt %" PRIu64
-                ") rss %" PRIu64 " cache %" PRIu64 " MiB at exit; ",
+                " oom_kill %" PRIu64 ") rss %" PRIu64 " cache %" PRIu64 " MiB at exit; ",
                 num("memory.max_usage_in_bytes") >> 20, num("memory.limit_in_bytes") >> 20,
-                num("memory.failcnt"), rss >> 20, cache >> 20);
+                num("memory.failcnt"), cgroup_oom_kills(p), rss >> 20, cache >> 20);
   return buf;
 }
 
@@ -411,7 +433,8 @@ void exit_if_signalled() {
 }
 
 // Runs fn in a child (inside `cgroup` when non-empty) with a timeout.
-// Returns "ok", "dnf" or "error"; `why` explains.
+// Returns "ok", "dnf", "oom", "crash" or "error"; `why` explains. Unless "ok", `out` holds the
+// progress the child last shared (arcs, ingest seconds, counter sample).
 std::string run_child(const config& c, const std::function<result()>& fn, double timeout, const std::string& cgroup,
                       result& out, std::string& why, double& wall) {
   int fds[2], go[2];
@@ -491,29 +514,41 @@ std::string run_child(const config& c, const std::function<result()>& fn, double
     std::filesystem::remove_all(prefix + ".ds", ec);
     std::filesystem::remove(prefix + ".bip", ec);
   }
-  if (status != "ok") {
-    // Partial progress: arcs inserted by the end of the last completed batch, and the last
-    // counter sample (so a DNF still shows faults and I/O).
-    if (g_prog != nullptr) {
-      if (g_prog->valid) out = g_prog->snap;
-      out.arcs = g_prog->arcs;
-      out.ingest_s = g_prog->ingest_s;
-    }
+  // Partial progress of a run that did not report: arcs inserted so far (counted every 8192
+  // edges per thread), and the last counter sample (so a DNF still shows faults and I/O).
+  auto take_progress = [&] {
+    if (g_prog == nullptr) return;
+    if (g_prog->valid) out = g_prog->snap;
+    out.arcs = g_prog->arcs;
+    out.ingest_s = g_prog->ingest_s;
+  };
+  if (status != "ok") {  // timeout or disk guard: the parent killed it
+    take_progress();
     return status;
   }
   if (buf.rfind("ok ", 0) != 0) {
+    take_progress();
+    status = "error";
     if (!buf.empty()) {
       why = buf.substr(0, buf.size() - 1);
     } else if (WIFSIGNALED(st)) {
-      why = std::string("child killed by signal ") + std::to_string(WTERMSIG(st)) +
-            (WTERMSIG(st) == SIGKILL && !cgroup.empty() ? " (OOM in the memory cgroup?)" : "");
+      const int sig = WTERMSIG(st);
+      const std::uint64_t kills = cgroup.empty() ? 0 : cgroup_oom_kills(cgroup);
+      if (sig == SIGKILL && kills > 0) {
+        status = "oom";
+        why = "OOM-killed in its memory cgroup (oom_kill " + std::to_string(kills) + ")";
+      } else {
+        status = "crash";
+        why = std::string("child killed by signal ") + std::to_string(sig) + " (" + ::strsignal(sig) + ")" +
+              (sig == SIGKILL && !cgroup.empty() ? "; its cgroup counted no OOM kill" : "");
+      }
     } else {
       why = "child exited with status " + std::to_string(WEXITSTATUS(st));
     }
     for (char& ch : why) {
       if (ch == ',' || ch == '\n') ch = ';';
     }
-    return "error";
+    return status;
   }
   std::istringstream s(buf.substr(3));
   decode(s, out);
@@ -599,10 +634,11 @@ int main(int argc, char** argv) {
 
   auto emit = [&](const std::string& sys, const std::string& mode, std::uint64_t page, std::uint64_t budget,
                   const std::string& status, const result& r, double wall, const std::string& note) {
-    // A run that did not finish reports arcs done / wall time: an upper bound of its rate.
+    // A run that did not finish (dnf, oom, crash, error) reports arcs done / wall time: for a
+    // dnf an upper bound of its rate, for the others the rate until it died.
     const double rate = status == "ok" ? (r.ingest_s > 0 ? static_cast<double>(r.arcs) / r.ingest_s : 0)
-                        : status == "dnf" && wall > 0 ? static_cast<double>(r.arcs) / wall
-                                                       : 0;
+                        : wall > 0     ? static_cast<double>(r.arcs) / wall
+                                       : 0;
     char line[2048];
     std::snprintf(line, sizeof line,
                   "%s,%s,%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%s,%.4f,%.4f,%.4f,%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64
