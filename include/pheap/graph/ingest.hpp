@@ -7,7 +7,7 @@
 // Exactly-once protocol. The state object records the position of the next unread edge
 // (input index, byte offset, line) and is only ever updated at batch boundaries, after every
 // edge of the batch has been inserted and while no insertion is running:
-//     read batch -> insert batch (N threads) -> update state -> (every flush_every) flush()
+//     read batch -> insert batch (grouped, N threads) -> update state -> (every flush_every) flush()
 // Hence every watermark holds edges and position of the same instant: a watermark with
 // position P contains exactly the edges before P. After a crash the heap reopens at the last
 // watermark, and rerunning the same command resumes at P — no edge lost, none duplicated.
@@ -31,10 +31,17 @@
 // through detail::ingest_target, which ingest() below implements for any Graph and State.
 // It keeps a copy of the state's counters and writes them all back (save) at the points the
 // protocol names: job start or abandon, each batch boundary, each input boundary, job end.
+//
+// Insertion. Each batch is inserted grouped by source vertex (pheap/graph/grouped_insert.hpp):
+// every vertex the batch names is looked up once per batch, the threads work on disjoint
+// banks, and each list ends up with its arcs in input order — the graph is, entry for entry,
+// what inserting the edges one at a time in input order makes, whatever `threads` and the batch
+// size (so an interrupted and resumed ingestion equals an uninterrupted one list for list).
 #pragma once
 
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/edge_io.hpp>
+#include <pheap/graph/grouped_insert.hpp>
 
 #include <boost/container/string.hpp>
 #include <boost/container/vector.hpp>
@@ -187,10 +194,9 @@ struct job_counters {
 // What the engine needs of a graph and its ingest_state.
 class ingest_target {
  public:
-  virtual std::size_t num_banks() const = 0;
   virtual weight_kind weights() const = 0;
-  // Inserts `edges`; `locks` is null when no other thread inserts meanwhile.
-  virtual void insert(std::span<const edge> edges, bank_locks* locks) = 0;
+  // Inserts `edges` grouped (grouped_insert.hpp); no other thread touches the graph meanwhile.
+  virtual void insert(std::span<const edge> edges, const grouped_insert_options& o) = 0;
   // prefetch_ranges of the graph for `edges` (no insert runs meanwhile).
   virtual std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
       std::span<const edge> edges) const = 0;
@@ -226,10 +232,9 @@ template <class Graph, class State>
 class target_of final : public ingest_target {
  public:
   target_of(Graph& g, State& st) : g_(g), st_(st) {}
-  std::size_t num_banks() const override { return g_.num_banks(); }
   weight_kind weights() const override { return Graph::kind; }
-  void insert(std::span<const edge> edges, bank_locks* locks) override {
-    for (const edge& e : edges) g_.insert(e, locks);
+  void insert(std::span<const edge> edges, const grouped_insert_options& o) override {
+    inserter_.insert(g_, edges, o);
   }
   std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
       std::span<const edge> edges) const override {
@@ -265,6 +270,7 @@ class target_of final : public ingest_target {
  private:
   Graph& g_;
   State& st_;
+  grouped_inserter inserter_;  // its DRAM serves batch after batch
 };
 
 }  // namespace detail
@@ -272,7 +278,7 @@ class target_of final : public ingest_target {
 // Runs (or resumes) the job `inputs` into `g`, recording progress in `st`. `flush` makes all
 // heap writes so far durable atomically and returns the watermark; `progress` (may be empty) is
 // called after every batch. See the protocol and error contract at the top of this file.
-// Graph: insert(const edge&, bank_locks*), num_banks(), static kind (adjacency_list).
+// Graph: static kind and the requirements of grouped_insert.hpp (adjacency_list meets them).
 template <class Graph, class State>
 ingest_report ingest(Graph& g, State& st, const std::vector<std::string>& inputs,
                      const ingest_options& opt, const std::function<std::uint64_t()>& flush,
