@@ -7,9 +7,9 @@
 //                       first batch). Shared with the distributed engine (graph/mpi/ingest.cpp)
 //   for each input from the recorded one:
 //     ingest_input      batches read from the recorded position; per batch:
-//                         prefetch      (with ingest_options::prefetch: the batch's lists)
-//                         insert        grouped by vertex over N threads; the next batch is
-//                                       parsed meanwhile
+//                         insert        grouped by vertex over N threads (with
+//                                       ingest_options::prefetch, a look-ahead asks for the
+//                                       lists ahead of them); the next batch is parsed meanwhile
 //                         record_batch  (advance the position: the only state write per batch)
 //                         flush_if_due, report_progress
 //                       a bad line of a strict reader: flush what precedes it, throw it
@@ -175,6 +175,8 @@ class ingest_run {
         c_(target.load()) {
     pr().inputs = inputs.size();
     insert_.threads = std::max(1u, opt.threads);
+    insert_.prefetch = opt.prefetch;
+    insert_.prefetch_window_bytes = opt.prefetch_window_bytes;
   }
 
   // False when the job finished before (nothing to do).
@@ -197,7 +199,6 @@ class ingest_run {
                      opt_.batch_size);
     const std::uint64_t bytes_before = pr().bytes_this_run;
     while (src.take(cur_)) {
-      prefetch(cur_.edges);
       t_.insert(cur_.edges, insert_);  // throws: partial batch, no flush
       const std::exception_ptr read_error = src.settle();
       record_batch(idx, cur_);
@@ -227,14 +228,6 @@ class ingest_run {
 
  private:
   ingest_progress& pr() noexcept { return rep_.final; }
-
-  // The adjacency lists the batch will grow, asked for before it is inserted, so that the
-  // store reads them while the inserting threads work (ingest_options::prefetch).
-  void prefetch(std::span<const edge> edges) {
-    if (!opt_.prefetch || edges.empty()) return;
-    const auto ranges = t_.prefetch_plan(edges);
-    if (!ranges.empty()) opt_.prefetch(ranges);
-  }
 
   reader_options reader_opts() const {
     reader_options ro;
@@ -298,7 +291,7 @@ class ingest_run {
   const clock::time_point t0_ = clock::now();
   const input_fingerprint fp_;
   job_counters c_;
-  grouped_insert_options insert_;  // threads, from opt_
+  grouped_insert_options insert_;  // threads and prefetch, from opt_
   ingest_report rep_;
   batch cur_;
   std::uint64_t unflushed_edges_ = 0;

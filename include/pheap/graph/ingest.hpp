@@ -101,12 +101,16 @@ struct ingest_options {
   bool reingest = false;
   bool abandon_incomplete = false;
   std::size_t read_buffer_bytes = std::size_t{1} << 20;
-  // Ingestion prefetch (empty: none). Before a batch is inserted the engine looks up, grouped
-  // by vertex, the adjacency lists the batch will grow (prefetch_ranges below) and passes
-  // their ranges here — pheap: [&m](auto r) { m.prefetch(r); } (manager::prefetch, which
-  // returns at once) — so the store reads them many at a time while the batch is inserted.
-  // Worth it out of core only: in core the look-ups cost time and save nothing.
-  std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
+  // Ingestion prefetch (empty: none). While the threads insert a batch bank by bank, a
+  // look-ahead thread looks up the lists of the banks after theirs and passes the parts the
+  // insertion will touch here — pheap: [&m](auto r) { m.prefetch(r); } (manager::prefetch,
+  // which returns at once) — so the store reads them many at a time before they are needed.
+  // It runs at most prefetch_window_bytes ahead (grouped_insert.hpp, "The window": the default
+  // 4 MiB suits budgets of tens of MiB and up; keep it well below the pager's buffer). Worth
+  // it out of core only: in core the look-ups cost time and save nothing. The look-ahead's
+  // reads of the heap happen on its own thread, outside a pheap::guard_faults of the caller.
+  prefetch_fn prefetch;
+  std::size_t prefetch_window_bytes = grouped_insert_options::default_window;
 };
 
 struct ingest_progress {
@@ -141,15 +145,18 @@ struct input_fingerprint {
 input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, input_format format,
                                      weight_kind weights);
 
-// The heap ranges that inserting `edges` into `g` will touch and that can be known before the
-// insertion without changing anything. For every distinct endpoint already in the graph (the
-// source; also the destination of an undirected graph), looked up once per slice of 32 Ki
-// edges, in vertex order: the slot its next push_back writes, or the whole list when it is
-// full (push_back then copies it into a new allocation). Its DRAM: 16 bytes per range plus
-// 512 KiB. Not known before the insertion, so not in the plan: the vertex table's buckets and
-// nodes (the look-up reads them: they fault here, one at a time), where a new vertex or a
-// grown list will be allocated, the bank counters. Reads the graph: no insert may run
-// meanwhile. Graph: directed(), neighbors(u) -> const list_type* (adjacency_list).
+// The plan of per-edge insertion, made for a whole batch before it is inserted: the heap
+// ranges that inserting `edges` into `g` one at a time will touch and that can be known before
+// the insertion without changing anything (the benchmarks' per-edge prefetch baseline;
+// graph::ingest inserts grouped and plans with the look-ahead of grouped_insert.hpp instead).
+// For every distinct endpoint already in the graph (the source; also the destination of an
+// undirected graph), looked up once per slice of 32 Ki edges, in vertex order: the slot its
+// next push_back writes, or the whole list when it is full (push_back then copies it into a
+// new allocation). Its DRAM: 16 bytes per range plus 512 KiB. Not known before the insertion,
+// so not in the plan: the vertex table's buckets and nodes (the look-up reads them: they fault
+// here, one at a time), where a new vertex or a grown list will be allocated, the bank
+// counters. Reads the graph: no insert may run meanwhile. Graph: directed(), neighbors(u) ->
+// const list_type* (adjacency_list).
 template <class Graph>
 std::vector<std::pair<const void*, std::size_t>> prefetch_ranges(const Graph& g,
                                                                  std::span<const edge> edges) {
@@ -197,9 +204,6 @@ class ingest_target {
   virtual weight_kind weights() const = 0;
   // Inserts `edges` grouped (grouped_insert.hpp); no other thread touches the graph meanwhile.
   virtual void insert(std::span<const edge> edges, const grouped_insert_options& o) = 0;
-  // prefetch_ranges of the graph for `edges` (no insert runs meanwhile).
-  virtual std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
-      std::span<const edge> edges) const = 0;
   virtual job_counters load() const = 0;
   virtual void save(const job_counters& c) = 0;  // writes every counter into the state
   virtual std::string description() const = 0;
@@ -235,14 +239,6 @@ class target_of final : public ingest_target {
   weight_kind weights() const override { return Graph::kind; }
   void insert(std::span<const edge> edges, const grouped_insert_options& o) override {
     inserter_.insert(g_, edges, o);
-  }
-  std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
-      std::span<const edge> edges) const override {
-    if constexpr (requires { g_.neighbors(std::uint64_t{0}); }) {
-      return prefetch_ranges(g_, edges);
-    } else {
-      return {};  // a graph without look-ups (test doubles): nothing to ask for
-    }
   }
   job_counters load() const override {
     return {st_.fingerprint, st_.active, st_.from_stdin, st_.input_index, st_.byte_offset,
