@@ -741,7 +741,7 @@ int main(int argc, char** argv) {
           }
           if (st != "ok") break;
         }
-        if (c.reps > 1 && status == "ok") note += "best of " + std::to_string(c.reps);
+        if (c.reps > 1 && status == "ok") note += "best of " + std::to_string(c.reps) + "; ";
         if (r.buffer_lowest != 0 && r.buffer_lowest != r.buffer_bytes) {
           note += "buffer target down to " + std::to_string(r.buffer_lowest >> 20) + " MiB; ";
         }
