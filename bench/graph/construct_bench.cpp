@@ -18,6 +18,19 @@
 //                the same with ingestion prefetch: before each batch its adjacency lists are
 //                looked up and handed to manager::prefetch (pager::prefetch / MADV_WILLNEED);
 //                the look-ups are timed with the insertion
+//   S-grouped    for any S above (uffd-grouped, mmap-random-grouped, dram-grouped, ...): the
+//                same storage, each batch inserted grouped by source vertex as graph::ingest
+//                does (pheap::graph::grouped_inserter: a counting sort by bank, a sort by
+//                vertex within each bank, timed; then one add_arcs per vertex, the threads on
+//                disjoint banks, no lock) instead of edge by edge in input order; the
+//                grouping holds 8 MiB of DRAM more (4 bytes per arc of a 2^20-edge batch),
+//                out of the same cgroup
+//   S-grouped-prefetch  (pheap systems: uffd-grouped-prefetch, mmap-random-grouped-prefetch)
+//                grouped, with the grouped inserter's look-ahead thread handing
+//                manager::prefetch the lists of the banks ahead of the inserting threads, at
+//                most --prefetch-window-kib ahead (default 4096)
+//                A run compares per edge and grouped on one storage with e.g.
+//                --systems uffd,uffd-grouped,uffd-grouped-prefetch
 // Modes:
 //   incore       no memory limit; pheap buffer = 1/4 of RAM (holds everything)
 //   half         budget B = 1/2 of the final datastore, quarter: B = 1/4, eighth: B = 1/8. The final datastore
@@ -46,8 +59,10 @@
 //                   [--page-sizes 4096,65536] [--modes incore,quarter,eighth] [--timeout 120]
 //                   [--dir /tmp] [--csv FILE] [--datastore-bytes D] [--slack-mib 32]
 //                   [--label TEXT] [--max-disk-gib 16] [--reps 1] [--progress S]
-//                   [--buffer auto]   (modes: incore, half, quarter, eighth)
+//                   [--buffer auto] [--prefetch-window-kib 4096]
+//                   (modes: incore, half, quarter, eighth)
 #include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/grouped_insert.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 
@@ -102,7 +117,32 @@ struct config {
   unsigned reps = 1;  // best of N (ok runs only)
   bool auto_buffer = false;  // uffd: no buffer_size (sized from the cgroup by the pager) instead of B
   double progress = 0;  // > 0: the child prints pager statistics to stderr every `progress` s
+  std::size_t prefetch_window = pg::grouped_insert_options::default_window;  // -grouped-prefetch
 };
+
+// A system of the header: a storage base and how the stream is inserted.
+struct system_spec {
+  std::string base;       // dram, bip, uffd, uffd-1file, mmap, mmap-random
+  bool grouped = false;   // -grouped: pheap::graph::grouped_inserter instead of edge by edge
+  bool prefetch = false;  // -prefetch: ingestion prefetch (pheap storage only)
+  bool paged() const { return base == "uffd" || base == "uffd-1file"; }
+  bool kernel() const { return base == "mmap" || base == "mmap-random"; }
+};
+
+// NAME = BASE[-grouped][-prefetch]; false when NAME is no system of the header.
+bool parse_system(const std::string& name, system_spec& s) {
+  std::string n = name;
+  auto strip = [&n](const std::string& suffix) {
+    if (!n.ends_with(suffix)) return false;
+    n.resize(n.size() - suffix.size());
+    return true;
+  };
+  s.prefetch = strip("-prefetch");
+  s.grouped = strip("-grouped");
+  s.base = n;
+  if (s.paged() || s.kernel()) return true;
+  return (s.base == "dram" || s.base == "bip") && !s.prefetch;
+}
 
 // What a child reports (whitespace-separated on a pipe).
 struct result {
@@ -131,8 +171,8 @@ double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration
 // The R-MAT stream of `c`, inserted into g (rmat_ingest.hpp); the shared progress record
 // follows it so that a run that does not finish says how far it got.
 template <class G>
-double ingest_all(G& g, const config& c, pheap::manager* prefetch_from = nullptr) {
-  pheap::bench::rmat_stream s{c.scale, c.edge_factor, c.threads, c.batch, {}};
+double ingest_all(G& g, const config& c, bool grouped, pheap::manager* prefetch_from = nullptr) {
+  pheap::bench::rmat_stream s{c.scale, c.edge_factor, c.threads, c.batch, {}, grouped, c.prefetch_window};
   if (prefetch_from != nullptr) s.prefetch = [prefetch_from](auto r) { prefetch_from->prefetch(r); };
   if (g_prog == nullptr) return pheap::bench::ingest_rmat(g, s);
   return pheap::bench::ingest_rmat(g, s, &g_prog->arcs, [](std::uint64_t edges, double seconds) {
@@ -227,11 +267,11 @@ std::uint64_t bench_capacity(const config& c) {
   return cap;
 }
 
-result run_dram(const config& c) {
+result run_dram(const config& c, bool grouped) {
   result r;
   auto* g = new pg::adjacency_list<void, std::allocator<std::byte>>(false, 1024, {});
   monitor mon(c, {});
-  r.ingest_s = ingest_all(*g, c);
+  r.ingest_s = ingest_all(*g, c, grouped);
   mon.stop();
   r.arcs = g->num_arcs();
   const auto t0 = clk::now();
@@ -240,7 +280,7 @@ result run_dram(const config& c) {
   return r;
 }
 
-result run_bip(const config& c) {
+result run_bip(const config& c, bool grouped) {
   namespace bip = boost::interprocess;
   using alloc = bip::allocator<std::byte, bip::managed_mapped_file::segment_manager>;
   using G = pg::adjacency_list<void, alloc>;
@@ -253,7 +293,7 @@ result run_bip(const config& c) {
     bip::managed_mapped_file mf(bip::create_only, path.c_str(), size);
     G* g = mf.construct<G>("graph")(false, 1024, alloc(mf.get_segment_manager()));
     monitor mon(c, {});
-    r.ingest_s = ingest_all(*g, c);
+    r.ingest_s = ingest_all(*g, c, grouped);
     mon.stop();
     r.arcs = g->num_arcs();
     const auto t0 = clk::now();
@@ -268,7 +308,7 @@ result run_bip(const config& c) {
   return r;
 }
 
-result run_pheap(const config& c, const std::string& sys, std::uint64_t page, std::uint64_t buffer) {
+result run_pheap(const config& c, const system_spec& sys, std::uint64_t page, std::uint64_t buffer) {
   const std::string path = c.dir + "/construct-bench-" + std::to_string(::getpid()) + ".ds";
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
@@ -278,11 +318,9 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
   // of capacity, which at 4 KiB pages and 64 GiB would cost 64 MiB of the memory budget.
   o.capacity = bench_capacity(c);
   o.page_size = static_cast<std::uint32_t>(page);
-  const bool prefetch = sys.ends_with("-prefetch");
-  const std::string base = prefetch ? sys.substr(0, sys.size() - 9) : sys;
-  o.backend = base == "mmap" || base == "mmap-random" ? pheap::backend_kind::mmap : pheap::backend_kind::uffd;
-  if (base == "mmap-random") ::setenv("PHEAP_MMAP_ADVICE", "random", 1);  // this child only
-  if (sys == "uffd-1file") o.segment_size = o.capacity;  // one file covering the capacity
+  o.backend = sys.kernel() ? pheap::backend_kind::mmap : pheap::backend_kind::uffd;
+  if (sys.base == "mmap-random") ::setenv("PHEAP_MMAP_ADVICE", "random", 1);  // this child only
+  if (sys.base == "uffd-1file") o.segment_size = o.capacity;  // one file covering the capacity
   if (buffer != 0) o.pager.buffer_size = buffer;
   auto t_close = clk::now();
   {
@@ -304,7 +342,7 @@ result run_pheap(const config& c, const std::string& sys, std::uint64_t page, st
                      p.evict_ns / 1000000, p.fault_cpu_ns / 1000000, p.evict_cpu_ns / 1000000);
       }
     });
-    r.ingest_s = ingest_all(g, c, prefetch ? &m : nullptr);
+    r.ingest_s = ingest_all(g, c, sys.grouped, sys.prefetch ? &m : nullptr);
     mon.stop();
     r.arcs = g.num_arcs();
     const auto t0 = clk::now();
@@ -577,10 +615,11 @@ const char* kUsage =
     "header of bench/graph/construct_bench.cpp.\n"
     "  construct_bench [--scale 18] [--edge-factor 16] [--threads 2] [--batch 1048576]\n"
     "                  [--systems dram,bip,uffd,uffd-1file,mmap,mmap-random,uffd-prefetch,...]\n"
+    "                  (any system S also as S-grouped; uffd-grouped-prefetch, ...)\n"
     "                  [--page-sizes 4096,65536] [--modes incore,half,quarter,eighth]\n"
     "                  [--timeout 120] [--dir /tmp] [--csv FILE] [--datastore-bytes D]\n"
     "                  [--slack-mib 32] [--label TEXT] [--max-disk-gib 16] [--reps 1]\n"
-    "                  [--progress S] [--buffer auto]\n";
+    "                  [--progress S] [--buffer auto] [--prefetch-window-kib 4096]\n";
 
 int main(int argc, char** argv) {
   config c;
@@ -603,11 +642,19 @@ int main(int argc, char** argv) {
     else if (k == "--progress") c.progress = std::stod(v);
     else if (k == "--reps") c.reps = static_cast<unsigned>(std::stoul(v));
     else if (k == "--buffer") c.auto_buffer = v == "auto";
+    else if (k == "--prefetch-window-kib") c.prefetch_window = std::stoull(v) << 10;
     else if (k == "--page-sizes") {
       c.page_sizes.clear();
       for (const auto& s : split(v)) c.page_sizes.push_back(std::stoull(s));
     } else {
       std::fprintf(stderr, "unknown option %s (see the header of construct_bench.cpp)\n", k.c_str());
+      return 2;
+    }
+  }
+  for (const auto& sys : c.systems) {
+    system_spec spec;
+    if (!parse_system(sys, spec)) {
+      std::fprintf(stderr, "unknown system %s (see the header of construct_bench.cpp)\n", sys.c_str());
       return 2;
     }
   }
@@ -673,7 +720,7 @@ int main(int argc, char** argv) {
         result r;
         std::string why;
         double wall = 0;
-        const std::string st = run_child(c, [&] { return run_pheap(c, "mmap", 65536, 0); }, c.timeout, "", r, why, wall);
+        const std::string st = run_child(c, [&] { return run_pheap(c, system_spec{"mmap"}, 65536, 0); }, c.timeout, "", r, why, wall);
         exit_if_signalled();
         if (st != "ok") {
           std::fprintf(stderr, "could not measure the datastore size: %s\n", why.c_str());
@@ -687,21 +734,19 @@ int main(int argc, char** argv) {
                   static_cast<double>(c.slack) / (1 << 20));
     }
     for (const auto& sys : c.systems) {
-      if (sys == "dram" && mode != "incore") continue;  // DRAM has no out-of-core mode
-      const bool paged = sys == "uffd" || sys == "uffd-1file" || sys == "uffd-prefetch";
-      const bool kernel = sys == "mmap" || sys == "mmap-random" || sys == "mmap-random-prefetch";
-      const std::vector<std::uint64_t> pages = paged ? c.page_sizes : std::vector<std::uint64_t>{4096};
+      system_spec spec;
+      parse_system(sys, spec);  // checked before the first run
+      if (spec.base == "dram" && mode != "incore") continue;  // DRAM has no out-of-core mode
+      const std::vector<std::uint64_t> pages = spec.paged() ? c.page_sizes : std::vector<std::uint64_t>{4096};
       for (const std::uint64_t page : pages) {
         std::function<result()> fn;
-        if (sys == "dram") fn = [&] { return run_dram(c); };
-        else if (sys == "bip") fn = [&] { return run_bip(c); };
-        else if (paged || kernel) {
+        if (spec.base == "dram") {
+          fn = [&, spec] { return run_dram(c, spec.grouped); };
+        } else if (spec.base == "bip") {
+          fn = [&, spec] { return run_bip(c, spec.grouped); };
+        } else {
           const std::uint64_t buffer = c.auto_buffer ? 0 : budget;
-          fn = [&, page, buffer, sys] { return run_pheap(c, sys, page, buffer); };
-        }
-        else {
-          std::fprintf(stderr, "unknown system %s\n", sys.c_str());
-          return 2;
+          fn = [&, page, buffer, spec] { return run_pheap(c, spec, page, buffer); };
         }
         // Best of --reps runs (by ingest time) on this noisy shared machine; a run that does
         // not finish or fails is not repeated.
@@ -732,7 +777,7 @@ int main(int argc, char** argv) {
           }
           if (st != "ok") break;
         }
-        if (c.reps > 1 && status == "ok") note += "best of " + std::to_string(c.reps);
+        if (c.reps > 1 && status == "ok") note += "best of " + std::to_string(c.reps) + "; ";
         if (r.buffer_lowest != 0 && r.buffer_lowest != r.buffer_bytes) {
           note += "buffer target down to " + std::to_string(r.buffer_lowest >> 20) + " MiB; ";
         }

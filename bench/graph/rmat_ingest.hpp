@@ -1,12 +1,18 @@
 // bench/graph/rmat_ingest.hpp — the insertion loop both graph benchmarks time
 // (construct_bench, ingest_bench): the R-MAT stream (default a, b, c; scrambled; seed 123)
-// generated batch by batch, untimed, and inserted over `threads` threads with bank locks,
-// timed. With a `prefetch` callback (pheap: manager::prefetch), each batch's adjacency lists
-// are asked for before it is inserted (pheap::graph::prefetch_ranges, as graph::ingest does
-// with ingest_options::prefetch), timed with the insertion.
+// generated batch by batch, untimed, and inserted, timed, in one of two ways:
+//   per edge (default; Metall's workload): each batch split over `threads` threads, edge by
+//     edge in input order with bank locks. With a `prefetch` callback (pheap:
+//     manager::prefetch), each batch's adjacency lists are looked up and asked for before it
+//     is inserted (pheap::graph::prefetch_ranges), timed with the insertion.
+//   grouped: pheap::graph::grouped_inserter, as graph::ingest inserts (grouped by source
+//     vertex, the threads on disjoint banks; the grouping's sorts are timed). With a `prefetch`
+//     callback, its look-ahead thread asks for the lists of the banks ahead of the inserting
+//     threads, at most `prefetch_window` bytes ahead.
 #pragma once
 
 #include <pheap/graph/adjacency_list.hpp>
+#include <pheap/graph/grouped_insert.hpp>
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/rmat.hpp>
 
@@ -29,13 +35,16 @@ struct rmat_stream {
   unsigned threads = 2;                      // generating and inserting threads
   std::size_t batch = std::size_t{1} << 20;  // edges per batch
   // Empty: no prefetch.
-  std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
+  graph::prefetch_fn prefetch;
+  bool grouped = false;
+  std::size_t prefetch_window = graph::grouped_insert_options::default_window;  // grouped only
 };
 
 // Inserts the whole stream into `g` and returns the summed insert time in seconds. For a run
-// that may not finish: `arcs` (may be null) advances by 2 * 8192 (two arcs per edge: an
-// estimate, self-loops count once) every 8192 edges a thread inserts, and `after_batch` (may
-// be empty) is called with the edges inserted and the insert seconds so far after each batch.
+// that may not finish: `arcs` (may be null) advances, per edge, by 2 * 8192 (two arcs per edge:
+// an estimate, self-loops count once) every 8192 edges a thread inserts, grouped by the arcs of
+// each bank once inserted; `after_batch` (may be empty) is called with the edges inserted and
+// the insert seconds so far after each batch.
 template <class G>
 double ingest_rmat(G& g, const rmat_stream& s, std::atomic<std::uint64_t>* arcs = nullptr,
                    const std::function<void(std::uint64_t, double)>& after_batch = {}) {
@@ -48,11 +57,14 @@ double ingest_rmat(G& g, const rmat_stream& s, std::atomic<std::uint64_t>* arcs 
   graph::rmat_generator gen(p);
   std::vector<graph::edge> batch(s.batch);
   graph::bank_locks locks(g.num_banks());
-  double total = 0;
-  for (std::uint64_t first = 0; first < gen.num_edges(); first += s.batch) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(s.batch, gen.num_edges() - first));
-    gen.generate(first, n, batch.data(), s.threads);
-    const auto t0 = clk::now();
+  graph::grouped_inserter grouped;
+  graph::grouped_insert_options go;
+  go.threads = s.threads;
+  go.prefetch = s.prefetch;
+  go.prefetch_window_bytes = s.prefetch_window;
+  go.arcs_inserted = arcs;
+  // Batch [0, n), edge by edge over the threads.
+  auto per_edge = [&](std::size_t n) {
     if (s.prefetch) {
       const auto ranges = graph::prefetch_ranges(g, std::span<const graph::edge>(batch.data(), n));
       s.prefetch(ranges);
@@ -71,6 +83,17 @@ double ingest_rmat(G& g, const rmat_stream& s, std::atomic<std::uint64_t>* arcs 
         ts.emplace_back([&, t] { part(n * t / s.threads, n * (t + 1) / s.threads); });
       }
       for (auto& th : ts) th.join();
+    }
+  };
+  double total = 0;
+  for (std::uint64_t first = 0; first < gen.num_edges(); first += s.batch) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(s.batch, gen.num_edges() - first));
+    gen.generate(first, n, batch.data(), s.threads);
+    const auto t0 = clk::now();
+    if (s.grouped) {
+      grouped.insert(g, std::span<const graph::edge>(batch.data(), n), go);
+    } else {
+      per_edge(n);
     }
     total += std::chrono::duration<double>(clk::now() - t0).count();
     if (after_batch) after_batch(first + n, total);

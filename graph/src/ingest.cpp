@@ -7,14 +7,15 @@
 //                       first batch). Shared with the distributed engine (graph/mpi/ingest.cpp)
 //   for each input from the recorded one:
 //     ingest_input      batches read from the recorded position; per batch:
-//                         prefetch      (with ingest_options::prefetch: the batch's lists)
-//                         insert_batch  (N threads; the next batch is parsed meanwhile)
+//                         insert        grouped by vertex over N threads (with
+//                                       ingest_options::prefetch, a look-ahead asks for the
+//                                       lists ahead of them); the next batch is parsed meanwhile
 //                         record_batch  (advance the position: the only state write per batch)
 //                         flush_if_due, report_progress
 //                       a bad line of a strict reader: flush what precedes it, throw it
 //   finish_job          end_job (mark the job finished; shared with the distributed engine),
 //                       flush, report
-// A throw from insert_batch leaves a partly inserted batch behind: the caller must not flush.
+// A throw from the insertion leaves a partly inserted batch behind: the caller must not flush.
 #include <pheap/graph/ingest.hpp>
 
 #include <sys/stat.h>
@@ -83,34 +84,6 @@ double seconds_since(clock::time_point t) {
 void check_request(const std::vector<std::string>& inputs, const ingest_options& opt) {
   if (inputs.empty()) throw ingest_usage_error("no inputs given");
   if (opt.batch_size == 0) throw ingest_usage_error("batch size must be >= 1");
-}
-
-// Inserts `batch` over `threads` threads, each a contiguous share (one thread, without locks,
-// for small batches). The first error of any thread is rethrown once all have stopped.
-void insert_batch(ingest_target& target, std::span<const edge> batch, unsigned threads,
-                  bank_locks& locks) {
-  if (threads == 1 || batch.size() < 2 * threads) {
-    target.insert(batch, nullptr);
-    return;
-  }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errs(threads);
-  const std::size_t per = (batch.size() + threads - 1) / threads;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      try {
-        const std::size_t lo = std::min(batch.size(), t * per);
-        const std::size_t hi = std::min(batch.size(), lo + per);
-        target.insert(batch.subspan(lo, hi - lo), &locks);
-      } catch (...) {
-        errs[t] = std::current_exception();
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errs) {
-    if (e) std::rethrow_exception(e);
-  }
 }
 
 // A batch and where the reader stood right after it.
@@ -198,11 +171,12 @@ class ingest_run {
              const ingest_options& opt, const std::function<std::uint64_t()>& flush,
              const std::function<void(const ingest_progress&)>& progress)
       : t_(target), inputs_(inputs), opt_(opt), flush_(flush), progress_(progress),
-        threads_(std::max(1u, opt.threads)),
         fp_(fingerprint_inputs(inputs, opt.format, target.weights())),
-        c_(target.load()),
-        locks_(target.num_banks()) {
+        c_(target.load()) {
     pr().inputs = inputs.size();
+    insert_.threads = std::max(1u, opt.threads);
+    insert_.prefetch = opt.prefetch;
+    insert_.prefetch_window_bytes = opt.prefetch_window_bytes;
   }
 
   // False when the job finished before (nothing to do).
@@ -225,8 +199,7 @@ class ingest_run {
                      opt_.batch_size);
     const std::uint64_t bytes_before = pr().bytes_this_run;
     while (src.take(cur_)) {
-      prefetch(cur_.edges);
-      insert_batch(t_, cur_.edges, threads_, locks_);  // throws: partial batch, no flush
+      t_.insert(cur_.edges, insert_);  // throws: partial batch, no flush
       const std::exception_ptr read_error = src.settle();
       record_batch(idx, cur_);
       pr().bytes_this_run = bytes_before + (cur_.end_offset - start_off);
@@ -255,14 +228,6 @@ class ingest_run {
 
  private:
   ingest_progress& pr() noexcept { return rep_.final; }
-
-  // The adjacency lists the batch will grow, asked for before it is inserted, so that the
-  // store reads them while the inserting threads work (ingest_options::prefetch).
-  void prefetch(std::span<const edge> edges) {
-    if (!opt_.prefetch || edges.empty()) return;
-    const auto ranges = t_.prefetch_plan(edges);
-    if (!ranges.empty()) opt_.prefetch(ranges);
-  }
 
   reader_options reader_opts() const {
     reader_options ro;
@@ -324,10 +289,9 @@ class ingest_run {
   const std::function<std::uint64_t()>& flush_;
   const std::function<void(const ingest_progress&)>& progress_;
   const clock::time_point t0_ = clock::now();
-  const unsigned threads_;
   const input_fingerprint fp_;
   job_counters c_;
-  bank_locks locks_;
+  grouped_insert_options insert_;  // threads and prefetch, from opt_
   ingest_report rep_;
   batch cur_;
   std::uint64_t unflushed_edges_ = 0;

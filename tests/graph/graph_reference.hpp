@@ -30,12 +30,12 @@ inline std::vector<edge> rmat_edges(unsigned scale, std::uint64_t edge_factor, w
   return es;
 }
 
-// vertex -> sorted list of (neighbour, weight bits). Same vertex/arc semantics as
-// adjacency_list: every endpoint is a vertex; undirected edges stored both ways, loops once.
+// vertex -> list of (neighbour, weight bits). Same vertex/arc semantics as adjacency_list:
+// every endpoint is a vertex; undirected edges stored both ways, loops once.
 using ref_graph = std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>;
 
-inline ref_graph reference_from_edges(const std::vector<edge>& edges, bool directed,
-                                      bool weighted) {
+// The lists inserting `edges` one at a time in input order makes, each in that order.
+inline ref_graph reference_in_input_order(const std::vector<edge>& edges, bool directed, bool weighted) {
   ref_graph r;
   for (const edge& e : edges) {
     const std::uint64_t w = weighted ? e.weight : 0;
@@ -46,18 +46,32 @@ inline ref_graph reference_from_edges(const std::vector<edge>& edges, bool direc
       r[e.dst].emplace_back(e.src, w);
     }
   }
+  return r;
+}
+
+// The same with every list sorted: the graph as a multiset of arcs per vertex.
+inline ref_graph reference_from_edges(const std::vector<edge>& edges, bool directed, bool weighted) {
+  ref_graph r = reference_in_input_order(edges, directed, weighted);
   for (auto& [u, l] : r) std::sort(l.begin(), l.end());
   return r;
 }
 
+// g's lists in stored order.
 template <class Graph>
-ref_graph reference_of(const Graph& g) {
+ref_graph lists_of(const Graph& g) {
   ref_graph r;
   g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
     auto& out = r[u];
     for (const auto& n : lst) out.emplace_back(Graph::dst_of(n), Graph::weight_bits_of(n));
-    std::sort(out.begin(), out.end());
   });
+  return r;
+}
+
+// g's lists sorted (compare with reference_from_edges).
+template <class Graph>
+ref_graph reference_of(const Graph& g) {
+  ref_graph r = lists_of(g);
+  for (auto& [u, l] : r) std::sort(l.begin(), l.end());
   return r;
 }
 

@@ -1,6 +1,7 @@
 // The exactly-once ingestion engine, heap-independent: a "watermark" is a deep copy of graph +
-// state taken in the flush callback, and a "crash" throws from inside an insert and rolls the
-// working copy back to the last watermark — exactly what a reopen after kill -9 sees.
+// state taken in the flush callback, and a "crash" throws from inside the grouped insertion of
+// a batch (before one of its add_arcs) and rolls the working copy back to the last watermark —
+// exactly what a reopen after kill -9 sees.
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/ingest.hpp>
@@ -8,9 +9,11 @@
 
 #include "common/test_util.hpp"
 #include "graph_reference.hpp"
+#include "hooked_graph.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +21,10 @@
 #include <random>
 
 using namespace pheap::graph;
+using pheap::graph::test::hooked_graph;
+using pheap::graph::test::lists_of;
 using pheap::graph::test::reference_from_edges;
+using pheap::graph::test::reference_in_input_order;
 using pheap::graph::test::reference_of;
 using pheap::graph::test::rmat_edges;
 
@@ -28,18 +34,13 @@ using S = ingest_state<A>;
 
 struct simulated_crash {};
 
-// Forwards to a real graph and throws simulated_crash once `budget` inserts have happened.
-template <class Inner>
-struct crashing_graph {
-  static constexpr weight_kind kind = Inner::kind;
-  Inner* g;
-  std::atomic<std::int64_t> budget;
-  std::size_t num_banks() const { return g->num_banks(); }
-  void insert(const edge& e, bank_locks* l) {
-    if (budget.fetch_sub(1) <= 0) throw simulated_crash{};
-    g->insert(e, l);
-  }
-};
+// g, throwing simulated_crash before its add_arcs once `budget` groups have been inserted.
+template <class G>
+hooked_graph<G> crashing(G* g, std::atomic<std::int64_t>& budget) {
+  return {g, [&budget](std::uint64_t, std::size_t) {
+            if (budget.fetch_sub(1) <= 0) throw simulated_crash{};
+          }};
+}
 
 
 std::string write_edges(const std::string& path, const std::vector<edge>& es, input_format f,
@@ -101,8 +102,9 @@ void crash_and_resume_until_done(input_format fmt, bool directed, unsigned threa
     ASSERT_LT(attempt, 400) << "no progress";
     G work_g = durable_g;  // reopen at the last watermark
     S work_s = durable_s;
-    crashing_graph<G> cg{&work_g, {static_cast<std::int64_t>(rng() % 700)}};
-    if (attempt >= 150) cg.budget = std::int64_t{1} << 40;  // let it finish
+    std::atomic<std::int64_t> budget{static_cast<std::int64_t>(rng() % 700)};
+    if (attempt >= 150) budget = std::int64_t{1} << 40;  // let it finish
+    auto cg = crashing(&work_g, budget);
     const bool was_active = durable_s.active != 0;
     try {
       const auto rep = ingest(cg, work_s, inputs, o, [&] {
@@ -118,6 +120,8 @@ void crash_and_resume_until_done(input_format fmt, bool directed, unsigned threa
   }
   EXPECT_GE(crashes, 20);
   EXPECT_EQ(reference_of(durable_g), want) << "lost or duplicated edges after " << crashes << " crashes";
+  EXPECT_EQ(lists_of(durable_g), reference_in_input_order(all, directed, G::kind != weight_kind::none))
+      << "resumed ingestion differs from an uninterrupted one in the order within a list";
   EXPECT_EQ(durable_s.active, 0u);
   EXPECT_EQ(durable_s.edges, all.size());
   EXPECT_EQ(durable_s.bad_lines, expected_bad);
@@ -186,7 +190,8 @@ TEST(GraphIngestEngine, OtherInputsWhileAJobIsUnfinishedAreRefusedUnlessAbandone
   const auto b = write_edges(d / "b", rmat_edges(8, 4, weight_kind::none, 2), input_format::text, weight_kind::none);
   G g(true, 32, {});
   S s{A{}};
-  crashing_graph<G> cg{&g, {500}};
+  std::atomic<std::int64_t> budget{500};
+  auto cg = crashing(&g, budget);
   EXPECT_THROW(ingest(cg, s, {a}, opts(100, 100, 1), [] { return std::uint64_t{1}; }), simulated_crash);
   ASSERT_EQ(s.active, 1u);
   const auto edges_before = g.num_arcs();
@@ -277,4 +282,30 @@ TEST(GraphIngestEngine, IngestingTwoHalvesEqualsIngestingAllAtOnce) {
   EXPECT_EQ(reference_of(once), reference_from_edges(es, false, false));
   EXPECT_EQ(si.total_edges, so.total_edges);
   EXPECT_EQ(si.jobs_completed, 2u);
+}
+
+// Grouped insertion (pheap/graph/grouped_insert.hpp) keeps every list in input order, so the
+// engine's graph is, entry for entry, what one-at-a-time insertion in input order makes —
+// whatever the thread count and the batch size.
+TEST(GraphIngestEngine, ListsHoldTheirArcsInInputOrderWhateverTheThreadsAndBatchSize) {
+  using G = adjacency_list<std::uint64_t, A>;
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(10, 8, weight_kind::u64, 4);
+  const auto in = write_edges(d / "in.bin", es, input_format::binary, weight_kind::u64);
+  const auto loops = static_cast<std::uint64_t>(std::count_if(es.begin(), es.end(), [](const edge& e) { return e.src == e.dst; }));
+  for (const bool directed : {true, false}) {
+    const auto want = reference_in_input_order(es, directed, true);
+    const std::uint64_t arcs = directed ? es.size() : 2 * es.size() - loops;
+    for (const unsigned threads : {1u, 3u}) {
+      for (const std::size_t batch : {std::size_t{1}, std::size_t{97}, std::size_t{1} << 20}) {
+        G g(directed, 16, {});
+        S s{A{}};
+        ingest_options o = opts(batch, 0, threads);
+        o.format = input_format::binary;
+        ingest(g, s, {in}, o, [] { return std::uint64_t{1}; });
+        EXPECT_EQ(lists_of(g), want) << "directed " << directed << ", threads " << threads << ", batch " << batch;
+        EXPECT_EQ(g.num_arcs(), arcs);
+      }
+    }
+  }
 }

@@ -34,11 +34,13 @@
 #include <boost/functional/hash.hpp>
 #include <boost/unordered_map.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <type_traits>
 
 namespace pheap::graph {
@@ -154,6 +156,33 @@ class adjacency_list {
     banks_[b].try_emplace(u);
   }
 
+  // Many arcs of one source at once (the grouped insertion of grouped_insert.hpp is built on
+  // it): appends `arcs` to adj(u) in their order, with one look-up of u, at most one
+  // reallocation of its list and, with `locks`, lock bank_of(u) taken once. The list then holds
+  // what add_arc(u, ...) once per arc in the same order would have stored; only its capacity
+  // may differ. No arcs: ensure_vertex(u). If the reallocation throws, nothing is appended (u
+  // may have become a vertex, as with add_arc).
+  //
+  // Growth: when the arcs do not fit, the list is reserved to max(size + k, capacity * 8 / 5),
+  // then appended to. 8/5 is the factor of the list's own push_back (boost::container::vector's
+  // default growth_factor_60), so a list reaches the same order of capacity whichever way it
+  // grew and a grouped ingestion makes a datastore of the size a per-edge one makes (what the
+  // out-of-core benchmarks budget against). Geometric growth keeps the cost amortised O(1) per
+  // arc: each reallocation multiplies the capacity by about 1.6 at least (integer rounding aside
+  // for capacities below 5), so a list of n arcs has copied fewer than 8n/3 elements in all,
+  // however the arcs came in groups. Reserving exactly size + k instead would reallocate — copy,
+  // and out of core read back — the whole list at every batch that grows it: O(n * batches).
+  void add_arcs(std::uint64_t u, std::span<const neighbor_type> arcs, bank_locks* locks = nullptr) {
+    const std::size_t b = bank_of(u);
+    std::unique_lock<std::mutex> g;
+    if (locks) g = std::unique_lock<std::mutex>((*locks)[b]);
+    list_type& l = banks_[b][u];
+    const std::size_t need = l.size() + arcs.size();
+    if (need > l.capacity()) l.reserve(std::max<std::size_t>(need, l.capacity() * 8 / 5));
+    for (const neighbor_type& n : arcs) l.push_back(n);
+    arcs_[b * kCounterStride] += arcs.size();
+  }
+
   // Number of vertices (keys). O(num_banks).
   std::uint64_t num_vertices() const noexcept {
     std::uint64_t n = 0;
@@ -188,6 +217,18 @@ class adjacency_list {
       return n.dst;
     }
   }
+  // The neighbour v with raw weight bits (edge::weight's encoding; ignored when unweighted):
+  // what insert() stores, and what dst_of / weight_bits_of read back.
+  static neighbor_type make_neighbor(std::uint64_t v, std::uint64_t weight_bits) noexcept {
+    if constexpr (std::is_void_v<W>) {
+      (void)weight_bits;
+      return v;
+    } else if constexpr (std::is_same_v<W, float>) {
+      return neighbor_type{v, f32_from_bits(weight_bits)};
+    } else {
+      return neighbor_type{v, weight_bits};
+    }
+  }
   // Raw weight bits of a neighbour (0 for unweighted graphs), same encoding as edge::weight.
   static std::uint64_t weight_bits_of(const neighbor_type& n) noexcept {
     if constexpr (std::is_void_v<W>) {
@@ -210,16 +251,6 @@ class adjacency_list {
       throw error(errc::invalid_argument, "", "adjacency_list", "number of banks must be > 0");
     }
     return banks;
-  }
-  static neighbor_type make_neighbor(std::uint64_t v, std::uint64_t weight_bits) noexcept {
-    if constexpr (std::is_void_v<W>) {
-      (void)weight_bits;
-      return v;
-    } else if constexpr (std::is_same_v<W, float>) {
-      return neighbor_type{v, f32_from_bits(weight_bits)};
-    } else {
-      return neighbor_type{v, weight_bits};
-    }
   }
 
   std::uint64_t directed_;

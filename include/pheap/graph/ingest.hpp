@@ -7,7 +7,7 @@
 // Exactly-once protocol. The state object records the position of the next unread edge
 // (input index, byte offset, line) and is only ever updated at batch boundaries, after every
 // edge of the batch has been inserted and while no insertion is running:
-//     read batch -> insert batch (N threads) -> update state -> (every flush_every) flush()
+//     read batch -> insert batch (grouped, N threads) -> update state -> (every flush_every) flush()
 // Hence every watermark holds edges and position of the same instant: a watermark with
 // position P contains exactly the edges before P. After a crash the heap reopens at the last
 // watermark, and rerunning the same command resumes at P — no edge lost, none duplicated.
@@ -31,10 +31,17 @@
 // through detail::ingest_target, which ingest() below implements for any Graph and State.
 // It keeps a copy of the state's counters and writes them all back (save) at the points the
 // protocol names: job start or abandon, each batch boundary, each input boundary, job end.
+//
+// Insertion. Each batch is inserted grouped by source vertex (pheap/graph/grouped_insert.hpp):
+// every vertex the batch names is looked up once per batch, the threads work on disjoint
+// banks, and each list ends up with its arcs in input order — the graph is, entry for entry,
+// what inserting the edges one at a time in input order makes, whatever `threads` and the batch
+// size (so an interrupted and resumed ingestion equals an uninterrupted one list for list).
 #pragma once
 
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/edge_io.hpp>
+#include <pheap/graph/grouped_insert.hpp>
 
 #include <boost/container/string.hpp>
 #include <boost/container/vector.hpp>
@@ -94,12 +101,16 @@ struct ingest_options {
   bool reingest = false;
   bool abandon_incomplete = false;
   std::size_t read_buffer_bytes = std::size_t{1} << 20;
-  // Ingestion prefetch (empty: none). Before a batch is inserted the engine looks up, grouped
-  // by vertex, the adjacency lists the batch will grow (prefetch_ranges below) and passes
-  // their ranges here — pheap: [&m](auto r) { m.prefetch(r); } (manager::prefetch, which
-  // returns at once) — so the store reads them many at a time while the batch is inserted.
-  // Worth it out of core only: in core the look-ups cost time and save nothing.
-  std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
+  // Ingestion prefetch (empty: none). While the threads insert a batch bank by bank, a
+  // look-ahead thread looks up the lists of the banks after theirs and passes the parts the
+  // insertion will touch here — pheap: [&m](auto r) { m.prefetch(r); } (manager::prefetch,
+  // which returns at once) — so the store reads them many at a time before they are needed.
+  // It runs at most prefetch_window_bytes ahead (grouped_insert.hpp, "The window": the default
+  // 4 MiB suits budgets of tens of MiB and up; keep it well below the pager's buffer). Worth
+  // it out of core only: in core the look-ups cost time and save nothing. The look-ahead's
+  // reads of the heap happen on its own thread, outside a pheap::guard_faults of the caller.
+  prefetch_fn prefetch;
+  std::size_t prefetch_window_bytes = grouped_insert_options::default_window;
 };
 
 struct ingest_progress {
@@ -134,15 +145,18 @@ struct input_fingerprint {
 input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, input_format format,
                                      weight_kind weights);
 
-// The heap ranges that inserting `edges` into `g` will touch and that can be known before the
-// insertion without changing anything. For every distinct endpoint already in the graph (the
-// source; also the destination of an undirected graph), looked up once per slice of 32 Ki
-// edges, in vertex order: the slot its next push_back writes, or the whole list when it is
-// full (push_back then copies it into a new allocation). Its DRAM: 16 bytes per range plus
-// 512 KiB. Not known before the insertion, so not in the plan: the vertex table's buckets and
-// nodes (the look-up reads them: they fault here, one at a time), where a new vertex or a
-// grown list will be allocated, the bank counters. Reads the graph: no insert may run
-// meanwhile. Graph: directed(), neighbors(u) -> const list_type* (adjacency_list).
+// The plan of per-edge insertion, made for a whole batch before it is inserted: the heap
+// ranges that inserting `edges` into `g` one at a time will touch and that can be known before
+// the insertion without changing anything (the benchmarks' per-edge prefetch baseline;
+// graph::ingest inserts grouped and plans with the look-ahead of grouped_insert.hpp instead).
+// For every distinct endpoint already in the graph (the source; also the destination of an
+// undirected graph), looked up once per slice of 32 Ki edges, in vertex order: the slot its
+// next push_back writes, or the whole list when it is full (push_back then copies it into a
+// new allocation). Its DRAM: 16 bytes per range plus 512 KiB. Not known before the insertion,
+// so not in the plan: the vertex table's buckets and nodes (the look-up reads them: they fault
+// here, one at a time), where a new vertex or a grown list will be allocated, the bank
+// counters. Reads the graph: no insert may run meanwhile. Graph: directed(), neighbors(u) ->
+// const list_type* (adjacency_list).
 template <class Graph>
 std::vector<std::pair<const void*, std::size_t>> prefetch_ranges(const Graph& g,
                                                                  std::span<const edge> edges) {
@@ -187,13 +201,9 @@ struct job_counters {
 // What the engine needs of a graph and its ingest_state.
 class ingest_target {
  public:
-  virtual std::size_t num_banks() const = 0;
   virtual weight_kind weights() const = 0;
-  // Inserts `edges`; `locks` is null when no other thread inserts meanwhile.
-  virtual void insert(std::span<const edge> edges, bank_locks* locks) = 0;
-  // prefetch_ranges of the graph for `edges` (no insert runs meanwhile).
-  virtual std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
-      std::span<const edge> edges) const = 0;
+  // Inserts `edges` grouped (grouped_insert.hpp); no other thread touches the graph meanwhile.
+  virtual void insert(std::span<const edge> edges, const grouped_insert_options& o) = 0;
   virtual job_counters load() const = 0;
   virtual void save(const job_counters& c) = 0;  // writes every counter into the state
   virtual std::string description() const = 0;
@@ -226,18 +236,9 @@ template <class Graph, class State>
 class target_of final : public ingest_target {
  public:
   target_of(Graph& g, State& st) : g_(g), st_(st) {}
-  std::size_t num_banks() const override { return g_.num_banks(); }
   weight_kind weights() const override { return Graph::kind; }
-  void insert(std::span<const edge> edges, bank_locks* locks) override {
-    for (const edge& e : edges) g_.insert(e, locks);
-  }
-  std::vector<std::pair<const void*, std::size_t>> prefetch_plan(
-      std::span<const edge> edges) const override {
-    if constexpr (requires { g_.neighbors(std::uint64_t{0}); }) {
-      return prefetch_ranges(g_, edges);
-    } else {
-      return {};  // a graph without look-ups (test doubles): nothing to ask for
-    }
+  void insert(std::span<const edge> edges, const grouped_insert_options& o) override {
+    inserter_.insert(g_, edges, o);
   }
   job_counters load() const override {
     return {st_.fingerprint, st_.active, st_.from_stdin, st_.input_index, st_.byte_offset,
@@ -265,6 +266,7 @@ class target_of final : public ingest_target {
  private:
   Graph& g_;
   State& st_;
+  grouped_inserter inserter_;  // its DRAM serves batch after batch
 };
 
 }  // namespace detail
@@ -272,7 +274,7 @@ class target_of final : public ingest_target {
 // Runs (or resumes) the job `inputs` into `g`, recording progress in `st`. `flush` makes all
 // heap writes so far durable atomically and returns the watermark; `progress` (may be empty) is
 // called after every batch. See the protocol and error contract at the top of this file.
-// Graph: insert(const edge&, bank_locks*), num_banks(), static kind (adjacency_list).
+// Graph: static kind and the requirements of grouped_insert.hpp (adjacency_list meets them).
 template <class Graph, class State>
 ingest_report ingest(Graph& g, State& st, const std::vector<std::string>& inputs,
                      const ingest_options& opt, const std::function<std::uint64_t()>& flush,
