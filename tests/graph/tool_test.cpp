@@ -463,6 +463,21 @@ TEST(GraphToolCli, NewGraphDatastoreDefaultsToFourKiBPages) {
   EXPECT_EQ(pheap::manager::peek(d / "ds").page_size, 4096u);
 }
 
+// --prefetch-window adds the look-ahead prefetch to the grouped insertion (over several batches,
+// so that later ones grow lists that exist): the same graph; a window that is not a size is a
+// usage error. (That the look-ahead saves faults: IngestPrefetch in ingest_prefetch_test.cpp.)
+TEST(GraphToolCli, IngestWithAPrefetchWindowGivesTheSameGraphAndABadWindowIsAUsageError) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(12, 8, weight_kind::none, 5);
+  write(d / "in.txt", es, input_format::text, weight_kind::none);
+  const auto r = run(ingest_args(d / "ds", {"--undirected", "--batch-size", "4000", "--prefetch-window", "256KiB"},
+                                 {d / "in.txt"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(load(d / "ds"), reference_from_edges(es, false, false));
+  const auto bad = tool({"ingest", "--datastore", d / "ds2", "--prefetch-window", "lots", d / "in.txt"});
+  EXPECT_TRUE(bad.exited(2)) << bad.describe() << bad.err;
+}
+
 TEST(GraphToolCli, JsonOfStatsBfsAndCcParsesAndCarriesTheFields) {
   pheap::test::temp_dir d;
   const auto es = rmat_edges(10, 2, weight_kind::none, 31);
