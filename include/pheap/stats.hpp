@@ -31,6 +31,7 @@ struct pager_stats {
   std::uint64_t pages_read = 0;     // pages filled from the store (faults, read-ahead, prefetch)
   std::uint64_t bytes_read = 0;
   std::uint64_t read_ahead_pages = 0;
+  std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault
   std::uint64_t prefetched_pages = 0;
   std::uint64_t evictions = 0;      // pages evicted
   std::uint64_t evicted_dirty = 0;  // of which written back

@@ -99,6 +99,10 @@ class buffer_budget {
   bool reserve();
   // A slot for read-ahead or prefetch, only below the high watermark; never waits.
   bool try_reserve_below_high() { return try_reserve(high_pages_.load(std::memory_order_relaxed)); }
+  // A slot below the buffer's target (as a fault's, but never waiting): for fills that cost no
+  // I/O (zeros next to a zero-filled fault), which out of core find the buffer at its high
+  // watermark and would otherwise never run.
+  bool try_reserve_below_target() { return try_reserve(target_pages()); }
   // Gives back n slots (pages that left memory, or claims that lost) and wakes waiting faults.
   void release(std::size_t n);
   std::int64_t used() const noexcept {

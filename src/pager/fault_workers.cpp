@@ -138,7 +138,13 @@ void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
       read_ahead_ == 0 ? 0 : last_fault_end_.exchange(page, std::memory_order_acq_rel);
   const std::uint64_t t0 = now_ns();
   (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
-  fill_pages(&page, 1, write, true, tid, bounce);
+  // A never-written page: the never-written pages after it in its unit are claimed with it
+  // (before the install wakes the faulting thread, whose next fault then waits for their
+  // install instead of racing it) and filled in the same step.
+  std::size_t pages[kMaxZeroAhead];
+  pages[0] = page;
+  const std::size_t n = store_->may_have_data(page) ? 1 : 1 + claim_zero_ahead(page, pages + 1);
+  fill_pages(pages, n, write, true, tid, bounce);
   c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   if (read_ahead_ == 0) return;
   if (page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
@@ -160,6 +166,22 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
   std::size_t expect = first - 1;  // extend the sequential run unless another fault moved it
   last_fault_end_.compare_exchange_strong(expect, got.back(), std::memory_order_acq_rel);
   fill_pages(got.data(), got.size(), false, false, 0, bounce);
+}
+
+std::size_t pager_impl::claim_zero_ahead(std::size_t page, std::size_t* out) {
+  const std::size_t end = std::min(npages_, (page / zero_ahead_pages_ + 1) * zero_ahead_pages_);
+  std::size_t n = 0;
+  for (std::size_t p = page + 1; p < end && n + 1 < kMaxZeroAhead; ++p) {
+    if (store_->may_have_data(p)) break;  // written once: its bytes are in the store
+    if (!budget_.try_reserve_below_target()) break;
+    if (!table_.claim_fill(p)) {
+      budget_.release(1);
+      break;
+    }
+    out[n++] = p;
+  }
+  c_.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
+  return n;
 }
 
 bool pager_impl::prefetch_step(std::byte* bounce) {

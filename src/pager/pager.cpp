@@ -87,7 +87,8 @@ pager_options pager_options::from_env(pager_options base) {
 std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
   os << "faults: read " << s.read_faults << " write " << s.write_faults << " wp " << s.wp_faults
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
-     << " B) read-ahead " << s.read_ahead_pages << " prefetch " << s.prefetched_pages
+     << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
+     << " prefetch " << s.prefetched_pages
      << " | evictions " << s.evictions << " (dirty " << s.evicted_dirty << ", verified "
      << s.evict_verify_reads << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
      << " retakes " << s.flush_retakes << " | written " << s.bytes_written << " B"
@@ -160,6 +161,9 @@ void pager_impl::set_geometry(const pager_options& opt) {
   // A prefetch step reads up to 1 MiB, at most 64 pages: at 4 KiB, 64 requests in flight
   // (the disk of bench/README.md does 88 K random reads/s at depth 32, 14 K at depth 1).
   prefetch_depth_ = std::clamp<std::size_t>((std::size_t{1} << 20) / ps_, 1, 64);
+  // Zero fills come 64 KiB at a time (fault_workers.cpp fill_zero_ahead): the fault cost of
+  // fresh memory at 4 KiB pages as at 64 KiB.
+  zero_ahead_pages_ = std::clamp<std::size_t>((std::size_t{64} << 10) / ps_, 1, kMaxZeroAhead);
   choose_buffer(opt, limit);
   pf_max_pages_ = std::max<std::size_t>(1, budget_.pages() / 2);
   if (source) {
@@ -516,6 +520,7 @@ pager_stats pager_impl::stats() const {
   s.pages_read = g(c_.pages_read);
   s.bytes_read = s.pages_read * ps_;
   s.read_ahead_pages = g(c_.read_ahead_pages);
+  s.zero_ahead_pages = g(c_.zero_ahead_pages);
   s.prefetched_pages = g(c_.prefetched_pages);
   s.evictions = g(c_.evictions);
   s.evicted_dirty = g(c_.evicted_dirty);

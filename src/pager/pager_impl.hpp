@@ -60,7 +60,7 @@ namespace pheap::paging {
 
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
-      pages_read{0}, read_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
+      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
       evict_verify_reads{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
@@ -190,6 +190,14 @@ class pager_impl {
   // A claimed page that will not be installed: back to absent, slot released, waiters woken.
   void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
+  // A fault on a never-written page fills the never-written pages after it, up to the end of
+  // its zero_ahead_pages_-page unit, with zeros too (no I/O; the heap hands out fresh memory in
+  // address order, so a 4 KiB region fills new memory 64 KiB per fault). Claims them (slots
+  // below the target, never waiting; stops at a page the store has data for or that is not
+  // absent) into out[] and returns how many.
+  std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
+  static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
+  std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead
   // One step of the prefetch queue (below): up to prefetch_depth_ queued pages claimed and
   // read with one store batch. False when it filled nothing (queue empty, another worker
   // prefetching, or no room below the high watermark: then the evictor is asked for room and

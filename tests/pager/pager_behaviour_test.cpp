@@ -386,6 +386,52 @@ TEST(PagerFill, NeverWrittenPagesAreZeroFilledWithoutStoreIo) {
   EXPECT_EQ(pg.stats().zero_fills, 32u);
 }
 
+// Fresh memory comes 64 KiB per fault at 4 KiB pages: a zero fill also fills the never-written
+// pages after it to the end of their 64 KiB unit, so touching 256 new pages in order faults
+// 16 times; every page reads zero and keeps what is written to it, through a flush and a
+// reopen.
+TEST(PagerFill, ZeroFillsOfFreshMemoryCome64KiBPerFault) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(256 * kPs, kPs);
+  auto sh = s->state();
+  {
+    pager pg(std::move(s));
+    for (std::size_t p = 0; p < 256; ++p) {
+      ASSERT_EQ(pg.base()[p * kPs + 100], std::byte{0});
+      pg.base()[p * kPs + 7] = std::byte(p & 0xff);
+    }
+    const pager_stats st = pg.stats();
+    EXPECT_EQ(st.read_faults + st.write_faults, 16u) << st;
+    EXPECT_EQ(st.zero_ahead_pages, 240u) << st;
+    EXPECT_EQ(st.zero_fills, 256u) << st;
+    EXPECT_EQ(sh->reads.load(), 0u);
+    pg.flush({});
+  }
+  pager pg(mem_store::reopen(sh));
+  for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs + 7], std::byte(p & 0xff)) << p;
+}
+
+// Zeros are filled ahead only up to a page the store has data for: that one is read from the
+// store when touched (never zeroed over), and the pages after it are not filled ahead.
+TEST(PagerFill, ZeroFillAheadStopsAtAPageWithData) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(64 * kPs, kPs);
+  auto sh = s->state();
+  {
+    pager pg(mem_store::reopen(sh));
+    pg.base()[5 * kPs] = std::byte{55};
+    pg.flush({});
+  }
+  pager pg(mem_store::reopen(sh));
+  ASSERT_EQ(pg.base()[0], std::byte{0});  // fills page 0 and zeros 1-4
+  EXPECT_EQ(pg.stats().zero_ahead_pages, 4u) << pg.stats();
+  EXPECT_EQ(pg.stats().resident_pages, 5u) << pg.stats();
+  EXPECT_EQ(pg.base()[5 * kPs], std::byte{55});
+  EXPECT_EQ(pg.stats().pages_read, 1u) << pg.stats();
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
 // wp_async cannot learn from the kernel whether a victim was written in the instant before
 // its move: it compares the victim with the store's copy. By checksum (page_crc), not by
 // reading the page back; only a store that keeps no checksums is read (evict_verify_reads).
