@@ -2,9 +2,13 @@
 //
 // A `pager` reserves one contiguous region of `store().capacity()` bytes and lets the program
 // read and write it with plain loads and stores. Missing pages are filled by fault workers
-// from the store (never-written pages are zero-filled without I/O), at most `buffer_size`
-// bytes stay resident, dirty pages are written back on eviction and by flush(), and
-// flush(root) makes everything written before the call durable as one store commit.
+// from the store (never-written pages are zero-filled without I/O, together with the
+// never-written pages after them to the end of their 64 KiB unit: fresh memory costs one fault
+// per 64 KiB at any page size), at most `buffer_size` bytes stay resident, dirty pages are
+// written back on eviction and by flush(), and flush(root) makes everything written before the
+// call durable as one store commit. Eviction starts at the high watermark of the buffer (0.99
+// by default) and stops at the low one (0.97): the buffer stays nearly full, because what it
+// holds decides how often the application faults.
 //
 // Dirty tracking (chosen at run time, see dirty_tracking):
 //   wp_async      UFFD_FEATURE_WP_ASYNC + PAGEMAP_SCAN (Linux ≥ 6.7) and UFFDIO_MOVE (≥ 6.8):
