@@ -287,6 +287,13 @@ TEST_F(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData)
   });
 }
 
+// The two tests below are not built under ASan: there the application's own memory costs more
+// than itself in the cgroup (a shadow byte per 8, redzones, and a debug build's slower evictor
+// sampling behind a growth it cannot see coming), so the limit leaves the buffer a few MiB and
+// the OOM killer or the 2-page floor measures ASan, not the pager (the release stage runs them,
+// as root; as the TSan exclusion around this file).
+#if !defined(__SANITIZE_ADDRESS__)
+
 // A flush lends its bounce buffer out of the buffer (buffer_budget.hpp B5), so the reserve
 // kept for the rest of the process does not have to hold it: once the limit binds (the
 // application took 24 MiB of its own after open) and the buffer is full of dirty pages, the
@@ -331,11 +338,6 @@ TEST_F(PagerBudget, FlushLendsItsBounceBufferOutOfTheBufferAndGivesItBack) {
 // kernel OOM-kills the process) in 1 MiB steps while it keeps writing the heap. The pager
 // lowers its target, gives the memory back, and the run completes with every word intact;
 // when the application frees its memory the target rises back.
-// Not built under ASan: there the application's 28 MiB cost more than 28 MiB in the cgroup (a
-// shadow byte per 8, redzones, and a debug build's slower evictor sampling behind a growth it
-// cannot see coming), so the OOM killer measures ASan, not the pager (the release stage runs
-// it, as root; as the TSan exclusion around this file).
-#if !defined(__SANITIZE_ADDRESS__)
 TEST_F(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadroom) {
   const std::uint64_t data = 4 * limit, growth = 28ull << 20;
   run_in_cgroup(*cg, [&](std::string& report) {
