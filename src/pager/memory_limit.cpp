@@ -204,22 +204,30 @@ memory_sample memory_limit::sample() const {
 }
 
 std::size_t limit_follower::operator()(std::size_t resident_pages) {
-  const memory_sample s = m_.sample();
+  const memory_sample s = sample_();
   const std::uint64_t mine = std::uint64_t(resident_pages) * ps_;
   const std::uint64_t rest = s.used > mine ? s.used - mine : 0;
+  if (sampled_ && rest > prev_rest_) burst_ = std::max(burst_, rest - prev_rest_);
+  sampled_ = true;
+  prev_rest_ = rest;
+  const std::uint64_t reserve = std::max(reserve_, std::min(2 * burst_, s.limit / 4));
   last_limit_.store(s.limit, std::memory_order_relaxed);
   last_rest_.store(rest, std::memory_order_relaxed);
-  const std::uint64_t taken = rest + reserve_;
+  last_reserve_.store(reserve, std::memory_order_relaxed);
+  last_burst_.store(burst_, std::memory_order_relaxed);
+  const std::uint64_t taken = rest + reserve;
   return s.limit > taken ? static_cast<std::size_t>((s.limit - taken) / per_page_) : 0;
 }
 
 std::string limit_follower::describe() const {
-  char b[96];
-  std::snprintf(b, sizeof b, ": limit %.1f MiB, rest of the process %.1f MiB, reserve %.1f MiB",
-                static_cast<double>(last_limit_.load(std::memory_order_relaxed)) / (1 << 20),
-                static_cast<double>(last_rest_.load(std::memory_order_relaxed)) / (1 << 20),
-                static_cast<double>(reserve_) / (1 << 20));
-  return "follows " + m_.name() + b;
+  auto m = [](const std::atomic<std::uint64_t>& v) {
+    return static_cast<double>(v.load(std::memory_order_relaxed)) / (1 << 20);
+  };
+  char b[160];
+  std::snprintf(b, sizeof b,
+                ": limit %.1f MiB, rest of the process %.1f MiB, reserve %.1f MiB (bursts up to %.1f MiB)",
+                m(last_limit_), m(last_rest_), m(last_reserve_), m(last_burst_));
+  return "follows " + name_ + b;
 }
 
 }  // namespace pheap::paging

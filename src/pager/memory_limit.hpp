@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace pheap::paging {
@@ -61,27 +62,46 @@ class memory_limit {
 };
 
 // The buffer a memory limit leaves a pager at run time (buffer_budget.hpp B4):
-//   rest   = used − the pager's resident buffer (resident pages × page size)
-//   target = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
-// `reserve` absorbs what the rest of the process grows between two samples and pheap's own
-// memory that is touched late (the flush bounce buffer); see pager.cpp choose_buffer for its
-// size. Callable from one thread at a time (the evictor); the last sample is readable from any.
+//   rest    = used − the pager's resident buffer (resident pages × page size)
+//   burst   = the largest growth of `rest` from one sample to the next since open
+//   reserve = max(the base reserve, min(2 × burst, limit / 4))
+//   target  = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
+// The base reserve absorbs what the rest of the process grows between two samples and pheap's
+// own memory that is touched late; see pager.cpp for its size. The burst term learns how fast
+// the application grows: a process that once took 8 MiB within one period (a vector doubling,
+// a batch buffer touched at once) is given room for twice that from then on, because the
+// buffer's pages are anonymous memory the kernel cannot reclaim (no swap) and a burst the
+// reserve does not cover meets the OOM killer before the evictor's next sample. The cap keeps
+// one outlier from taking more than a quarter of the limit. Caveat: the first burst larger than
+// the base reserve is not covered (nothing has been learned yet).
+// Callable from one thread at a time (the evictor); the last sample is readable from any.
 class limit_follower {
  public:
+  using sample_fn = std::function<memory_sample()>;
   limit_follower(memory_limit m, std::size_t page_size, std::uint64_t bookkeeping,
                  std::uint64_t reserve)
-      : m_(std::move(m)), ps_(page_size), per_page_(page_size + bookkeeping), reserve_(reserve) {}
+      : limit_follower([m] { return m.sample(); }, m.name(), page_size, bookkeeping, reserve) {}
+  // With a sample function of its own (tests: a double in place of the cgroup).
+  limit_follower(sample_fn sample, std::string name, std::size_t page_size,
+                 std::uint64_t bookkeeping, std::uint64_t reserve)
+      : sample_(std::move(sample)), name_(std::move(name)), ps_(page_size),
+        per_page_(page_size + bookkeeping), reserve_(reserve), last_reserve_(reserve) {}
   std::size_t operator()(std::size_t resident_pages);
-  // "follows cgroup v1 …: limit 65.1 MiB, rest of the process 27.9 MiB, reserve 6.0 MiB"
-  // (the last sample), for pager_stats::buffer_target_source.
+  // "follows cgroup v1 …: limit 65.1 MiB, rest of the process 27.9 MiB, reserve 6.0 MiB
+  // (bursts up to 1.2 MiB)" (the last sample), for pager_stats::buffer_target_source.
   std::string describe() const;
+  // The base reserve, and the one the last sample used (≥ the base: bursts).
   std::uint64_t reserve() const noexcept { return reserve_; }
+  std::uint64_t reserve_now() const noexcept { return last_reserve_.load(std::memory_order_relaxed); }
 
  private:
-  memory_limit m_;
+  sample_fn sample_;
+  std::string name_;
   std::size_t ps_;
   std::uint64_t per_page_, reserve_;
-  std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0};
+  std::uint64_t prev_rest_ = 0, burst_ = 0;  // the evictor's
+  bool sampled_ = false;                     // the evictor's
+  std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0}, last_reserve_, last_burst_{0};
 };
 
 }  // namespace pheap::paging
