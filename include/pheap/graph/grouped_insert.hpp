@@ -179,6 +179,10 @@ class grouped_inserter {
       for (unsigned t = 0; t < threads; ++t) total += std::exchange(counts_[t * nb + b], total);
     }
     begin_[nb] = total;
+    // At most two entries per edge, reserved at once: a later, larger batch never reallocates
+    // (a copy of the whole array in one go, which a pager following a memory limit sees as a
+    // burst of the process's memory; memory_limit.hpp).
+    if (refs_.capacity() < 2 * edges.size()) refs_.reserve(2 * edges.size());
     refs_.resize(total);
     detail::run_parallel(threads, [&](unsigned t) {
       std::size_t* c = counts_.data() + t * nb;
