@@ -90,13 +90,14 @@
 //     bounce buffers above: that is the buffer's maximum. Then it follows the limit: the
 //     evictor re-reads limit and usage at most every 10 ms (and every 10 ms while idle) and
 //     the buffer in force (its target) becomes limit − (usage − the pager's resident pages) −
-//     a reserve (1/32 of the limit, at least 4 MiB), per page
+//     a reserve (1/32 of the limit, at least 4 MiB; after the rest of the process grew faster,
+//     twice that growth between two samples, halved every 10 s, at most 1/8 of the limit), per page
 //     of page size + 64 B, never above the maximum and never below 2 pages; the watermarks
 //     are the same fractions of it. When the rest of the process grows, pheap evicts down to
 //     the lower target before the kernel's OOM killer needs to act; when it shrinks, the
 //     target rises back (at most to the maximum). Not followed: memory the rest of the
-//     process takes faster than that (more than the reserve within 10 ms, or more than the
-//     buffer holds), a move to another cgroup. stats() names the source and its numbers at
+//     process takes faster than that (more than the reserve in force within 10 ms, or more
+//     than the buffer holds), a move to another cgroup. stats() names the source and its numbers at
 //     open (buffer_source), the target now and the last sample (buffer_target_bytes,
 //     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
 //     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it

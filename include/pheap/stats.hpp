@@ -61,7 +61,8 @@ struct pager_stats {
   // An automatic buffer follows the memory limit at run time (pheap/pager.hpp, "Automatic
   // buffer"): the buffer in force now, the lowest it has been, how many times the limit was
   // sampled, and the last sample ("follows cgroup v1 …: limit 65.1 MiB, rest of the process
-  // 27.9 MiB, reserve 8.0 MiB"); "fixed at open" otherwise (target == buffer_bytes).
+  // 27.9 MiB, reserve 8.0 MiB (bursts up to 4.0 MiB)"); "fixed at open" otherwise (target ==
+  // buffer_bytes).
   std::uint64_t buffer_target_bytes = 0;
   std::uint64_t buffer_lowest_target_bytes = 0;
   std::uint64_t buffer_resamples = 0;

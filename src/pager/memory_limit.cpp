@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -203,18 +204,25 @@ memory_sample memory_limit::sample() const {
   return s;
 }
 
-std::size_t limit_follower::operator()(std::size_t resident_pages) {
+std::size_t limit_follower::operator()(std::size_t resident_pages,
+                                       std::chrono::steady_clock::time_point now) {
   const memory_sample s = sample_();
   const std::uint64_t mine = std::uint64_t(resident_pages) * ps_;
   const std::uint64_t rest = s.used > mine ? s.used - mine : 0;
-  if (sampled_ && rest > prev_rest_) burst_ = std::max(burst_, rest - prev_rest_);
+  if (sampled_) {
+    const double dt = std::chrono::duration<double>(now - prev_time_).count();
+    burst_ *= std::exp2(-std::max(0.0, dt) / static_cast<double>(kBurstHalfLife.count()));
+    if (rest > prev_rest_) burst_ = std::max(burst_, static_cast<double>(rest - prev_rest_));
+  }
   sampled_ = true;
   prev_rest_ = rest;
-  const std::uint64_t reserve = std::max(reserve_, std::min(2 * burst_, s.limit / 4));
+  prev_time_ = now;
+  const auto burst = static_cast<std::uint64_t>(burst_);
+  const std::uint64_t reserve = std::max(reserve_, std::min(2 * burst, s.limit / 8));
   last_limit_.store(s.limit, std::memory_order_relaxed);
   last_rest_.store(rest, std::memory_order_relaxed);
   last_reserve_.store(reserve, std::memory_order_relaxed);
-  last_burst_.store(burst_, std::memory_order_relaxed);
+  last_burst_.store(burst, std::memory_order_relaxed);
   const std::uint64_t taken = rest + reserve;
   return s.limit > taken ? static_cast<std::size_t>((s.limit - taken) / per_page_) : 0;
 }

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -63,18 +64,20 @@ class memory_limit {
 
 // The buffer a memory limit leaves a pager at run time (buffer_budget.hpp B4):
 //   rest    = used − the pager's resident buffer (resident pages × page size)
-//   burst   = the largest growth of `rest` from one sample to the next since open
-//   reserve = max(the base reserve, min(2 × burst, limit / 4))
+//   burst   = the largest growth of `rest` from one sample to the next, halved every
+//             kBurstHalfLife since (a recent burst counts, an old one fades)
+//   reserve = max(the base reserve, min(2 × burst, limit / 8))
 //   target  = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
 // The base reserve absorbs what the rest of the process grows between two samples and pheap's
 // own memory that is touched late; see pager.cpp for its size. The burst term learns how fast
-// the application grows: a process that once took 8 MiB within one period (a vector doubling,
-// a batch buffer touched at once) is given room for twice that from then on, because the
-// buffer's pages are anonymous memory the kernel cannot reclaim (no swap) and a burst the
-// reserve does not cover meets the OOM killer before the evictor's next sample. The cap keeps
-// one outlier from taking more than a quarter of the limit. Caveat: the first burst larger than
-// the base reserve is not covered (nothing has been learned yet).
-// Callable from one thread at a time (the evictor); the last sample is readable from any.
+// the application grows: a process that took 8 MiB within one period (a batch buffer touched
+// at once, a vector doubling) is given room for twice that while the burst is recent, because
+// the buffer's pages are anonymous memory the kernel cannot reclaim (no swap) and a burst the
+// reserve does not cover meets the OOM killer before the evictor's next sample. An application
+// that bursts at every step (each batch) keeps its reserve; one that allocated once at start
+// gets its buffer back within a few half-lives. The cap keeps one outlier from taking more than
+// an eighth of the limit. Caveat: a burst larger than the reserve in force — the first one, or
+// one long after the last — is not covered.
 class limit_follower {
  public:
   using sample_fn = std::function<memory_sample()>;
@@ -86,7 +89,12 @@ class limit_follower {
                  std::uint64_t bookkeeping, std::uint64_t reserve)
       : sample_(std::move(sample)), name_(std::move(name)), ps_(page_size),
         per_page_(page_size + bookkeeping), reserve_(reserve), last_reserve_(reserve) {}
-  std::size_t operator()(std::size_t resident_pages);
+  static constexpr std::chrono::seconds kBurstHalfLife{10};
+  std::size_t operator()(std::size_t resident_pages) {
+    return (*this)(resident_pages, std::chrono::steady_clock::now());
+  }
+  // At a given time (tests).
+  std::size_t operator()(std::size_t resident_pages, std::chrono::steady_clock::time_point now);
   // "follows cgroup v1 …: limit 65.1 MiB, rest of the process 27.9 MiB, reserve 6.0 MiB
   // (bursts up to 1.2 MiB)" (the last sample), for pager_stats::buffer_target_source.
   std::string describe() const;
@@ -99,8 +107,11 @@ class limit_follower {
   std::string name_;
   std::size_t ps_;
   std::uint64_t per_page_, reserve_;
-  std::uint64_t prev_rest_ = 0, burst_ = 0;  // the evictor's
-  bool sampled_ = false;                     // the evictor's
+  // The evictor's: the previous sample and the decaying burst.
+  std::uint64_t prev_rest_ = 0;
+  double burst_ = 0;
+  std::chrono::steady_clock::time_point prev_time_{};
+  bool sampled_ = false;
   std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0}, last_reserve_, last_burst_{0};
 };
 

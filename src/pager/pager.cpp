@@ -168,8 +168,8 @@ void pager_impl::set_geometry(const pager_options& opt) {
   pf_max_pages_ = std::max<std::size_t>(1, budget_.pages() / 2);
   if (source) {
     // The run-time reserve (B4): what the rest of the process may grow between two samples,
-    // 1/32 of the limit, at least 4 MiB, and twice the largest growth seen within one sample
-    // once the application has shown one (memory_limit.hpp limit_follower). Smaller than the
+    // 1/32 of the limit, at least 4 MiB, or twice a recent growth within one sample
+    // (memory_limit.hpp limit_follower). Smaller than the
     // headroom at open, which must also cover what the application allocates before the first
     // sample. The flush bounce buffer is not in it: a flush lends it out of the buffer (B5).
     const std::uint64_t reserve = std::max<std::uint64_t>(4ull << 20, limit->limit / 32);
@@ -237,7 +237,7 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
   if (!follower_ || (!ro_ && !f.move)) return;
   buffer_source_ += "; then follows it every " + std::to_string(kFollowPeriod.count()) +
                     " ms (reserve " + mib(follower_->reserve()) +
-                    ", or twice the largest burst of the rest of the process)";
+                    ", or twice a recent burst of the rest of the process)";
   budget_.follow(
       [this, f = follower_, debug, shown = budget_.pages()](std::size_t resident) mutable {
         const std::size_t t = (*f)(resident);

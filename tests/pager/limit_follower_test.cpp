@@ -1,9 +1,11 @@
 // The limit follower's rule on its own (src/pager/memory_limit.hpp), with a sample double in
-// place of the memory cgroup: the target is the limit less the rest of the process and a
-// reserve, and the reserve learns the application's bursts (twice the largest growth of the
-// rest of the process between two samples, capped at a quarter of the limit).
+// place of the memory cgroup and the time given by the test: the target is the limit less the
+// rest of the process and a reserve, and the reserve learns the application's bursts (twice
+// the largest growth of the rest of the process between two samples, halved every
+// kBurstHalfLife since, capped at an eighth of the limit).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include "pager/memory_limit.hpp"
@@ -13,42 +15,46 @@ namespace {
 
 constexpr std::uint64_t MiB = 1ull << 20;
 constexpr std::size_t kPage = 4096;
+using clk = std::chrono::steady_clock;
 
 // A follower at 4 KiB pages, no bookkeeping per page, a 4 MiB base reserve, over a cgroup
-// double whose limit and usage the test sets.
+// double of 200 MiB whose usage the test sets; samples 10 ms apart unless the test waits.
 struct doubled {
-  memory_sample now{100 * MiB, 0};
+  memory_sample now{200 * MiB, 0};
+  clk::time_point t{};
   limit_follower f{[this] { return now; }, "double", kPage, 0, 4 * MiB};
   // Target in MiB when `rest` MiB of the process and `buffer` MiB of buffer are in use.
   std::uint64_t target(std::uint64_t rest, std::uint64_t buffer) {
     now.used = (rest + buffer) * MiB;
-    return f(static_cast<std::size_t>(buffer * MiB / kPage)) * kPage / MiB;
+    t += std::chrono::milliseconds(10);
+    return f(static_cast<std::size_t>(buffer * MiB / kPage), t) * kPage / MiB;
   }
+  void wait(clk::duration d) { t += d; }
 };
 
 TEST(LimitFollower, TargetIsTheLimitLessTheRestOfTheProcessAndTheBaseReserve) {
   doubled d;
-  EXPECT_EQ(d.target(30, 0), 66u);
+  EXPECT_EQ(d.target(30, 0), 166u);
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
 }
 
 TEST(LimitFollower, TheBufferFillingUpIsNoBurst) {
   doubled d;
-  EXPECT_EQ(d.target(30, 0), 66u);
-  EXPECT_EQ(d.target(30, 40), 66u);  // 40 MiB of the pager's own pages arrived: rest unchanged
-  EXPECT_EQ(d.target(30, 66), 66u);
+  EXPECT_EQ(d.target(30, 0), 166u);
+  EXPECT_EQ(d.target(30, 100), 166u);  // 100 MiB of the pager's own pages arrived: rest unchanged
+  EXPECT_EQ(d.target(30, 166), 166u);
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
 }
 
-TEST(LimitFollower, AfterABurstTheReserveIsTwiceTheLargestGrowthSeenInOneSample) {
+TEST(LimitFollower, AfterABurstTheReserveIsTwiceTheGrowthSeenInOneSample) {
   doubled d;
-  EXPECT_EQ(d.target(30, 60), 66u);
-  EXPECT_EQ(d.target(31, 60), 65u);  // +1 MiB: within the base reserve's 2 MiB × 2
+  EXPECT_EQ(d.target(30, 160), 166u);
+  EXPECT_EQ(d.target(31, 160), 165u);  // +1 MiB: twice that is within the base reserve
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
-  EXPECT_EQ(d.target(39, 50), 45u);  // +8 MiB in one sample: reserve 16 MiB
+  EXPECT_EQ(d.target(39, 150), 145u);  // +8 MiB in one sample: reserve 16 MiB
   EXPECT_EQ(d.f.reserve_now(), 16 * MiB);
-  EXPECT_EQ(d.target(31, 45), 53u);  // the burst freed again: its room stays reserved
-  EXPECT_EQ(d.f.reserve_now(), 16 * MiB);
+  EXPECT_EQ(d.target(31, 145), 153u);  // freed again 10 ms later: its room stays reserved
+  EXPECT_GE(d.f.reserve_now(), 15 * MiB);
   EXPECT_NE(d.f.describe().find("bursts up to 8.0 MiB"), std::string::npos) << d.f.describe();
 }
 
@@ -56,15 +62,39 @@ TEST(LimitFollower, SlowGrowthIsNoBurst) {
   doubled d;
   for (std::uint64_t rest = 30; rest <= 50; ++rest) (void)d.target(rest, 10);
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);  // 1 MiB per sample: twice that is below the base
-  EXPECT_EQ(d.target(50, 10), 46u);
+  EXPECT_EQ(d.target(50, 10), 146u);
 }
 
-TEST(LimitFollower, TheBurstReserveIsCappedAtAQuarterOfTheLimit) {
+TEST(LimitFollower, AnOldBurstFadesByHalfEveryHalfLife) {
+  doubled d;
+  (void)d.target(30, 0);
+  (void)d.target(42, 0);  // +12 MiB: reserve 24 MiB
+  EXPECT_EQ(d.f.reserve_now(), 24 * MiB);
+  d.wait(limit_follower::kBurstHalfLife);
+  (void)d.target(42, 0);
+  EXPECT_NEAR(static_cast<double>(d.f.reserve_now()) / MiB, 12.0, 0.1);
+  d.wait(3 * limit_follower::kBurstHalfLife);
+  EXPECT_EQ(d.target(42, 0), 154u);  // 24 / 16 = 1.5 MiB of burst: the base reserve again
+  EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
+}
+
+TEST(LimitFollower, ARepeatedBurstKeepsItsReserve) {
+  doubled d;
+  for (int step = 0; step < 10; ++step) {  // a batch buffer of 10 MiB, taken and freed every 5 s
+    (void)d.target(30, 0);
+    (void)d.target(40, 0);
+    d.wait(std::chrono::seconds(5));
+  }
+  (void)d.target(30, 0);  // just before the next burst
+  EXPECT_GE(d.f.reserve_now(), 14 * MiB);  // 2 × 10 MiB × 2^-0.5
+}
+
+TEST(LimitFollower, TheBurstReserveIsCappedAtAnEighthOfTheLimit) {
   doubled d;
   (void)d.target(10, 0);
-  (void)d.target(50, 0);  // +40 MiB at once: twice that would leave nothing
+  (void)d.target(90, 0);  // +80 MiB at once: twice that would leave nothing
   EXPECT_EQ(d.f.reserve_now(), 25 * MiB);
-  EXPECT_EQ(d.target(50, 0), 25u);
+  EXPECT_EQ(d.target(90, 0), 85u);
 }
 
 }  // namespace
