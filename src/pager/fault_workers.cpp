@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -169,14 +170,16 @@ void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
 }
 
 std::size_t pager_impl::claim_zero_ahead(std::size_t page, std::size_t* out) {
-  const std::size_t end = std::min(npages_, (page / zero_ahead_pages_ + 1) * zero_ahead_pages_);
+  const std::size_t first = page / zero_ahead_pages_ * zero_ahead_pages_;
+  const std::size_t end = std::min(npages_, first + zero_ahead_pages_);
   std::size_t n = 0;
-  for (std::size_t p = page + 1; p < end && n + 1 < kMaxZeroAhead; ++p) {
-    if (store_->may_have_data(p)) break;  // written once: its bytes are in the store
+  for (std::size_t p = first; p < end && n + 1 < kMaxZeroAhead; ++p) {
+    if (p == page || ps::kind(table_.load(p)) != ps::absent) continue;
+    if (store_->may_have_data(p)) continue;  // written once: its bytes are in the store
     if (!budget_.try_reserve_below_target()) break;
     if (!table_.claim_fill(p)) {
       budget_.release(1);
-      break;
+      continue;
     }
     out[n++] = p;
   }
@@ -236,12 +239,24 @@ void pager_impl::wake_prefetch_if_waiting() {
 void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
   const std::vector<const std::byte*> src = read_fills(pages, n, fault, tid, bounce);
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < n;) {
+    // Zero fills of consecutive pages (a fault's zero-ahead, not its own write) in one ioctl.
+    std::size_t j = i;
+    while (j < n && j > 0 && j - i < zero_ahead_pages_ && !ro_ && src[j] == zero_.data() &&
+           (j == i || pages[j] == pages[j - 1] + 1)) {
+      ++j;
+    }
+    if (j - i > 1) {
+      install_zero_run(pages + i, j - i);
+      i = j;
+      continue;
+    }
     if (src[i]) {
       install_fill(pages[i], src[i], write && i == 0);
     } else if (!(fault && i == 0)) {  // read-ahead/prefetch: forget it, a real fault retries
       forget_fill(pages[i]);
     }  // else: the faulting page, poisoned by read_fills
+    ++i;
   }
   budget_.note_peak();
 }
@@ -309,6 +324,24 @@ void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
   }
   table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
   clock_.publish(p);  // C1
+}
+
+void pager_impl::install_zero_run(const std::size_t* pages, std::size_t n) {
+  assert(n <= zero_ahead_pages_ && !ro_);  // the zero source holds zero_ahead_pages_ pages
+  c_.zero_fills.fetch_add(n, std::memory_order_relaxed);
+  const int rc = uffd_copy(uffd_, page_addr(pages[0]), zero_.data(), n * ps_,
+                           wp_registered_ ? UFFDIO_COPY_MODE_WP : 0);
+  if (rc != 0) {
+    // Not every page of the run installed: each page on its own, with install_fill's error
+    // handling (one the failed copy did map is reported and installed, not mapped twice: I1).
+    c_.zero_fills.fetch_sub(n, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], zero_.data(), false);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    table_.install(pages[i], ps::ref);
+    clock_.publish(pages[i]);  // C1
+  }
 }
 
 void pager_impl::forget_fill(std::size_t p) {

@@ -257,7 +257,8 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 // page table is: it is allocated and written first): the bounce buffers of flush, eviction and
 // verification (a batch each), one per fault thread (1 + read_ahead pages), the zero page.
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
-  return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * worker_bounce_pages() + 1) *
+  return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * worker_bounce_pages() +
+          zero_ahead_pages_) *
          std::uint64_t(ps_);
 }
 
@@ -362,8 +363,8 @@ void pager_impl::register_region() {
 // The zero page (source of zero fills) and, for a writable region, the staging ranges (where
 // UFFDIO_MOVE exists) and the bounce buffers of eviction and flush.
 void pager_impl::map_buffers(const uffd_features& f) {
-  zero_ = anon_map(ps_, true);
-  std::memset(zero_.data(), 0, ps_);  // populate: UFFDIO_COPY reads it
+  zero_ = anon_map(zero_ahead_pages_ * ps_, true);
+  std::memset(zero_.data(), 0, zero_ahead_pages_ * ps_);  // populate: UFFDIO_COPY reads it
   if (ro_) return;
   if (f.move) {
     evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, name_);

@@ -160,7 +160,7 @@ class pager_impl {
   int uffd_ = -1, pagemap_fd_ = -1, wake_fd_ = -1;
   uffd_source source_ = uffd_source::syscall;
   anon_map region_map_;  // the region (exactly cap_ bytes at base_)
-  anon_map zero_;        // ps_ zero bytes (source for zero fills)
+  anon_map zero_;        // zero_ahead_pages_ pages of zeros (source for zero fills)
   // The region in the SIGBUS/SIGSEGV registry (fault_signals.hpp); declared after region_map_
   // so that it is released before the region is unmapped.
   region_registration registration_;
@@ -187,6 +187,9 @@ class pager_impl {
                                            std::uint32_t tid, std::byte* bounce);
   // UFFDIO_COPY (or ZEROPAGE) of one claimed page, then filling → resident.
   void install_fill(std::size_t page, const std::byte* src, bool write);
+  // Zero fills of the claimed pages pages[i..j) (consecutive, not the faulting page's write)
+  // with one UFFDIO_COPY; page by page (install_fill) if it fails.
+  void install_zero_run(const std::size_t* pages, std::size_t n);
   // A claimed page that will not be installed: back to absent, slot released, waiters woken.
   void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);

@@ -411,9 +411,30 @@ TEST(PagerFill, ZeroFillsOfFreshMemoryCome64KiBPerFault) {
   for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs + 7], std::byte(p & 0xff)) << p;
 }
 
-// Zeros are filled ahead only up to a page the store has data for: that one is read from the
-// store when touched (never zeroed over), and the pages after it are not filled ahead.
-TEST(PagerFill, ZeroFillAheadStopsAtAPageWithData) {
+// Fresh memory touched backwards (from the end of each 64 KiB unit) comes 64 KiB per fault too:
+// the zero fill takes the never-written pages of the whole unit, before the faulting page as
+// after it.
+TEST(PagerFill, ZeroFillOfAUnitTouchedFromItsLastPageFillsTheWholeUnit) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(64 * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s));
+  for (std::size_t p = 64; p-- > 0;) {
+    ASSERT_EQ(pg.base()[p * kPs + 9], std::byte{0});
+    pg.base()[p * kPs + 9] = std::byte{1};
+  }
+  const pager_stats st = pg.stats();
+  EXPECT_EQ(st.read_faults + st.write_faults, 4u) << st;
+  EXPECT_EQ(st.zero_ahead_pages, 60u) << st;
+  EXPECT_EQ(st.zero_fills, 64u) << st;
+  EXPECT_EQ(sh->reads.load(), 0u);
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
+// A zero fill never covers a page the store has data for: that one is read from the store when
+// touched (never zeroed over); the never-written pages around it in its unit are filled ahead.
+TEST(PagerFill, ZeroFillAheadSkipsAPageWithData) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(64 * kPs, kPs);
   auto sh = s->state();
@@ -423,11 +444,14 @@ TEST(PagerFill, ZeroFillAheadStopsAtAPageWithData) {
     pg.flush({});
   }
   pager pg(mem_store::reopen(sh));
-  ASSERT_EQ(pg.base()[0], std::byte{0});  // fills page 0 and zeros 1-4
-  EXPECT_EQ(pg.stats().zero_ahead_pages, 4u) << pg.stats();
-  EXPECT_EQ(pg.stats().resident_pages, 5u) << pg.stats();
+  ASSERT_EQ(pg.base()[0], std::byte{0});  // fills page 0 and zeros 1-4 and 6-15
+  EXPECT_EQ(pg.stats().zero_ahead_pages, 14u) << pg.stats();
+  EXPECT_EQ(pg.stats().resident_pages, 15u) << pg.stats();
+  EXPECT_EQ(pg.stats().pages_read, 0u) << pg.stats();
   EXPECT_EQ(pg.base()[5 * kPs], std::byte{55});
   EXPECT_EQ(pg.stats().pages_read, 1u) << pg.stats();
+  for (std::size_t p = 6; p < 16; ++p) EXPECT_EQ(pg.base()[p * kPs], std::byte{0}) << p;
+  EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, 2u) << pg.stats();
   paging::test_access::impl(pg).wait_evictor_idle();
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
