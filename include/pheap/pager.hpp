@@ -2,9 +2,9 @@
 //
 // A `pager` reserves one contiguous region of `store().capacity()` bytes and lets the program
 // read and write it with plain loads and stores. Missing pages are filled by fault workers
-// from the store (never-written pages are zero-filled without I/O, together with the
-// never-written pages after them to the end of their 64 KiB unit: fresh memory costs one fault
-// per 64 KiB at any page size), at most `buffer_size` bytes stay resident, dirty pages are
+// from the store (never-written pages are zero-filled without I/O, together with the other
+// never-written pages of their 64 KiB unit: fresh memory costs one fault per 64 KiB at any
+// page size), at most `buffer_size` bytes stay resident, dirty pages are
 // written back on eviction and by flush(), and flush(root) makes everything written before the
 // call durable as one store commit. Eviction starts at the high watermark of the buffer (0.99
 // by default) and stops at the low one (0.97): the buffer stays nearly full, because what it
@@ -76,7 +76,7 @@
 //     4 KiB: 64 MiB), allocated and written at construction; ≤ 64 bytes per buffer page of
 //     bookkeeping (the evictor's clock); bounce buffers of one flush batch (≤ 16 MiB), two
 //     eviction batches (≤ 8 MiB each; the second is touched only for stores without
-//     page_crc), 1 + read_ahead pages per fault thread and one zero page; with an automatic
+//     page_crc), 1 + read_ahead pages per fault thread and 64 KiB of zeros; with an automatic
 //     buffer each batch is at most 1/16 of the memory limit. UFFDIO_MOVE staging ranges hold buffer pages
 //     only (a moved page keeps its slot until it leaves memory). The store's own: its page map
 //     (sparse_store.hpp, ≈ 5-14 bytes per page of loaded map blocks) and, with the io_uring

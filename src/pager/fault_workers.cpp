@@ -139,7 +139,7 @@ void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
       read_ahead_ == 0 ? 0 : last_fault_end_.exchange(page, std::memory_order_acq_rel);
   const std::uint64_t t0 = now_ns();
   (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
-  // A never-written page: the never-written pages after it in its unit are claimed with it
+  // A never-written page: the other never-written pages of its unit are claimed with it
   // (before the install wakes the faulting thread, whose next fault then waits for their
   // install instead of racing it) and filled in the same step.
   std::size_t pages[kMaxZeroAhead];

@@ -193,11 +193,11 @@ class pager_impl {
   // A claimed page that will not be installed: back to absent, slot released, waiters woken.
   void forget_fill(std::size_t page);
   void fill_read_ahead(std::size_t first, std::byte* bounce);
-  // A fault on a never-written page fills the never-written pages after it, up to the end of
-  // its zero_ahead_pages_-page unit, with zeros too (no I/O; the heap hands out fresh memory in
-  // address order, so a 4 KiB region fills new memory 64 KiB per fault). Claims them (slots
-  // below the target, never waiting; stops at a page the store has data for or that is not
-  // absent) into out[] and returns how many.
+  // A fault on a never-written page fills the other never-written pages of its
+  // zero_ahead_pages_-page unit with zeros too (no I/O; a 4 KiB region fills new memory 64 KiB
+  // per fault, whichever end of a unit is touched first). Claims them (slots below the target,
+  // never waiting; skips pages the store has data for and pages not absent) into out[], in
+  // page order, and returns how many.
   std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
   static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
   std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead
