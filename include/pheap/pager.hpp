@@ -90,8 +90,9 @@
 //     bounce buffers above: that is the buffer's maximum. Then it follows the limit: the
 //     evictor re-reads limit and usage at most every 10 ms (and every 10 ms while idle) and
 //     the buffer in force (its target) becomes limit − (usage − the pager's resident pages) −
-//     a reserve (1/32 of the limit, at least 4 MiB; after the rest of the process grew faster,
-//     twice that growth between two samples, halved every 10 s, at most 1/8 of the limit), per page
+//     a reserve (1/32 of the limit, at least 4 MiB; after the rest of the process grew faster
+//     near the limit, twice that growth between two samples, halved every 10 s, at most 1/8 of
+//     the limit), per page
 //     of page size + 64 B, never above the maximum and never below 2 pages; the watermarks
 //     are the same fractions of it. When the rest of the process grows, pheap evicts down to
 //     the lower target before the kernel's OOM killer needs to act; when it shrinks, the

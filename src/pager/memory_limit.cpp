@@ -212,10 +212,12 @@ std::size_t limit_follower::operator()(std::size_t resident_pages,
   if (sampled_) {
     const double dt = std::chrono::duration<double>(now - prev_time_).count();
     burst_ *= std::exp2(-std::max(0.0, dt) / static_cast<double>(kBurstHalfLife.count()));
-    if (rest > prev_rest_) burst_ = std::max(burst_, static_cast<double>(rest - prev_rest_));
+    const bool near_limit = prev_used_ + s.limit / 8 >= s.limit;
+    if (near_limit && rest > prev_rest_) burst_ = std::max(burst_, static_cast<double>(rest - prev_rest_));
   }
   sampled_ = true;
   prev_rest_ = rest;
+  prev_used_ = s.used;
   prev_time_ = now;
   const auto burst = static_cast<std::uint64_t>(burst_);
   const std::uint64_t reserve = std::max(reserve_, std::min(2 * burst, s.limit / 8));

@@ -64,8 +64,9 @@ class memory_limit {
 
 // The buffer a memory limit leaves a pager at run time (buffer_budget.hpp B4):
 //   rest    = used − the pager's resident buffer (resident pages × page size)
-//   burst   = the largest growth of `rest` from one sample to the next, halved every
-//             kBurstHalfLife since (a recent burst counts, an old one fades)
+//   burst   = the largest growth of `rest` from one sample to the next that started with the
+//             cgroup within 1/8 of its limit, halved every kBurstHalfLife since (a recent
+//             burst counts, an old one fades)
 //   reserve = max(the base reserve, min(2 × burst, limit / 8))
 //   target  = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
 // The base reserve absorbs what the rest of the process grows between two samples and pheap's
@@ -73,9 +74,10 @@ class memory_limit {
 // the application grows: a process that took 8 MiB within one period (a batch buffer touched
 // at once, a vector doubling) is given room for twice that while the burst is recent, because
 // the buffer's pages are anonymous memory the kernel cannot reclaim (no swap) and a burst the
-// reserve does not cover meets the OOM killer before the evictor's next sample. An application
-// that bursts at every step (each batch) keeps its reserve; one that allocated once at start
-// gets its buffer back within a few half-lives. The cap keeps one outlier from taking more than
+// reserve does not cover meets the OOM killer before the evictor's next sample. Only growth
+// near the limit is learned from: start-up allocations made while the buffer is still filling
+// had room and cost the buffer nothing later. An application that bursts at every step (each
+// batch) keeps its reserve; one that burst once gets its buffer back within a few half-lives. The cap keeps one outlier from taking more than
 // an eighth of the limit. Caveat: a burst larger than the reserve in force — the first one, or
 // one long after the last — is not covered.
 class limit_follower {
@@ -108,7 +110,7 @@ class limit_follower {
   std::size_t ps_;
   std::uint64_t per_page_, reserve_;
   // The evictor's: the previous sample and the decaying burst.
-  std::uint64_t prev_rest_ = 0;
+  std::uint64_t prev_rest_ = 0, prev_used_ = 0;
   double burst_ = 0;
   std::chrono::steady_clock::time_point prev_time_{};
   bool sampled_ = false;

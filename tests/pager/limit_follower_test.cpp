@@ -1,8 +1,8 @@
 // The limit follower's rule on its own (src/pager/memory_limit.hpp), with a sample double in
 // place of the memory cgroup and the time given by the test: the target is the limit less the
 // rest of the process and a reserve, and the reserve learns the application's bursts (twice
-// the largest growth of the rest of the process between two samples, halved every
-// kBurstHalfLife since, capped at an eighth of the limit).
+// the largest growth of the rest of the process between two samples near the limit, halved
+// every kBurstHalfLife since, capped at an eighth of the limit).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -65,36 +65,43 @@ TEST(LimitFollower, SlowGrowthIsNoBurst) {
   EXPECT_EQ(d.target(50, 10), 146u);
 }
 
+TEST(LimitFollower, GrowthWithRoomToSpareIsNoBurst) {
+  doubled d;
+  (void)d.target(2, 0);
+  EXPECT_EQ(d.target(26, 0), 170u);  // +24 MiB at start-up, the cgroup at 13 % of its limit
+  EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
+}
+
 TEST(LimitFollower, AnOldBurstFadesByHalfEveryHalfLife) {
   doubled d;
-  (void)d.target(30, 0);
-  (void)d.target(42, 0);  // +12 MiB: reserve 24 MiB
+  (void)d.target(30, 150);
+  (void)d.target(42, 140);  // +12 MiB: reserve 24 MiB
   EXPECT_EQ(d.f.reserve_now(), 24 * MiB);
   d.wait(limit_follower::kBurstHalfLife);
-  (void)d.target(42, 0);
+  (void)d.target(42, 140);
   EXPECT_NEAR(static_cast<double>(d.f.reserve_now()) / MiB, 12.0, 0.1);
   d.wait(3 * limit_follower::kBurstHalfLife);
-  EXPECT_EQ(d.target(42, 0), 154u);  // 24 / 16 = 1.5 MiB of burst: the base reserve again
+  EXPECT_EQ(d.target(42, 140), 154u);  // 24 / 16 = 1.5 MiB of burst: the base reserve again
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);
 }
 
 TEST(LimitFollower, ARepeatedBurstKeepsItsReserve) {
   doubled d;
   for (int step = 0; step < 10; ++step) {  // a batch buffer of 10 MiB, taken and freed every 5 s
-    (void)d.target(30, 0);
-    (void)d.target(40, 0);
+    (void)d.target(30, 150);
+    (void)d.target(40, 145);
     d.wait(std::chrono::seconds(5));
   }
-  (void)d.target(30, 0);  // just before the next burst
+  (void)d.target(30, 150);  // just before the next burst
   EXPECT_GE(d.f.reserve_now(), 14 * MiB);  // 2 × 10 MiB × 2^-0.5
 }
 
 TEST(LimitFollower, TheBurstReserveIsCappedAtAnEighthOfTheLimit) {
   doubled d;
-  (void)d.target(10, 0);
-  (void)d.target(90, 0);  // +80 MiB at once: twice that would leave nothing
+  (void)d.target(10, 180);
+  (void)d.target(90, 100);  // +80 MiB at once: twice that would leave nothing
   EXPECT_EQ(d.f.reserve_now(), 25 * MiB);
-  EXPECT_EQ(d.target(90, 0), 85u);
+  EXPECT_EQ(d.target(90, 100), 85u);
 }
 
 }  // namespace
