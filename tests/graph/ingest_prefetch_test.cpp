@@ -3,18 +3,28 @@
 // manager::prefetch, has the pager fill the batch's adjacency lists before the inserting
 // threads touch them (pager_stats::prefetched_pages), so fewer inserts stop on a missing-page
 // fault than in the same ingest into a copy of the datastore without prefetch; same graph.
+// The look-ahead's look-ups run on a thread of their own, guarded: a damaged page they meet is
+// the store's error thrown from the insertion, not SIGBUS.
+#include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/edge_io.hpp>
+#include <pheap/graph/grouped_insert.hpp>
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/rmat.hpp>
 #include <pheap/graph/store.hpp>
 #include <pheap/manager.hpp>
 
+#include "common/damage.hpp"
 #include "common/test_util.hpp"
+#include "hooked_graph.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace pg = pheap::graph;
@@ -93,6 +103,70 @@ TEST(IngestPrefetch, PagerReadsTheBatchListsAheadAndFewerInsertsFault) {
   EXPECT_LT(faults(with), faults(without));
   EXPECT_EQ(with.arcs, without.arcs);
   EXPECT_EQ(with.vertices, without.vertices);
+}
+
+// A graph in DRAM whose look-ups (the look-ahead's only: insertion goes through add_arcs) first
+// read a heap page the store cannot read — a datastore with one damaged page, opened read-only
+// on the pager. The look-ahead thread meets it: the call must end with the store's error naming
+// the segment file (rethrown once every thread stopped), on the calling thread; unguarded, the
+// look-ahead's SIGBUS would end this test binary.
+TEST(IngestPrefetch, DamagedPageMetByTheLookAheadThreadIsTheStoresErrorNotASignal) {
+  pheap::test::temp_dir tmp;
+  const std::string blob_ds = tmp / "blob";
+  try {
+    pheap::test::make_blob_heap(blob_ds, "blob", 'Z', 1 << 20);  // many pages: the damaged last one is not the header's
+  } catch (const pheap::error& e) {
+    if (e.code() != pheap::errc::unavailable) throw;
+    PHEAP_REQUIRE_FEATURE(std::string("userfaultfd: ") + e.what());
+    return;
+  }
+  const std::string seg = pheap::test::damage_block_of(blob_ds, 'Z', pheap::test::which_block::last);
+  ASSERT_FALSE(seg.empty());
+  pheap::options bo;
+  bo.backend = pheap::backend_kind::uffd;
+  pheap::manager bm(pheap::open_read_only, blob_ds, bo);
+  const auto [blob, len] = bm.find<char>("blob");
+  ASSERT_NE(blob, nullptr);
+
+  using G = pg::adjacency_list<void, std::allocator<std::byte>>;
+  G g{false, 16, {}};
+  pg::rmat_params p;
+  p.scale = 10;
+  pg::rmat_generator gen(p);
+  std::vector<pg::edge> es(gen.num_edges());
+  gen.generate(0, es.size(), es.data());
+  for (std::size_t i = 0; i < es.size() / 2; ++i) g.insert(es[i]);
+  const std::vector<pg::edge> batch(es.begin() + static_cast<std::ptrdiff_t>(es.size() / 2), es.end());
+
+  // The inserting thread waits in its first group until the look-ahead made a look-up (else
+  // it could claim every bank before the look-ahead thread started, and nothing is looked up).
+  std::atomic<bool> looked_up_elsewhere{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  pg::test::hooked_graph<G> hg{&g,
+                               [&](std::uint64_t, std::size_t) {
+                                 // A guard against a hang only: the assertions below decide.
+                                 const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                                 while (!looked_up_elsewhere && std::chrono::steady_clock::now() < until) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                 }
+                               },
+                               [&](std::uint64_t) {
+                                 if (std::this_thread::get_id() != caller) looked_up_elsewhere = true;
+                                 std::uint64_t sum = 0;
+                                 for (std::size_t i = 0; i < len; i += 4096) sum += static_cast<const volatile char*>(blob)[i];
+                                 (void)sum;
+                               }};
+  pg::grouped_insert_options o;
+  o.threads = 1;
+  o.prefetch = [](std::span<const std::pair<const void*, std::size_t>>) {};
+  try {
+    pg::insert_grouped(hg, batch, o);
+    ADD_FAILURE() << "the insertion met the damaged page and did not say so";
+  } catch (const pheap::error& e) {
+    EXPECT_EQ(e.code(), pheap::errc::corrupt) << e.what();
+    EXPECT_NE(std::string(e.what()).find(seg), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(looked_up_elsewhere.load()) << "the look-ups ran on the calling thread: the test proves nothing";
 }
 
 }  // namespace

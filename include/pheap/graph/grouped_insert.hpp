@@ -37,12 +37,15 @@
 // (the graph's bank_locks), the call keeps adjacency_list's contract — bank b is read by the
 // look-ahead and written by the inserting threads under lock b only — and may run beside other
 // writers sharing the table. Caveat: only the calling thread is the caller's; the other
-// inserting threads and the look-ahead thread read and write the heap outside it, so
-// pheap::guard_faults around the call covers the calling thread only (threads = 1 without a
-// prefetch callback runs on the calling thread alone).
+// inserting threads write the heap outside it, so pheap::guard_faults around the call covers
+// the calling thread only: with threads > 1 a damaged page met by another inserting thread is
+// SIGBUS. The look-ahead thread guards its own reads (a damaged page there is the store's
+// error, "Errors"), so threads = 1, with or without a prefetch callback, inserts and looks up
+// under guards only when the caller guards the call.
 //
-// Errors. The first exception of any thread (an allocation failure, the callback's) stops every
-// thread at its next bank and is rethrown once all have stopped. The batch is then partly
+// Errors. The first exception of any thread (an allocation failure, the callback's, a damaged
+// page met by the look-ahead's look-ups) stops every thread at its next bank and is rethrown
+// once all have stopped. The batch is then partly
 // inserted (whole groups): graph::ingest's protocol forbids a flush after such a throw.
 //
 // The prefetch plan. For each vertex of a bank that is in g already and has an allocation: the
@@ -74,6 +77,7 @@
 // without it gets no plan.
 #pragma once
 
+#include <pheap/fault_guard.hpp>
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/types.hpp>
 
@@ -229,18 +233,25 @@ class grouped_inserter::batch final : public detail::bank_work {
       std::size_t bytes = 0;
       {
         const auto held = lock(b);
-        for_each_group(b, [&](std::uint64_t u, std::size_t first, std::size_t last) {
-          bytes += 4096;  // the look-up's node
-          const std::size_t k = arcs_in(first, last);
-          const auto* l = g_.neighbors(u);
-          if (l == nullptr || k == 0 || l->capacity() == 0) return;
-          const neighbor* data = &*l->data();
-          const auto r = l->size() + k <= l->capacity()
-                             ? std::pair<const void*, std::size_t>(data + l->size(), k * sizeof(neighbor))
-                             : std::pair<const void*, std::size_t>(data, l->size() * sizeof(neighbor));
-          if (r.second == 0) return;
-          ranges.push_back(r);
-          bytes += detail::page_span(r.first, r.second);
+        // The look-ups run on the look-ahead thread, outside any guard of the caller: guarded
+        // here, a damaged page they meet is the store's pheap::error, which stops the batch
+        // ("Errors"), instead of a SIGBUS that ends the process. The guard leaves by siglongjmp
+        // (pheap/fault_guard.hpp): nothing inside it owns anything (the lock is held outside;
+        // `ranges` is whole between two push_backs, and a fault happens only in a look-up).
+        pheap::guard_faults([&] {
+          for_each_group(b, [&](std::uint64_t u, std::size_t first, std::size_t last) {
+            bytes += 4096;  // the look-up's node
+            const std::size_t k = arcs_in(first, last);
+            const auto* l = g_.neighbors(u);
+            if (l == nullptr || k == 0 || l->capacity() == 0) return;
+            const neighbor* data = &*l->data();
+            const auto r = l->size() + k <= l->capacity()
+                               ? std::pair<const void*, std::size_t>(data + l->size(), k * sizeof(neighbor))
+                               : std::pair<const void*, std::size_t>(data, l->size() * sizeof(neighbor));
+            if (r.second == 0) return;
+            ranges.push_back(r);
+            bytes += detail::page_span(r.first, r.second);
+          });
         });
       }
       if (!ranges.empty()) opt_.prefetch(ranges);

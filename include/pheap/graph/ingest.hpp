@@ -108,7 +108,8 @@ struct ingest_options {
   // It runs at most prefetch_window_bytes ahead (grouped_insert.hpp, "The window": the default
   // 4 MiB suits budgets of tens of MiB and up; keep it well below the pager's buffer). Worth
   // it out of core only: in core the look-ups cost time and save nothing. The look-ahead's
-  // reads of the heap happen on its own thread, outside a pheap::guard_faults of the caller.
+  // reads of the heap happen on its own thread, under a pheap::guard_faults of its own: a
+  // damaged page there is the store's error, thrown from ingest (grouped_insert.hpp, "Errors").
   prefetch_fn prefetch;
   std::size_t prefetch_window_bytes = grouped_insert_options::default_window;
 };
