@@ -15,6 +15,8 @@
 // flush (the tool leaves without destructors; pheap::mpi::datastore never commits on its own).
 #include <pheap/graph/mpi/ingest.hpp>
 
+#include <pheap/graph/grouped_insert.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -114,18 +116,43 @@ void route(const edge& e, bool directed, int ranks, Emit&& emit) {
   }
 }
 
-template <class G>
-void insert_routed(G& g, std::span<const routed> records) {
-  for (const routed& r : records) {
-    if (r.kind == routed::edge_both) {
-      g.insert(edge{r.src, r.dst, r.weight});
-    } else if (r.kind == routed::arc_only) {
-      g.add_arc(r.src, r.dst, r.weight);
-    } else {
-      g.ensure_vertex(r.src);
+// A batch of records inserted grouped by vertex, bank by bank, as a single process inserts a
+// batch (grouped_insert.hpp): each vertex is looked up once and its list grown at most once per
+// batch, so out of core a batch faults each page it touches about once. Every list ends up as
+// the records applied one by one in order would leave it (g.insert / add_arc / ensure_vertex):
+// a record is an edge and the halves of it this rank stores. The scratch is kept from batch to
+// batch (its DRAM: 25 bytes per record, plus the inserter's, grouped_insert.hpp "DRAM").
+class routed_inserter {
+ public:
+  template <class G>
+  void insert(G& g, std::span<const routed> records) {
+    using gi = grouped_inserter;
+    edges_.clear();
+    halves_.clear();
+    if (edges_.capacity() < records.size()) {  // once per size: no doubling burst (memory_limit.hpp)
+      edges_.reserve(records.size());
+      halves_.reserve(records.size());
     }
+    for (const routed& r : records) {
+      if (r.kind == routed::edge_both) {
+        edges_.push_back(edge{r.src, r.dst, r.weight});
+        halves_.push_back(gi::src_half | gi::dst_half);
+      } else if (r.kind == routed::arc_only) {
+        edges_.push_back(edge{r.src, r.dst, r.weight});
+        halves_.push_back(gi::src_half);
+      } else {  // ensure_vertex(src): the dst half of an edge into src (a directed graph's)
+        edges_.push_back(edge{r.src, r.src, 0});
+        halves_.push_back(gi::dst_half);
+      }
+    }
+    inserter_.insert(g, std::span<const edge>(edges_), std::span<const std::uint8_t>(halves_));
   }
-}
+
+ private:
+  std::vector<edge> edges_;
+  std::vector<std::uint8_t> halves_;
+  grouped_inserter inserter_;
+};
 
 // The partition record of `name` on this rank, made when missing, and checked.
 persistent_partition& partition_of(pheap::mpi::datastore& ds, const std::string& name) {
@@ -456,8 +483,9 @@ distributed_report ingest(MPI_Comm comm, pheap::mpi::datastore& ds, const std::s
     });
     pheap::graph::detail::target_of<persistent_graph<W>, persistent_ingest_state> target(
         *g, *find_ingest_state(ds.local(), name));
+    auto inserter = std::make_shared<routed_inserter>();
     distributed_run run(comm, ds, target, *part, g->directed(), inputs, opt,
-                        [g](std::span<const routed> rs) { insert_routed(*g, rs); }, progress);
+                        [g, inserter](std::span<const routed> rs) { inserter->insert(*g, rs); }, progress);
     if (run.start()) {
       run.run_batches();
       run.finish_job();

@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -123,6 +124,56 @@ TEST(GraphGroupedInsert, GroupedInsertEqualsPerEdgeInsertEntryForEntryUndirected
 }
 TEST(GraphGroupedInsert, GroupedInsertEqualsPerEdgeInsertEntryForEntryOneBank) {
   grouped_equals_per_edge<std::uint64_t>(false, 1);
+}
+
+// Halves of edges (a rank of a partitioned graph, pheap/graph/mpi): each edge with a random
+// half mask — src only, dst only, both — inserted grouped equals add_arc / ensure_vertex
+// applied edge by edge in input order, entry for entry, loops and duplicates included, on 1
+// and 2 threads, with and without the look-ahead.
+template <class W>
+void halves_equal_per_record(bool directed) {
+  using G = adjacency_list<W, A>;
+  using gi = grouped_inserter;
+  const auto es = edges_with_duplicates_and_loops(G::kind);
+  std::vector<std::uint8_t> halves(es.size());
+  std::mt19937_64 rng(7);
+  for (auto& h : halves) h = static_cast<std::uint8_t>(1 + rng() % 3);
+  G per_record(directed, 64, {});
+  for (std::size_t i = 0; i < es.size(); ++i) {
+    const edge& e = es[i];
+    if (halves[i] & gi::src_half) per_record.add_arc(e.src, e.dst, e.weight);
+    if ((halves[i] & gi::dst_half) && (e.dst != e.src || !(halves[i] & gi::src_half))) {
+      if (directed) {
+        per_record.ensure_vertex(e.dst);
+      } else {
+        per_record.add_arc(e.dst, e.src, e.weight);
+      }
+    }
+  }
+  for (const bool look_ahead : {false, true}) {
+    for (const unsigned threads : {1u, 2u}) {
+      grouped_insert_options o;
+      o.threads = threads;
+      if (look_ahead) o.prefetch = [](std::span<const std::pair<const void*, std::size_t>>) {};
+      G g(directed, 64, {});
+      grouped_inserter ins;
+      const std::size_t half = es.size() / 2;  // two batches through one inserter
+      ins.insert(g, std::span<const edge>(es).first(half), std::span<const std::uint8_t>(halves).first(half), o);
+      ins.insert(g, std::span<const edge>(es).subspan(half), std::span<const std::uint8_t>(halves).subspan(half), o);
+      const std::string where = "threads " + std::to_string(threads) + ", look-ahead " + std::to_string(look_ahead);
+      EXPECT_EQ(lists_of(g), lists_of(per_record)) << where;
+      EXPECT_EQ(g.num_arcs(), per_record.num_arcs()) << where;
+      EXPECT_EQ(g.num_vertices(), per_record.num_vertices()) << where;
+      expect_invariants(g);
+    }
+  }
+}
+
+TEST(GraphGroupedInsert, HalvesOfEdgesEqualAddArcAndEnsureVertexRecordByRecordDirected) {
+  halves_equal_per_record<std::uint64_t>(true);
+}
+TEST(GraphGroupedInsert, HalvesOfEdgesEqualAddArcAndEnsureVertexRecordByRecordUndirected) {
+  halves_equal_per_record<float>(false);
 }
 
 TEST(GraphGroupedInsert, AddArcsAppendsInOrderAndGrowsCapacityByTheListsOwnFactor) {

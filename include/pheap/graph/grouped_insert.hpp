@@ -9,7 +9,8 @@
 // What grouped_inserter::insert(g, edges) does:
 //   1. Entries: an edge (src, dst) gives the arc src -> dst and, when src != dst, an entry keyed
 //      by dst: the arc dst -> src (undirected) or "dst is a vertex" (directed, ensure_vertex).
-//      A self-loop gives one arc, as adjacency_list::insert stores it once.
+//      A self-loop gives one arc, as adjacency_list::insert stores it once. (With `halves`, for
+//      a graph partitioned by vertex, an edge gives only the entries its half mask names.)
 //   2. A counting sort of the entries by the bank of their key (stable, the threads counting
 //      and scattering disjoint parts of the batch); then, bank by bank, a sort by (key, input
 //      position): one group per vertex, its arcs in input order.
@@ -148,9 +149,24 @@ class grouped_inserter {
   template <class Graph>
   void insert(Graph& g, std::span<const edge> edges, const grouped_insert_options& opt = {},
               bank_locks* locks = nullptr) {
+    insert(g, edges, std::span<const std::uint8_t>(), opt, locks);
+  }
+
+  // Halves of edges, for a graph partitioned by vertex (pheap/graph/mpi: a rank stores the
+  // entries of the vertices it owns). halves[i] says which entries of edges[i] to make:
+  // src_half, the arc src -> dst (adjacency_list::add_arc(src, dst)); dst_half, the entry keyed
+  // by dst (undirected: add_arc(dst, src); directed: ensure_vertex(dst)); both, what insert(e)
+  // makes (a self-loop's dst half then adds nothing). The result is what those calls, edge by
+  // edge in input order, would have stored (the contract above). An empty `halves`: both
+  // halves of every edge, i.e. insert(g, edges).
+  static constexpr std::uint8_t src_half = 1, dst_half = 2;
+  template <class Graph>
+  void insert(Graph& g, std::span<const edge> edges, std::span<const std::uint8_t> halves,
+              const grouped_insert_options& opt = {}, bank_locks* locks = nullptr) {
     constexpr std::size_t kChunk = std::size_t{1} << 30;  // entry refs are 32-bit
     for (std::size_t at = 0; at < edges.size(); at += kChunk) {
-      insert_chunk(g, edges.subspan(at, std::min(kChunk, edges.size() - at)), opt, locks);
+      const std::size_t n = std::min(kChunk, edges.size() - at);
+      insert_chunk(g, edges.subspan(at, n), halves.empty() ? halves : halves.subspan(at, n), opt, locks);
     }
   }
 
@@ -160,8 +176,15 @@ class grouped_inserter {
 
   // Steps 1-2a: refs_ holds the batch's entries, (edge index << 1) | (keyed by dst), grouped by
   // bank in input order; begin_[b] .. begin_[b + 1] is bank b's. Returns the thread count used.
+  // The entries edge i makes (above): bit 0 the src-keyed one, bit 1 the dst-keyed one.
+  static unsigned entries_of(const edge& e, std::span<const std::uint8_t> halves, std::size_t i) noexcept {
+    const unsigned h = halves.empty() ? src_half | dst_half : halves[i];
+    return (h & src_half) | ((h & dst_half) != 0 && (e.dst != e.src || (h & src_half) == 0) ? 2u : 0u);
+  }
+
   template <class Graph>
-  unsigned sort_by_bank(const Graph& g, std::span<const edge> edges, unsigned threads) {
+  unsigned sort_by_bank(const Graph& g, std::span<const edge> edges, std::span<const std::uint8_t> halves,
+                        unsigned threads) {
     const std::size_t nb = g.num_banks();
     threads = static_cast<unsigned>(std::clamp<std::size_t>(edges.size(), 1, std::max(1u, threads)));
     counts_.assign(static_cast<std::size_t>(threads) * nb, 0);
@@ -172,8 +195,9 @@ class grouped_inserter {
       std::size_t* c = counts_.data() + t * nb;
       const auto [lo, hi] = part(t);
       for (std::size_t i = lo; i < hi; ++i) {
-        ++c[g.bank_of(edges[i].src)];
-        if (edges[i].dst != edges[i].src) ++c[g.bank_of(edges[i].dst)];
+        const unsigned k = entries_of(edges[i], halves, i);
+        if (k & 1) ++c[g.bank_of(edges[i].src)];
+        if (k & 2) ++c[g.bank_of(edges[i].dst)];
       }
     });
     begin_.assign(nb + 1, 0);
@@ -192,15 +216,17 @@ class grouped_inserter {
       std::size_t* c = counts_.data() + t * nb;
       const auto [lo, hi] = part(t);
       for (std::size_t i = lo; i < hi; ++i) {
-        refs_[c[g.bank_of(edges[i].src)]++] = static_cast<std::uint32_t>(i << 1);
-        if (edges[i].dst != edges[i].src) refs_[c[g.bank_of(edges[i].dst)]++] = static_cast<std::uint32_t>(i << 1 | 1);
+        const unsigned k = entries_of(edges[i], halves, i);
+        if (k & 1) refs_[c[g.bank_of(edges[i].src)]++] = static_cast<std::uint32_t>(i << 1);
+        if (k & 2) refs_[c[g.bank_of(edges[i].dst)]++] = static_cast<std::uint32_t>(i << 1 | 1);
       }
     });
     return threads;
   }
 
   template <class Graph>
-  void insert_chunk(Graph& g, std::span<const edge> edges, const grouped_insert_options& opt, bank_locks* locks);
+  void insert_chunk(Graph& g, std::span<const edge> edges, std::span<const std::uint8_t> halves,
+                    const grouped_insert_options& opt, bank_locks* locks);
 
   std::vector<std::uint32_t> refs_;
   std::vector<std::size_t> begin_;
@@ -332,10 +358,10 @@ class grouped_inserter::batch final : public detail::bank_work {
 };
 
 template <class Graph>
-void grouped_inserter::insert_chunk(Graph& g, std::span<const edge> edges, const grouped_insert_options& opt,
-                                    bank_locks* locks) {
+void grouped_inserter::insert_chunk(Graph& g, std::span<const edge> edges, std::span<const std::uint8_t> halves,
+                                    const grouped_insert_options& opt, bank_locks* locks) {
   if (edges.empty()) return;
-  const unsigned threads = sort_by_bank(g, edges, opt.threads);
+  const unsigned threads = sort_by_bank(g, edges, halves, opt.threads);
   const bool look_ahead = batch<Graph>::can_plan && static_cast<bool>(opt.prefetch);
   batch<Graph> work(g, edges, opt, locks, refs_, begin_, threads + 1);
   detail::run_banks(work, g.num_banks(), threads, look_ahead, opt.prefetch_window_bytes, opt.arcs_inserted);
