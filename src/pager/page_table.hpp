@@ -38,6 +38,8 @@
 #include <memory>
 #include <thread>
 
+#include "pager/anon_map.hpp"
+
 namespace pheap::paging {
 
 namespace ps {  // page state
@@ -83,12 +85,18 @@ enum class wp_fault {
   unprotect,    // claimed with dirty|ref|wpclear: write-unprotect, then release(wpclear)
 };
 
+// The words live in an anonymous mapping, not in the heap: a word of a page never touched is
+// never written, so the mapping's untouched pages stay the kernel's zero page (ps::absent is
+// 0) and the table costs memory for the heap's used pages only — 4 KiB per 1 024 pages of the
+// region around them — not 4 bytes for every page of the capacity (64 MiB at 64 GiB).
 class page_table {
  public:
-  explicit page_table(std::size_t pages) : w_(std::make_unique<std::atomic<std::uint32_t>[]>(pages)) {
-    for (std::size_t i = 0; i < pages; ++i) w_[i].store(ps::absent, std::memory_order_relaxed);
+  page_table() = default;
+  explicit page_table(std::size_t pages) : map_(pages * sizeof(std::uint32_t), true) {
+    static_assert(ps::absent == 0, "an untouched (zero) word must read as absent");
+    static_assert(std::atomic_ref<std::uint32_t>::required_alignment <= alignof(std::uint32_t));
   }
-  std::uint32_t load(std::size_t i) const noexcept { return w_[i].load(std::memory_order_acquire); }
+  std::uint32_t load(std::size_t i) const noexcept { return word(i).load(std::memory_order_acquire); }
 
   // ---- fault workers ---------------------------------------------------------------------------
   // Classifies a missing fault on page i; on an owned page sets `wanted` (I3).
@@ -265,9 +273,12 @@ class page_table {
   }
 
  private:
+  std::atomic_ref<std::uint32_t> word(std::size_t i) const noexcept {
+    return std::atomic_ref<std::uint32_t>(reinterpret_cast<std::uint32_t*>(map_.data())[i]);
+  }
   bool cas(std::size_t i, std::uint32_t& expected, std::uint32_t desired) noexcept {
-    return w_[i].compare_exchange_weak(expected, desired, std::memory_order_acq_rel,
-                                       std::memory_order_acquire);
+    return word(i).compare_exchange_weak(expected, desired, std::memory_order_acq_rel,
+                                         std::memory_order_acquire);
   }
   // filling → `k`, other bits (the pin count) kept.
   void leave_filling(std::size_t i, std::uint32_t k) noexcept {
@@ -277,7 +288,7 @@ class page_table {
     }
   }
 
-  std::unique_ptr<std::atomic<std::uint32_t>[]> w_;
+  anon_map map_;  // the words, std::uint32_t each, read and written through atomic_ref
 };
 
 // Calls fn(i, j) for each run pages[i..j) of consecutive page numbers in `pages` (sorted),

@@ -109,7 +109,7 @@ namespace paging {
 // step that throws leaves only descriptors and mappings to release (the anon_maps unmap
 // themselves).
 pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt)
-    : store_(std::move(store)), table_(0), budget_(stop_) {
+    : store_(std::move(store)), budget_(stop_) {
   if (!store_) throw error(errc::invalid_argument, "", "map pager", "null store");
   set_geometry(opt);
   const uffd_features& f = probe_features(name_);
@@ -253,9 +253,10 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
       kFollowPeriod);
 }
 
-// The pager's memory outside the buffer that is not yet in use when the buffer is sized (the
-// page table is: it is allocated and written first): the bounce buffers of flush, eviction and
-// verification (a batch each), one per fault thread (1 + read_ahead pages), the zero page.
+// The pager's memory outside the buffer that is not yet in use when the buffer is sized: the
+// bounce buffers of flush, eviction and verification (a batch each), one per fault thread
+// (1 + read_ahead pages), the zero page. (The page table grows with the pages used, 1/1024 of
+// them at 4 KiB pages: the reserve and the follower's samples cover it.)
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
   return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * worker_bounce_pages() +
           zero_ahead_pages_) *
