@@ -217,7 +217,9 @@ TEST(GraphTool, KillDashNineDuringFlushEveryIngestionThenRerunGivesExactlyTheRef
   std::mt19937_64 rng(0xC0FFEE);
   const std::string log = d / "crash.log";
   int kills = 0, rounds = 0, lock_retries = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Rounds go on until 50 kills landed, however slow the machine (a sanitizer build under CI
+  // load runs a round in several seconds); the deadline only guards against a hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   // Rounds: a fresh datastore, both jobs run with kill -9 at a random moment until each
   // completes on its own; then the graph must equal the reference exactly. A kill lands
   // anywhere in the calibrated run's time; a run killed before its first watermark (the
@@ -225,10 +227,11 @@ TEST(GraphTool, KillDashNineDuringFlushEveryIngestionThenRerunGivesExactlyTheRef
   // a row the next run is let finish: every job completes, however the start-up compares with
   // the ingestion (grouped insertion made the ingestion a smaller part of the run).
   int kills_in_a_row = 0;
-  while (kills < 55 && std::chrono::steady_clock::now() < deadline) {
+  while (kills < 50) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no progress: " << kills << " kills in " << rounds << " rounds";
     const std::string ds = d / ("ds" + std::to_string(rounds++));
     for (int job = 0; job < 2;) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline + std::chrono::seconds(20)) << "no progress";
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline + std::chrono::seconds(60)) << "no progress";
       const pid_t pid = spawn(job_args(ds, job), log);
       if (kills_in_a_row < 8) {
         std::this_thread::sleep_for(std::chrono::microseconds(static_cast<std::int64_t>(
@@ -260,7 +263,6 @@ TEST(GraphTool, KillDashNineDuringFlushEveryIngestionThenRerunGivesExactlyTheRef
     EXPECT_EQ(st->jobs_completed, 2u);
     EXPECT_EQ(st->active, 0u);
   }
-  EXPECT_GE(kills, 50) << "calibrated full run " << full_ms << " ms, " << rounds << " rounds";
   std::printf("kill -9 test: %d kills over %d rounds, full run %.0f ms, %d lock retries\n", kills, rounds,
               full_ms, lock_retries);
 }

@@ -215,7 +215,10 @@ TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecif
     open_reads = o.open_reads;
     total_reads = o.reads;
     ASSERT_GT(open_reads, 0u);
-    ASSERT_GT(total_reads, open_reads + 100) << "the workload hardly faults: nothing to test";
+    // The read operations after the open vary from run to run (concurrent faults share one
+    // batch): 93-290 seen, fewer under a sanitizer and load. A few dozen give every iteration
+    // a read to fail (the nth below).
+    ASSERT_GT(total_reads, open_reads + 40) << "the workload hardly faults: nothing to test";
   }
   for (std::uint64_t i = 0; i < iterations && ta.failures < 5; ++i) {
     // Spread over the reads after the open, jittered within each stride.
