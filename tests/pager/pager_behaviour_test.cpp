@@ -302,6 +302,21 @@ TEST(PagerLifecycle, CreateDestroy200CyclesGrowsNoFdsThreadsOrRss) {
 #endif
 }
 
+// pheap's own memory grows with the pages used, not with the capacity: a pager over a 64 GiB
+// region of 4 KiB pages (16 Mi page words) with a few pages written adds a few MiB of resident
+// memory at most (the page table used to be allocated and written whole: 64 MiB).
+TEST(PagerMemory, AHugeMostlyEmptyRegionCostsResidentMemoryForItsUsedPagesOnly) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::uint64_t kCapacity = 64ull << 30;
+  const std::size_t before = rss_bytes();
+  pager_options o;
+  o.buffer_size = 256 * kPs;
+  pager pg(mem_store::create(kCapacity, kPs), o);
+  for (std::uint64_t at = 0; at < kCapacity; at += kCapacity / 64) pg.base()[at] = std::byte{1};
+  pg.flush({});
+  EXPECT_LT(rss_bytes(), before + (8u << 20)) << "RSS grew from " << before << " for 64 written pages";
+}
+
 TEST(PagerOptions, FromEnvParsesAndRejectsNamingTheVariable) {
   ::setenv("PHEAP_BUFFER_SIZE", "64M", 1);
   ::setenv("PHEAP_HIGH_WATERMARK", "0.8", 1);
