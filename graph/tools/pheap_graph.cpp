@@ -13,8 +13,9 @@
 // the input or rerun with --skip-bad-lines to resume at that line).
 //
 // Reads of the heap run inside pheap::guard_faults, so a damaged page is exit 1 naming the
-// segment file and the page instead of SIGBUS — for ingest on its main thread (all of it with
-// the default --threads 1; inserting threads started by --threads N > 1 are not guarded).
+// segment file and the page instead of SIGBUS — for ingest on its main thread and on the
+// look-ahead thread of --prefetch-window (all of it with the default --threads 1; inserting
+// threads started by --threads N > 1 are not guarded).
 // Query commands open the datastore read-only.
 //
 // Distributed datastores (graph/mpi/FORMAT.md, tools/README.md): built with MPI, the tool
@@ -160,13 +161,17 @@ int cmd_generate(const generate_args& a) {
 
 // ---- ingest -------------------------------------------------------------------------------
 
+// --prefetch-window not given: the library's default window, at most an eighth of the pager's
+// buffer (pages read ahead and evicted before their use were read for nothing).
+constexpr std::uint64_t kAutoWindow = ~std::uint64_t{0};
+
 struct ingest_args {
   std::string datastore, name = "graph", format = "text", weighted, flush_every = "30s";
   std::vector<std::string> inputs;
   unsigned threads = 1;
   std::uint64_t batch_size = 1u << 20, banks = 1024;
   std::uint64_t capacity = 0, page_size = 0, buffer_size = 0;  // 0: the library's default
-  std::uint64_t prefetch_window = 0;  // 0: no look-ahead prefetch
+  std::uint64_t prefetch_window = kAutoWindow;  // 0: no look-ahead
   bool undirected = false, skip_bad_lines = false, reingest = false, abandon = false, quiet = false;
 };
 
@@ -292,9 +297,15 @@ void print_report(const pg::ingest_report& r, const std::string& name, std::uint
 template <class G>
 int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_options o) {
   pg::persistent_ingest_state& st = *pg::find_ingest_state(m, a.name);
-  if (a.prefetch_window != 0) {  // --prefetch-window: the look-ahead asks the pager for the lists
+  std::uint64_t window = a.prefetch_window;
+  if (window == kAutoWindow) {
+    window = pg::grouped_insert_options::default_window;
+    const std::uint64_t buffer = m.stats().pager.buffer_bytes;  // 0: the kernel's mmap backend
+    if (buffer != 0) window = std::min(window, buffer / 8);
+  }
+  if (window != 0) {  // the look-ahead asks the pager (or the kernel) for the lists
     o.prefetch = [&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); };
-    o.prefetch_window_bytes = static_cast<std::size_t>(a.prefetch_window);
+    o.prefetch_window_bytes = static_cast<std::size_t>(window);
   }
   progress pr(progress::choose(a.quiet), "ingest", progress::unit::bytes);
   const std::uint64_t start = prepare_progress(pr, a, st);
@@ -913,10 +924,10 @@ void define_ingest(CLI::App& app, command_line& c) {
                                 "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
   tool_support::add_size_option(*ing, "--prefetch-window", ia.prefetch_window,
                                 "read ahead the lists the next banks of a batch will grow, at most "
-                                "SIZE ahead of the insertion (e.g. 4MiB; default 0: off). Out of "
-                                "core it saves faults (bench/README.md run E); its reads run on a "
-                                "thread of their own, so a damaged page they meet ends the process "
-                                "by SIGBUS instead of exit 1");
+                                "SIZE ahead of the insertion (default 4MiB, at most 1/8 of the buffer; "
+                                "0: off). Out of core it "
+                                "keeps the device many reads deep (bench/README.md runs F, G); keep "
+                                "it well below the buffer");
   ing->add_flag("-q,--quiet", ia.quiet, "no progress on stderr");
   ing->callback([&c] { c.action = [&c] { return cmd_ingest(c.ia); }; });
 }
