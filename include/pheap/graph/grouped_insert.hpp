@@ -46,8 +46,8 @@
 //
 // Errors. The first exception of any thread (an allocation failure, the callback's, a damaged
 // page met by the look-ahead's look-ups) stops every thread at its next bank and is rethrown
-// once all have stopped. The batch is then partly
-// inserted (whole groups): graph::ingest's protocol forbids a flush after such a throw.
+// once all have stopped. The batch is then partly inserted (whole groups): graph::ingest's
+// protocol forbids a flush after such a throw.
 //
 // The prefetch plan. For each vertex of a bank that is in g already and has an allocation: the
 // slots its appends will write, [data + size, data + size + k), when they fit in the capacity;
