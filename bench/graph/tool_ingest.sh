@@ -15,8 +15,9 @@
 #
 # Environment: BUILD (default build), OLD_BUILD (optional), BENCH_DIR (default /tmp), MODES
 # (default "incore half"), THREADS (--threads, default 1: the tool's), SLACK (MiB, default
-# 48: the tool's batch of 2^20 edges and its grouping take about 26 MiB), TIMEOUT (s per run, default 300), MPIRUN (default mpirun; the MPI forms run when the
-# binary was built with MPI), OUT (a CSV to append the rows to, optional).
+# 48: the tool's own memory, 30 MiB max RSS for a SCALE-14 ingest with --capacity 1G), TIMEOUT
+# (s per run, default 300), MPIRUN (default mpirun; the MPI forms run when the binary was
+# built with MPI), OUT (a CSV to append the rows to, optional).
 # Prints one CSV row per run, then per mode and form the median seconds and the ratio to the
 # no-look-ahead form.
 set -euo pipefail

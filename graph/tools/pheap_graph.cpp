@@ -927,7 +927,8 @@ void define_ingest(CLI::App& app, command_line& c) {
                                 "SIZE ahead of the insertion (default 4MiB, at most 1/8 of the buffer; "
                                 "0: off). Out of core it "
                                 "keeps the device many reads deep (bench/README.md runs F, G); keep "
-                                "it well below the buffer");
+                                "it well below the buffer. Not under mpirun: ranks insert grouped, "
+                                "without look-ahead");
   ing->add_flag("-q,--quiet", ia.quiet, "no progress on stderr");
   ing->callback([&c] { c.action = [&c] { return cmd_ingest(c.ia); }; });
 }
