@@ -46,6 +46,7 @@ enum class var : unsigned {
   io_engine,
   backend,
   mmap_advice,
+  victim_cache,
   debug,
 };
 

@@ -71,6 +71,17 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
+//   * Victim cache (pager_options::victim_cache; on by default only for an automatic buffer
+//     under a memory cgroup): evicted pages are also kept, once their bytes are in the store,
+//     in a private mirror of the region handed to the kernel with MADV_FREE, and a fault on
+//     such a page copies it back instead of reading the store (pager_stats::victim_hits).
+//     The copies are the process's resident memory (RSS) until the kernel takes them, which it
+//     does without I/O whenever memory is short (they count as inactive file pages, so the
+//     automatic buffer treats them as reclaimable, as it does the page cache); they are not
+//     bounded otherwise. A copy is used only when PAGEMAP_SCAN says, before and after it is
+//     read, that every frame of it is still present and not the zero page (a dropped frame
+//     reads as the zero page); else the store is read. Needs PAGEMAP_SCAN (Linux ≥ 6.7);
+//     process_madvise on the caller itself (≥ 6.13) batches the MADV_FREE calls.
 //   * Memory. The buffer bounds the region's resident pages. pheap's own memory outside it:
 //     the page table, 4 bytes per page of the region, in a mapping whose memory is taken only
 //     where pages are used (one 4 KiB page of words per 1 024 pages: 0.1 % of the heap's used

@@ -6,7 +6,7 @@
 //
 // Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
 // README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
-// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_DEBUG.
+// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_VICTIM_CACHE, PHEAP_DEBUG.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +17,10 @@ namespace pheap {
 enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
 const char* to_string(dirty_tracking t) noexcept;
 std::ostream& operator<<(std::ostream& os, dirty_tracking t);
+
+// Whether evicted pages are kept where the kernel may take them back (pager_options below).
+enum class victim_caching { automatic, on, off };
+const char* to_string(victim_caching v) noexcept;
 
 struct pager_options {
   // Bytes of DRAM the region may hold, rounded down to whole pages, at most the capacity.
@@ -35,6 +39,15 @@ struct pager_options {
   dirty_tracking tracking = dirty_tracking::automatic;
   unsigned fault_threads = 2;  // workers reading the uffd (1..64)
   unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
+  // The victim cache: a copy of each evicted page (once its bytes are in the store) handed to
+  // the kernel with MADV_FREE, which drops it without I/O when it needs the memory; until then
+  // a fault on the page copies it back instead of reading the store — the role the kernel's
+  // page cache plays for mmap. The copies count as the process's resident memory (and as
+  // reclaimable file pages in its memory cgroup) until the kernel takes them. automatic: on
+  // where a memory cgroup bounds them (an automatic buffer whose limit comes from a cgroup),
+  // off otherwise. on needs PAGEMAP_SCAN (Linux 6.7+); without it the pager runs without
+  // (pager_stats::victim_cache says which).
+  victim_caching victim_cache = victim_caching::automatic;
   bool debug = false;          // one line on stderr at construction: the buffer and its source
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or

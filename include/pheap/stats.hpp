@@ -28,7 +28,10 @@ struct pager_stats {
   std::uint64_t write_faults = 0;   // missing-page faults from writes
   std::uint64_t wp_faults = 0;      // write-protect faults (wp_sync)
   std::uint64_t zero_fills = 0;     // pages filled with zeros without store I/O
-  std::uint64_t pages_read = 0;     // pages filled from the store (faults, read-ahead, prefetch)
+  std::uint64_t pages_read = 0;     // pages read from the store (faults, read-ahead, prefetch)
+  // Pages filled from the victim cache instead (pheap/pager_options.hpp victim_cache): kept
+  // copies of evicted pages that the kernel had not taken back. No store read.
+  std::uint64_t victim_hits = 0;
   std::uint64_t bytes_read = 0;
   std::uint64_t read_ahead_pages = 0;
   std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault
@@ -36,6 +39,8 @@ struct pager_stats {
   std::uint64_t evictions = 0;      // pages evicted
   std::uint64_t evicted_dirty = 0;  // of which written back
   std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
+  std::uint64_t victims_kept = 0;  // evicted pages whose copy went to the victim cache
+  bool victim_cache = false;       // the victim cache is on
   std::uint64_t dirty_pages_written = 0;  // by flushes
   std::uint64_t bytes_written = 0;        // eviction + flush
   std::uint64_t flushes = 0;

@@ -46,6 +46,10 @@ constexpr variable kTable[] = {
     {.id = var::mmap_advice, .name = "PHEAP_MMAP_ADVICE", .type = kind::word,
      .default_value = "normal", .meaning = "madvise of the mmap backend's mapping (random: no read-around)",
      .words = "normal random"},
+    {.id = var::victim_cache, .name = "PHEAP_VICTIM_CACHE", .type = kind::word,
+     .default_value = "automatic",
+     .meaning = "keep evicted pages where the kernel may take them back (MADV_FREE); automatic: on under a memory cgroup",
+     .words = "automatic|auto on off"},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
      .meaning = "1: the pager prints its buffer size and where it came from at open, and the automatic "
                 "buffer's target whenever it moves by 1/8",

@@ -9,7 +9,8 @@
 //      written bits of the page tables into the words (dirty|ref) and write-protects those
 //      pages again, so pages written since the hand last passed are kept. The hand costs O(1)
 //      per page looked at, whatever the capacity of the region.
-//   2. drop_victims, read-only region only: one MADV_DONTNEED per contiguous run; done.
+//   2. drop_victims, read-only region only: copies kept in the victim cache (where it is on),
+//      then one MADV_DONTNEED per contiguous run; done.
 //   3. move_out_victims: UFFDIO_MOVE each contiguous run into the staging range (staging.hpp).
 //      The move is atomic per page: after it the region page is missing (an access faults to a
 //      worker, which sees `evict`, sets `wanted` and leaves the thread waiting), and the
@@ -23,9 +24,11 @@
 //      sparse_store::page_crc() — no I/O; only a store that cannot tell is read back
 //      (evict_verify_reads).
 //   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
-//      registered range); then release_victims drops the staging range with one
-//      MADV_DONTNEED, and only then marks the pages absent and wakes the faults waiting on
-//      them (they refill from the store, which now has the newest bytes).
+//      registered range); then release_victims keeps a copy of every victim in the victim
+//      cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on), drops
+//      the staging range with one MADV_DONTNEED, and only then marks the pages absent (kept)
+//      and wakes the faults waiting on them (they refill from the kept copy or the store,
+//      which both have the newest bytes now).
 //      On a store write error, restore_victims moves the staged pages back into the region,
 //      marked dirty, and the error is kept for the next flush() (error_channel.hpp).
 #include <sys/mman.h>
@@ -186,10 +189,11 @@ void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 // ---- 2. read-only: just drop ----------------------------------------------------------------
 std::size_t pager_impl::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
+  const std::uint32_t kept = keep_victims(v.pages.data(), nullptr, n);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
     ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
   });
-  for (auto p : v.pages) finish_eviction(p);
+  for (auto p : v.pages) finish_eviction(p, kept);
   budget_.release(n);
   c_.evictions.fetch_add(n, std::memory_order_relaxed);
   return n;
@@ -296,21 +300,37 @@ void pager_impl::restore_victims(const victim_batch& v) {
 }
 
 std::size_t pager_impl::release_victims(const victim_batch& v) {
-  evict_staging_.drop(v.size());
-  std::size_t freed = 0;
+  std::vector<std::size_t> pages, slots;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v.moved[i]) continue;
-    finish_eviction(v.pages[i]);
-    ++freed;
+    if (v.moved[i]) {
+      pages.push_back(v.pages[i]);
+      slots.push_back(i);
+    }
   }
+  const std::uint32_t kept = keep_victims(pages.data(), slots.data(), pages.size());
+  evict_staging_.drop(v.size());
+  for (const std::size_t p : pages) finish_eviction(p, kept);
+  const std::size_t freed = pages.size();
   budget_.release(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
   return freed;
 }
 
-void pager_impl::finish_eviction(std::size_t page) {
-  // Faults that waited on it refault and refill from the store, which has its newest bytes.
-  if (table_.finish_eviction(page) & ps::wanted) wake_page(page);
+std::uint32_t pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
+                                       std::size_t n) {
+  if (!victims_.is_open() || n == 0) return 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
+  }
+  victims_.give_back(pages, n);
+  c_.victims_kept.fetch_add(n, std::memory_order_relaxed);
+  return ps::kept;
+}
+
+void pager_impl::finish_eviction(std::size_t page, std::uint32_t kept) {
+  // Faults that waited on it refault and refill from the kept copy or the store, which both
+  // have its newest bytes.
+  if (table_.finish_eviction(page, kept) & ps::wanted) wake_page(page);
 }
 
 }  // namespace pheap::paging

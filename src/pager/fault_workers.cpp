@@ -264,27 +264,38 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
 std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, std::size_t n,
                                                      bool fault, std::uint32_t tid,
                                                      std::byte* bounce) {
-  // Never-written pages come from the zero buffer; the others are read into their bounce slot.
+  // Never-written pages come from the zero buffer; the others from the victim cache when it
+  // kept them and the kernel has not taken them back (the page is ours, `filling`, so its
+  // `kept` bit holds still: I7), else from the store, each into its bounce slot.
   std::vector<page_read> reads;
   std::vector<const std::byte*> src(n);
+  std::uint64_t hits = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (store_->may_have_data(pages[i])) {
-      reads.push_back({pages[i], bounce + i * ps_});
-      src[i] = bounce + i * ps_;
-    } else {
+    std::byte* const b = bounce + i * ps_;
+    if (!store_->may_have_data(pages[i])) {
       src[i] = zero_.data();
+      continue;
+    }
+    src[i] = b;
+    if ((table_.load(pages[i]) & ps::kept) && victims_.take(pages[i], b)) {
+      ++hits;
+    } else {
+      reads.push_back({pages[i], b});
     }
   }
+  if (hits) c_.victim_hits.fetch_add(hits, std::memory_order_relaxed);
   if (reads.empty()) return src;
   try {
     store_->read_pages(reads);
+    c_.pages_read.fetch_add(reads.size(), std::memory_order_relaxed);
   } catch (...) {
     // Find out page by page which ones fail.
-    for (std::size_t i = 0; i < n; ++i) {
-      if (src[i] == zero_.data()) continue;
+    for (const page_read& r : reads) {
+      const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(r.buf) - bounce) / ps_;
       page_read one{pages[i], bounce + i * ps_};
       try {
         store_->read_pages(std::span<const page_read>(&one, 1));
+        c_.pages_read.fetch_add(1, std::memory_order_relaxed);
       } catch (const std::exception&) {
         src[i] = nullptr;
         if (fault && i == 0) {
@@ -300,7 +311,8 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
 void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
   // Counted before the install: the install wakes the faulting thread, which may read the
   // statistics at once.
-  (src == zero_.data() ? c_.zero_fills : c_.pages_read).fetch_add(1, std::memory_order_relaxed);
+  // (Store reads and victim-cache hits are counted by read_fills, also before.)
+  if (src == zero_.data()) c_.zero_fills.fetch_add(1, std::memory_order_relaxed);
   // Read fills are write-protected where tracking needs it, so the first write is seen
   // (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
   std::uint64_t mode = 0;

@@ -1,6 +1,7 @@
 // The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
 // tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
-// against the budget's counters — invariants I1, I2 and I6 of page_table.hpp.
+// against the budget's counters — invariants I1, I2, I6 and the state part of I7 of
+// page_table.hpp.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -45,6 +46,8 @@ std::string pager_impl::check_invariants() const {
     if (k == ps::filling) return bad("filling while quiescent");
     if (s & (ps::owned | ps::wanted)) return bad("owned/wanted while quiescent (I2)");
     if (k != ps::resident && (s & ps::dirty)) return bad("dirty but not resident");
+    if (k != ps::absent && (s & ps::kept)) return bad("kept but not absent (I7)");
+    if ((s & ps::kept) && !victims_.is_open()) return bad("kept without a victim cache (I7)");
     if (k == ps::resident) ++occupied;
     if (ps::pins(s) > 0) ++pinned;
     if (have_present) {

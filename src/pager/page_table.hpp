@@ -11,6 +11,9 @@
 //                       faulting range when it lets go
 //   bit  6    ref       referenced since the evictor's clock hand last passed (second chance)
 //   bit  7    wpclear   wp_sync: a worker is between "set dirty" and "write-unprotect"
+//   bit  8    kept      absent or filling only: when the page was evicted, a copy of its bytes
+//                       (those the store has) was kept in the victim cache (victim_cache.hpp);
+//                       the kernel may have dropped it since
 //   bits 16+  pin count
 //
 // Invariants (checked by pager_impl::check_invariants when the pager is quiescent, and by
@@ -22,6 +25,10 @@
 //   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor.
 //   I5  wp_sync: resident, not dirty, not owned ⇒ write-protected in the page tables.
 //   I6  occupied == number of filling + resident pages.
+//   I7  kept only on absent and filling pages, and only while the store's bytes for the page
+//       are the ones kept: set by the eviction that wrote or judged them (finish_eviction),
+//       cleared when the page is installed or poisoned. The store's copy of a page changes
+//       only by its eviction or by a flush, and both need the page resident.
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
@@ -54,6 +61,7 @@ inline constexpr std::uint32_t flush = 1u << 4;
 inline constexpr std::uint32_t wanted = 1u << 5;
 inline constexpr std::uint32_t ref = 1u << 6;
 inline constexpr std::uint32_t wpclear = 1u << 7;
+inline constexpr std::uint32_t kept = 1u << 8;
 inline constexpr std::uint32_t owned = evict | flush | wpclear;
 inline constexpr std::uint32_t pin_shift = 16;
 inline constexpr std::uint32_t pin_one = 1u << pin_shift;
@@ -115,8 +123,9 @@ class page_table {
     }
   }
 
-  // absent → filling. The caller holds a buffer slot for it (I6) and now owns the install (I1);
-  // false when the page was not absent (the caller gives the slot back).
+  // absent → filling, `kept` kept (I7: the filler may take the kept copy). The caller holds a
+  // buffer slot for it (I6) and now owns the install (I1); false when the page was not absent
+  // (the caller gives the slot back).
   bool claim_fill(std::size_t i) noexcept {
     std::uint32_t s = load(i);
     while (ps::kind(s) == ps::absent) {
@@ -125,11 +134,11 @@ class page_table {
     return false;
   }
 
-  // filling → resident | extra, after the page-table entry was installed (I1).
+  // filling → resident | extra, after the page-table entry was installed (I1); kept cleared (I7).
   void install(std::size_t i, std::uint32_t extra) noexcept {
     std::uint32_t s = load(i);
     assert(ps::kind(s) == ps::filling);
-    while (!cas(i, s, ps::with_kind(s, ps::resident) | extra)) {
+    while (!cas(i, s, (ps::with_kind(s, ps::resident) & ~ps::kept) | extra)) {
     }
   }
 
@@ -138,7 +147,7 @@ class page_table {
   void abandon_fill(std::size_t i) noexcept { leave_filling(i, ps::absent); }
 
   // filling → poisoned, after UFFDIO_POISON installed the poison marker; the caller releases
-  // the slot (I6: a poisoned page holds no memory).
+  // the slot (I6: a poisoned page holds no memory). kept cleared (I7).
   void mark_poisoned(std::size_t i) noexcept { leave_filling(i, ps::poisoned); }
 
   // A write-protect fault on page i (wp_sync). On an unowned resident page sets dirty before
@@ -191,12 +200,14 @@ class page_table {
   }
 
   // evict → absent, keeping only the pin count, once the page has left the region (I1: moved
-  // out or dropped; its bytes are in the store). Returns the word before: the caller wakes the
-  // page if it was `wanted` (I3) and releases the slot (I6).
-  std::uint32_t finish_eviction(std::size_t i) noexcept {
+  // out or dropped; its bytes are in the store). `kept`: ps::kept when the victim cache holds
+  // those bytes (I7), else 0. Returns the word before: the caller wakes the page if it was
+  // `wanted` (I3) and releases the slot (I6).
+  std::uint32_t finish_eviction(std::size_t i, std::uint32_t kept) noexcept {
     std::uint32_t s = load(i);
     assert(s & ps::evict);
-    while (!cas(i, s, (s & ps::pin_mask) | ps::absent)) {
+    assert(kept == 0 || kept == ps::kept);
+    while (!cas(i, s, (s & ps::pin_mask) | ps::absent | kept)) {
     }
     return s;
   }
@@ -280,11 +291,12 @@ class page_table {
     return word(i).compare_exchange_weak(expected, desired, std::memory_order_acq_rel,
                                          std::memory_order_acquire);
   }
-  // filling → `k`, other bits (the pin count) kept.
+  // filling → `k`, the pin count kept; `kept` too only when going back to absent (the fill
+  // changed nothing, I7).
   void leave_filling(std::size_t i, std::uint32_t k) noexcept {
     std::uint32_t s = load(i);
     assert(ps::kind(s) == ps::filling);
-    while (!cas(i, s, ps::with_kind(s, k))) {
+    while (!cas(i, s, k == ps::absent ? ps::with_kind(s, k) : ps::with_kind(s, k) & ~ps::kept)) {
     }
   }
 

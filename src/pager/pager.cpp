@@ -38,6 +38,15 @@ const char* to_string(dirty_tracking t) noexcept {
 
 std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_string(t); }
 
+const char* to_string(victim_caching v) noexcept {
+  switch (v) {
+    case victim_caching::automatic: return "automatic";
+    case victim_caching::on: return "on";
+    case victim_caching::off: return "off";
+  }
+  return "?";
+}
+
 // ---- options ----------------------------------------------------------------------------------
 namespace {
 
@@ -78,6 +87,11 @@ pager_options pager_options::from_env(pager_options base) {
       if (*w == to_string(t)) base.tracking = t;
     }
   }
+  if (auto w = env::word(var::victim_cache)) {
+    for (victim_caching v : {victim_caching::automatic, victim_caching::on, victim_caching::off}) {
+      if (*w == to_string(v)) base.victim_cache = v;
+    }
+  }
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
   if (auto v = env::count(var::debug)) base.debug = *v == 1;
@@ -88,9 +102,10 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
   os << "faults: read " << s.read_faults << " write " << s.write_faults << " wp " << s.wp_faults
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
-     << " prefetch " << s.prefetched_pages
+     << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
      << " | evictions " << s.evictions << " (dirty " << s.evicted_dirty << ", verified "
-     << s.evict_verify_reads << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
+     << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
+     << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
      << " retakes " << s.flush_retakes << " | written " << s.bytes_written << " B"
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
@@ -151,6 +166,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   std::uint64_t batch_cap = ~std::uint64_t(0);
   if (opt.buffer_size == 0) {
     source = memory_limit::detect();
+    limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
     limit = source->sample();
     buffer_source_ = source->name();
     batch_cap = limit->limit / 16;
@@ -158,6 +174,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
   flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
   fault_threads_ = opt.fault_threads;
+  victim_caching_ = opt.victim_cache;
   // A prefetch step reads up to 1 MiB, at most 64 pages: at 4 KiB, 64 requests in flight
   // (the disk of bench/README.md does 88 K random reads/s at depth 32, 14 K at depth 1).
   prefetch_depth_ = std::clamp<std::size_t>((std::size_t{1} << 20) / ps_, 1, 64);
@@ -366,6 +383,11 @@ void pager_impl::register_region() {
 void pager_impl::map_buffers(const uffd_features& f) {
   zero_ = anon_map(zero_ahead_pages_ * ps_, true);
   std::memset(zero_.data(), 0, zero_ahead_pages_ * ps_);  // populate: UFFDIO_COPY reads it
+  // The victim cache where a memory cgroup bounds it, or where asked for.
+  if (victim_caching_ == victim_caching::on ||
+      (victim_caching_ == victim_caching::automatic && follower_ && limit_is_cgroup_)) {
+    (void)victims_.open(pagemap_fd_, ps_, npages_);
+  }
   if (ro_) return;
   if (f.move) {
     evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, name_);
@@ -529,6 +551,9 @@ pager_stats pager_impl::stats() const {
   s.evictions = g(c_.evictions);
   s.evicted_dirty = g(c_.evicted_dirty);
   s.evict_verify_reads = g(c_.evict_verify_reads);
+  s.victims_kept = g(c_.victims_kept);
+  s.victim_hits = g(c_.victim_hits);
+  s.victim_cache = victims_.is_open();
   s.dirty_pages_written = g(c_.dirty_pages_written);
   s.bytes_written = g(c_.bytes_written);
   s.flushes = g(c_.flushes);

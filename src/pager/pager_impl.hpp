@@ -5,6 +5,7 @@
 //   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B3)
 //   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
 //                            move back
+//   victim_cache.{hpp,cpp}   evicted pages kept where the kernel may take them back (MADV_FREE)
 //   error_channel.hpp        store errors of background threads, for the next flush
 //   fault_signals.{hpp,cpp}  the region registry and SIGBUS/SIGSEGV handlers: poisoned pages
 //                            as errors in guard_faults, one line before a read-only write dies
@@ -54,6 +55,7 @@
 #include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
 #include "pager/uffd.hpp"
+#include "pager/victim_cache.hpp"
 #include "pheap/pager.hpp"
 
 namespace pheap::paging {
@@ -61,7 +63,7 @@ namespace pheap::paging {
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
-      evict_verify_reads{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
+      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
@@ -267,8 +269,17 @@ class pager_impl {
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   void restore_victims(const victim_batch& v);
   std::size_t release_victims(const victim_batch& v);
-  // A victim has left the region: absent, its waiting faults woken.
-  void finish_eviction(std::size_t page);
+  // Victim cache steps 1-2 for pages[0..n) (sorted; their bytes in the store), copied from
+  // staging slots[k], or from the region where slots is null (read-only): ps::kept when the
+  // cache is on (for finish_eviction), else 0.
+  std::uint32_t keep_victims(const std::size_t* pages, const std::size_t* slots, std::size_t n);
+  // A victim has left the region: absent (with `kept`, I7), its waiting faults woken.
+  void finish_eviction(std::size_t page, std::uint32_t kept);
+  // Evicted pages kept where the kernel may take them back (victim_cache.hpp); open per
+  // pager_options::victim_cache (map_buffers).
+  victim_cache victims_;
+  victim_caching victim_caching_ = victim_caching::automatic;  // the option
+  bool limit_is_cgroup_ = false;  // an automatic buffer's limit comes from a memory cgroup
 
   // --- flush (flush.cpp) -----------------------------------------------------------------------
   std::mutex flush_mu_;

@@ -73,6 +73,7 @@ inline constexpr std::uint64_t pm_scan_check_wpasync = 1ull << 1;
 inline constexpr std::uint64_t page_is_wpallowed = 1ull << 0;
 inline constexpr std::uint64_t page_is_written = 1ull << 1;
 inline constexpr std::uint64_t page_is_present = 1ull << 3;
+inline constexpr std::uint64_t page_is_pfnzero = 1ull << 5;  // mapped to the shared zero page
 
 // ---- acquisition ---------------------------------------------------------------------------
 // How the descriptor was obtained (for diagnostics and tests).

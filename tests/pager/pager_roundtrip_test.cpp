@@ -70,14 +70,17 @@ struct rt_param {
   std::string store;
   dirty_tracking mode;
   std::size_t page_size;
+  // With the victim cache on, and a thread that makes the kernel take random ranges of its
+  // copies back (MADV_PAGEOUT) throughout, so fills come from both the cache and the store.
+  bool victims = false;
 };
 void PrintTo(const rt_param& p, std::ostream* os) {
-  *os << p.store << '/' << p.mode << '/' << p.page_size / 1024 << "K";
+  *os << p.store << '/' << p.mode << '/' << p.page_size / 1024 << "K" << (p.victims ? "/victims" : "");
 }
 
 std::string rt_name(const ::testing::TestParamInfo<rt_param>& i) {
   return i.param.store + "_" + to_string(i.param.mode) + "_" +
-         std::to_string(i.param.page_size / 1024) + "K";
+         std::to_string(i.param.page_size / 1024) + "K" + (i.param.victims ? "_victims" : "");
 }
 
 class PagerRoundTrip : public ::testing::TestWithParam<rt_param> {};
@@ -101,17 +104,27 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
   pager_options o;
   o.buffer_size = buf_pages * prm.page_size;
   o.tracking = prm.mode;
+  o.victim_cache = prm.victims ? victim_caching::on : victim_caching::off;
   slot_workload wl(prm.page_size, npages, threads);
   {
     pager pg(std::move(st), o);
     ASSERT_EQ(pg.tracking(), prm.mode);
     ASSERT_EQ(pg.buffer_pages(), buf_pages);
+    ASSERT_EQ(pg.stats().victim_cache, prm.victims);
     std::atomic<std::size_t> bad{0};
     std::atomic<bool> done{false};
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < threads; ++t) {
       ts.emplace_back([&, t] { bad += wl.run(pg.base(), t, ops, 7); });
     }
+    std::thread dropper([&] {
+      std::mt19937_64 rng(11);
+      while (prm.victims && !done.load()) {
+        const std::size_t first = rng() % npages;
+        paging::test_access::impl(pg).victims_.drop_for_test(first, std::min<std::size_t>(npages - first, 1 + rng() % 32));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
     std::thread flusher([&] {  // flushes interleaved with eviction and faults
       std::uint64_t last = 0;
       while (!done.load()) {
@@ -124,10 +137,17 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
     for (auto& t : ts) t.join();
     done = true;
     flusher.join();
+    dropper.join();
     EXPECT_EQ(bad.load(), 0u);
     EXPECT_EQ(wl.verify(pg.base()), 0u);
     const auto s = pg.stats();
     EXPECT_GT(s.evictions, 0u) << s;
+    if (prm.victims) {
+      EXPECT_GT(s.victim_hits, 0u) << s;
+      EXPECT_GT(s.pages_read, 0u) << "the kernel took no copy back: the store path was not tested; " << s;
+    } else {
+      EXPECT_EQ(s.victim_hits + s.victims_kept, 0u) << s;
+    }
     EXPECT_LE(s.peak_resident_pages, buf_pages) << s;
     pg.flush({});
     paging::test_access::impl(pg).wait_evictor_idle();
@@ -143,6 +163,7 @@ std::vector<rt_param> rt_params() {
     for (auto m : {dirty_tracking::wp_async, dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
       for (std::size_t ps : {std::size_t(4096), std::size_t(65536), std::size_t(2) << 20}) {
         v.push_back({s, m, ps});
+        if (ps <= 65536 && std::string(s) != "posix") v.push_back({s, m, ps, true});
       }
     }
   }

@@ -26,7 +26,8 @@
 //
 //   mix DIR SEED MAX_STEPS BUFFER
 //       Opens the datastore DIR read-write (recovering whatever a killed victim left), or
-//       creates it when DIR does not exist, with a BUFFER-byte pager buffer. Rebuilds the DRAM
+//       creates it when DIR does not exist, with a BUFFER-byte pager buffer (and, for an odd
+//       SEED, the victim cache on). Rebuilds the DRAM
 //       reference of tests/reliability/heap_mix_workload.hpp up to the step the heap holds,
 //       then runs steps s+1 .. s+MAX_STEPS, each followed by flush(). Prints, flushed:
 //           starting                      (about to open or create DIR)
@@ -111,6 +112,9 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
             bool dirty_close) {
   options opt = mix::heap_options(buffer);
   if (g_fault) opt.engine = g_fault;
+  // Jobs of odd seeds fill evicted pages from the victim cache where it kept them: its copies
+  // feed fills whose pages are written back later, so a wrong copy would reach the store.
+  if (seed % 2 == 1) opt.pager.victim_cache = victim_caching::on;
   say("starting");
   std::unique_ptr<manager> m;
   if (std::filesystem::exists(dir)) {

@@ -1,0 +1,103 @@
+#include "pager/victim_cache.hpp"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "pager/uffd.hpp"
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+namespace pheap::paging {
+
+namespace {
+constexpr std::size_t kMaxIov = 512;  // runs per process_madvise (the kernel takes up to 1024)
+}  // namespace
+
+bool victim_cache::open(int pagemap_fd, std::size_t page_size, std::size_t pages) {
+  if (pagemap_fd < 0 || pages == 0) return false;
+  anon_map m(page_size * pages, true);
+  // Probe: a read of an untouched page maps the zero page; the scan must say so.
+  volatile std::byte sink = m.data()[0];
+  (void)sink;
+  page_region r[2];
+  const long n = pagemap_scan(pagemap_fd, m.data(), m.data() + os_page_size(), 0, 0,
+                              page_is_present | page_is_pfnzero, r, 2, nullptr);
+  (void)::madvise(m.data(), os_page_size(), MADV_DONTNEED);
+  if (n != 1 || r[0].categories != (page_is_present | page_is_pfnzero)) return false;
+  map_ = std::move(m);
+  pagemap_fd_ = pagemap_fd;
+  pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0u));
+  if (pidfd_ >= 0) {  // does the kernel take MADV_FREE for the caller itself?
+    iovec probe{map_.data(), os_page_size()};
+    if (::syscall(SYS_process_madvise, pidfd_, &probe, 1, MADV_FREE, 0u) < 0) {
+      ::close(pidfd_);
+      pidfd_ = -1;
+    }
+  }
+  ps_ = page_size;
+  return true;
+}
+
+victim_cache::~victim_cache() {
+  if (pidfd_ >= 0) ::close(pidfd_);
+}
+
+void victim_cache::keep(std::size_t page, const std::byte* bytes) noexcept {
+  std::memcpy(mirror(page), bytes, ps_);
+}
+
+void victim_cache::give_back(const std::size_t* pages, std::size_t n) noexcept {
+  // One process_madvise per kMaxIov runs of pages: the kernel (6.13+ allows any advice on the
+  // caller itself, 6.16+ batches the TLB flush over the vector) flushes once per call, where a
+  // madvise per run costs a system call and a TLB shootdown (an IPI to every CPU running the
+  // process) each. A span walk over all the pages between costs more still (measured: bench
+  // run H). Where process_madvise refuses, one madvise per run.
+  iovec iov[kMaxIov];
+  std::size_t k = 0;
+  auto submit = [&] {
+    if (k == 0) return;
+    const long r = pidfd_ >= 0 ? ::syscall(SYS_process_madvise, pidfd_, iov, k, MADV_FREE, 0u) : -1;
+    if (r < 0) {
+      for (std::size_t i = 0; i < k; ++i) (void)::madvise(iov[i].iov_base, iov[i].iov_len, MADV_FREE);
+    }
+    k = 0;
+  };
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && pages[j] == pages[j - 1] + 1) ++j;
+    iov[k++] = {mirror(pages[i]), (j - i) * ps_};
+    if (k == kMaxIov) submit();
+    i = j;
+  }
+  submit();
+}
+
+bool victim_cache::whole(const std::byte* m) const noexcept {
+  page_region r[2];
+  const long n = pagemap_scan(pagemap_fd_, const_cast<std::byte*>(m), const_cast<std::byte*>(m) + ps_,
+                              0, 0, page_is_present | page_is_pfnzero, r, 2, nullptr);
+  return n == 1 && r[0].start == reinterpret_cast<std::uint64_t>(m) &&
+         r[0].end == reinterpret_cast<std::uint64_t>(m + ps_) && r[0].categories == page_is_present;
+}
+
+bool victim_cache::take(std::size_t page, std::byte* dst) const noexcept {
+  const std::byte* m = mirror(page);
+  // Before the copy, so that a dropped copy is not read: the read would map the zero page,
+  // which the next keep() must then replace (a copy-on-write fault and a TLB shootdown).
+  if (!whole(m)) return false;
+  std::memcpy(dst, m, ps_);
+  // After the copy: still whole means no frame was dropped during the copy.
+  return whole(m);
+}
+
+void victim_cache::drop_for_test(std::size_t first, std::size_t count) const noexcept {
+  if (map_.p) (void)::madvise(mirror(first), count * ps_, MADV_PAGEOUT);
+}
+
+}  // namespace pheap::paging

@@ -1,0 +1,76 @@
+// src/pager/victim_cache.hpp — evicted pages kept where the kernel may take them back: the
+// pager's page cache of last resort.
+//
+// The kernel's page cache holds the file pages a process dropped until memory is needed;
+// a pager that reads its store with O_DIRECT has none, so every page it evicts costs a
+// device read when it comes back, however much memory the process still has. The victim
+// cache gives that memory back to the pager without taking it from anyone: when a page has
+// left the region and its bytes are in the store, a copy is kept in a private mirror of the
+// region (mirror page p for region page p) and handed to the kernel with MADV_FREE. The
+// kernel drops such a page, without I/O, whenever it needs the memory (the pages sit on the
+// file LRU, so a memory cgroup counts them as reclaimable: inactive_file), and until then a
+// fault on the page copies it back instead of reading the store.
+//
+// Protocol (the page word's `kept` bit, page_table.hpp, says a copy was kept):
+//   1. keep(p, bytes): the evictor, owning the page (`evict`), after its bytes reached the
+//      store: copies them to mirror page p. A page the kernel dropped is re-allocated by the
+//      copy.
+//   2. give_back(pages, n): MADV_FREE on the mirror pages just kept, all of them with one
+//      process_madvise (one TLB flush for the batch).
+//   3. take(p, dst): a fault worker, owning the page (`filling`, kept set), asks the page
+//      tables (PAGEMAP_SCAN) whether every 4 KiB frame of mirror page p is still the page the
+//      evictor wrote — present and not the shared zero page, which a read of a dropped frame
+//      maps —, copies it to dst and asks again. Only when both say so are the bytes used;
+//      otherwise the fill reads the store. The check after the copy catches a frame dropped
+//      during it; the one before keeps a dropped copy from being read at all.
+// Mirror page p is written only by keep(p) and read only by take(p); the page's owner bit
+// (evict, filling) orders them, so no lock is needed.
+//
+// Caveats:
+//   * The kept copies count as the process's resident memory until the kernel takes them:
+//     the cache is on only where a memory limit bounds it (an automatic buffer under a memory
+//     cgroup) unless pager_options::victim_cache says otherwise.
+//   * Needs PAGEMAP_SCAN with PAGE_IS_PFNZERO (Linux 6.7+); open() fails without it and the
+//     pager runs without a cache.
+//   * A PAGEMAP_SCAN error in take() is a miss (the store has the bytes).
+#pragma once
+
+#include <cstddef>
+
+#include "pager/anon_map.hpp"
+
+namespace pheap::paging {
+
+class victim_cache {
+ public:
+  victim_cache() = default;
+  ~victim_cache();
+  victim_cache(const victim_cache&) = delete;
+  victim_cache& operator=(const victim_cache&) = delete;
+  // Maps the mirror of a region of `pages` pages of `page_size` bytes (address space only).
+  // False, and the cache stays closed, when the kernel's PAGEMAP_SCAN cannot tell a zero page.
+  bool open(int pagemap_fd, std::size_t page_size, std::size_t pages);
+  bool is_open() const noexcept { return map_.p != nullptr; }
+
+  // Step 1 (evictor).
+  void keep(std::size_t page, const std::byte* bytes) noexcept;
+  // Step 2 (evictor): pages[0..n) sorted.
+  void give_back(const std::size_t* pages, std::size_t n) noexcept;
+  // Step 3 (fault worker): true when dst now holds the bytes keep() was given.
+  bool take(std::size_t page, std::byte* dst) const noexcept;
+
+  // For tests: the kernel reclaims the kept copies of pages [first, first+count) now
+  // (MADV_PAGEOUT), as memory pressure would.
+  void drop_for_test(std::size_t first, std::size_t count) const noexcept;
+
+ private:
+  std::byte* mirror(std::size_t page) const noexcept { return map_.data() + page * ps_; }
+  // Every 4 KiB frame of the mirror page at m is present and not the zero page.
+  bool whole(const std::byte* m) const noexcept;
+  anon_map map_;
+  int pagemap_fd_ = -1;
+  int pidfd_ = -1;  // this process, for process_madvise (-1: madvise per run)
+  std::size_t ps_ = 0;
+};
+
+}  // namespace pheap::paging

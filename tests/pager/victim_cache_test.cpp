@@ -1,0 +1,147 @@
+// The victim cache (src/pager/victim_cache.hpp): evicted pages come back from their kept copy
+// without a store read while the kernel leaves the copy alone, from the store once it took
+// it back, and the cache is on only where the options (or a memory cgroup) say.
+#include <cstdlib>
+#include <cstring>
+
+#include "pager/test_access.hpp"
+#include "pager_test_util.hpp"
+
+namespace pheap::test {
+namespace {
+
+constexpr std::size_t kPs = 4096;
+constexpr std::size_t kPages = 256;
+
+std::uint64_t* word(pager& pg, std::size_t p) {
+  return reinterpret_cast<std::uint64_t*>(pg.base() + p * kPs);
+}
+
+// Reads the first word of every page; returns the pages whose value is not p * 7 + 1 + gen.
+std::size_t mismatches(pager& pg, std::uint64_t gen) {
+  std::size_t bad = 0;
+  for (std::size_t p = 0; p < kPages; ++p) {
+    bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p * 7 + 1 + gen;
+  }
+  return bad;
+}
+
+pager_options with_cache(victim_caching v) {
+  pager_options o;
+  o.buffer_size = 32 * kPs;
+  o.victim_cache = v;
+  return o;
+}
+
+TEST(VictimCache, AnEvictedPageComesBackFromItsKeptCopyWithoutAStoreRead) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s), with_cache(victim_caching::on));
+  ASSERT_TRUE(pg.stats().victim_cache) << "PAGEMAP_SCAN cannot tell the zero page on this kernel";
+  for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;  // evicted dirty: written, kept
+  const pager_stats s0 = pg.stats();
+  const std::uint64_t reads0 = sh->reads;
+  for (int pass = 0; pass < 3; ++pass) ASSERT_EQ(mismatches(pg, 0), 0u) << "pass " << pass;
+  const pager_stats s1 = pg.stats();
+  ASSERT_GT(s1.evictions - s0.evictions, 2 * kPages) << s1;
+  EXPECT_GE(s1.victims_kept, s1.evictions - 32) << s1;
+  // Nothing presses on memory here, so the kernel keeps the copies: every refill is a hit.
+  // (A little slack for a machine short of memory.)
+  EXPECT_GE(s1.victim_hits - s0.victim_hits, (s1.evictions - s0.evictions) * 9 / 10) << s1;
+  EXPECT_LE(sh->reads - reads0, (s1.evictions - s0.evictions) / 10) << s1;
+  EXPECT_EQ(sh->reads - reads0, s1.pages_read - s0.pages_read) << "store reads other than fills";
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
+TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s), with_cache(victim_caching::on));
+  ASSERT_TRUE(pg.stats().victim_cache);
+  auto& impl = paging::test_access::impl(pg);
+  for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
+  for (std::uint64_t gen = 0; gen < 3; ++gen) {
+    impl.wait_evictor_idle();  // no batch keeps a copy after the drop
+    impl.victims_.drop_for_test(0, kPages);  // as memory pressure would
+    const pager_stats s0 = pg.stats();
+    const std::uint64_t reads0 = sh->reads;
+    ASSERT_EQ(mismatches(pg, gen), 0u) << "generation " << gen << ": " << pg.stats();
+    const pager_stats s1 = pg.stats();
+    // Pages not resident when the copies went are read from the store, not hits. (MADV_PAGEOUT
+    // passes over a copy still in another CPU's LRU batch: a few may survive the drop.)
+    EXPECT_GE(sh->reads - reads0, kPages - 32 - kPages / 32) << s1;
+    EXPECT_LE(s1.victim_hits - s0.victim_hits, kPages / 32) << s1;
+    // ...and writing a new generation into pages filled from the store keeps working.
+    for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1 + gen + 1;
+  }
+  pg.flush({});
+  impl.wait_evictor_idle();
+  EXPECT_EQ(impl.check_invariants(), "");
+  pager again(mem_store::reopen(sh), with_cache(victim_caching::off));
+  EXPECT_EQ(mismatches(again, 3), 0u);
+}
+
+TEST(VictimCache, APageWrittenAfterItCameBackFromItsCopyIsKeptAgainWithTheNewBytes) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s), with_cache(victim_caching::on));
+  ASSERT_TRUE(pg.stats().victim_cache);
+  for (std::uint64_t gen = 0; gen < 4; ++gen) {
+    // Each generation faults every page back (mostly from its copy) and overwrites it.
+    for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1 + gen;
+    ASSERT_EQ(mismatches(pg, gen), 0u) << "generation " << gen << ": " << pg.stats();
+  }
+  EXPECT_GT(pg.stats().victim_hits, 3 * kPages) << pg.stats();
+  pg.flush({});
+  pager again(mem_store::reopen(sh), with_cache(victim_caching::off));
+  EXPECT_EQ(mismatches(again, 3), 0u);
+}
+
+TEST(VictimCache, IsOnWhenAskedOffWhenNotAndAutomaticLeavesItOffForAFixedBuffer) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  for (auto [v, on] : {std::pair{victim_caching::on, true}, std::pair{victim_caching::off, false},
+                       std::pair{victim_caching::automatic, false}}) {
+    pager pg(mem_store::create(kPages * kPs, kPs), with_cache(v));
+    EXPECT_EQ(pg.stats().victim_cache, on) << to_string(v);
+    for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
+    EXPECT_EQ(pg.stats().victims_kept > 0, on) << to_string(v) << ": " << pg.stats();
+  }
+  ::setenv("PHEAP_VICTIM_CACHE", "off", 1);
+  EXPECT_EQ(pager_options::from_env(with_cache(victim_caching::on)).victim_cache, victim_caching::off);
+  ::setenv("PHEAP_VICTIM_CACHE", "auto", 1);
+  EXPECT_EQ(pager_options::from_env(with_cache(victim_caching::on)).victim_cache, victim_caching::automatic);
+  ::setenv("PHEAP_VICTIM_CACHE", "sometimes", 1);
+  try {
+    (void)pager_options::from_env();
+    ADD_FAILURE() << "PHEAP_VICTIM_CACHE=sometimes accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("PHEAP_VICTIM_CACHE"), std::string::npos) << e.what();
+  }
+  ::unsetenv("PHEAP_VICTIM_CACHE");
+}
+
+TEST(VictimCache, AReadOnlyRegionKeepsItsDroppedPagesToo) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  {
+    pager pg(std::move(s), with_cache(victim_caching::off));
+    for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
+    pg.flush({});
+  }
+  pager ro(mem_store::reopen(sh, true), with_cache(victim_caching::on));
+  ASSERT_TRUE(ro.read_only());
+  ASSERT_TRUE(ro.stats().victim_cache);
+  const std::uint64_t reads0 = sh->reads;
+  for (int pass = 0; pass < 3; ++pass) ASSERT_EQ(mismatches(ro, 0), 0u) << "pass " << pass;
+  const pager_stats st = ro.stats();
+  EXPECT_GE(st.victim_hits, kPages) << st;
+  EXPECT_LE(sh->reads - reads0, kPages + kPages / 10) << st;
+}
+
+}  // namespace
+}  // namespace pheap::test
