@@ -189,11 +189,13 @@ void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 // ---- 2. read-only: just drop ----------------------------------------------------------------
 std::size_t pager_impl::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
-  const std::uint32_t kept = keep_victims(v.pages.data(), nullptr, n);
+  std::vector<std::size_t> slots(n);
+  for (std::size_t i = 0; i < n; ++i) slots[i] = i;
+  const std::vector<bool> kept = keep_victims(v.pages.data(), slots.data(), n, false);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
     ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
   });
-  for (auto p : v.pages) finish_eviction(p, kept);
+  for (std::size_t i = 0; i < n; ++i) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   budget_.release(n);
   c_.evictions.fetch_add(n, std::memory_order_relaxed);
   return n;
@@ -307,24 +309,30 @@ std::size_t pager_impl::release_victims(const victim_batch& v) {
       slots.push_back(i);
     }
   }
-  const std::uint32_t kept = keep_victims(pages.data(), slots.data(), pages.size());
+  const std::vector<bool> kept = keep_victims(pages.data(), slots.data(), pages.size(), true);
   evict_staging_.drop(v.size());
-  for (const std::size_t p : pages) finish_eviction(p, kept);
+  for (std::size_t k = 0; k < pages.size(); ++k) finish_eviction(pages[k], kept[k] ? ps::kept : 0);
   const std::size_t freed = pages.size();
   budget_.release(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
   return freed;
 }
 
-std::uint32_t pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
-                                       std::size_t n) {
-  if (!victims_.is_open() || n == 0) return 0;
+std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
+                                           std::size_t n, bool staged) {
+  std::vector<bool> kept(n, false);
+  if (!victims_.is_open() || n == 0) return kept;
+  std::vector<std::size_t> given;
+  given.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
-    victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
+    if (!victims_.wants(pages[k])) continue;
+    victims_.keep(pages[k], staged ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
+    given.push_back(pages[k]);
+    kept[k] = true;
   }
-  victims_.give_back(pages, n);
-  c_.victims_kept.fetch_add(n, std::memory_order_relaxed);
-  return ps::kept;
+  victims_.give_back(given.data(), given.size(), n);
+  c_.victims_kept.fetch_add(given.size(), std::memory_order_relaxed);
+  return kept;
 }
 
 void pager_impl::finish_eviction(std::size_t page, std::uint32_t kept) {

@@ -48,11 +48,16 @@ victim_cache::~victim_cache() {
   if (pidfd_ >= 0) ::close(pidfd_);
 }
 
+bool victim_cache::wants(std::size_t page) const noexcept {
+  if (!sampling_.load(std::memory_order_relaxed)) return true;
+  return (page * 0x9E3779B97F4A7C15ull >> 32) % kSample == 0;
+}
+
 void victim_cache::keep(std::size_t page, const std::byte* bytes) noexcept {
   std::memcpy(mirror(page), bytes, ps_);
 }
 
-void victim_cache::give_back(const std::size_t* pages, std::size_t n) noexcept {
+void victim_cache::give_back(const std::size_t* pages, std::size_t n, std::size_t evicted) noexcept {
   // One process_madvise per kMaxIov runs of pages: the kernel (6.13+ allows any advice on the
   // caller itself, 6.16+ batches the TLB flush over the vector) flushes once per call, where a
   // madvise per run costs a system call and a TLB shootdown (an IPI to every CPU running the
@@ -76,6 +81,15 @@ void victim_cache::give_back(const std::size_t* pages, std::size_t n) noexcept {
     i = j;
   }
   submit();
+  kept_in_window_ += n;
+  evicted_in_window_ += evicted;
+  if (evicted_in_window_ >= kWindow && kept_in_window_ > 0) {
+    const std::uint64_t taken = taken_.load(std::memory_order_relaxed);
+    const double share = static_cast<double>(taken - taken_at_window_start_) / static_cast<double>(kept_in_window_);
+    sampling_.store(share < kMinTaken, std::memory_order_relaxed);
+    evicted_in_window_ = kept_in_window_ = 0;
+    taken_at_window_start_ = taken;
+  }
 }
 
 bool victim_cache::whole(const std::byte* m) const noexcept {
@@ -93,7 +107,9 @@ bool victim_cache::take(std::size_t page, std::byte* dst) const noexcept {
   if (!whole(m)) return false;
   std::memcpy(dst, m, ps_);
   // After the copy: still whole means no frame was dropped during the copy.
-  return whole(m);
+  if (!whole(m)) return false;
+  taken_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void victim_cache::drop_for_test(std::size_t first, std::size_t count) const noexcept {

@@ -101,6 +101,39 @@ TEST(VictimCache, APageWrittenAfterItCameBackFromItsCopyIsKeptAgainWithTheNewByt
   EXPECT_EQ(mismatches(again, 3), 0u);
 }
 
+// The policy (victim_cache.hpp): copies that do not come back cost the evictor for nothing.
+TEST(VictimCache, WhenKeptCopiesDoNotComeBackOnlyASampleIsKeptUntilTheyDoAgain) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t n = 1024;
+  auto s = mem_store::create(n * kPs, kPs);
+  pager_options o = with_cache(victim_caching::on);
+  pager pg(std::move(s), o);
+  ASSERT_TRUE(pg.stats().victim_cache);
+  auto& impl = paging::test_access::impl(pg);
+  for (std::size_t p = 0; p < n; ++p) *word(pg, p) = p + 1;
+  impl.wait_evictor_idle();
+  impl.victims_.drop_for_test(0, n);
+  auto pass = [&](bool drop) {  // reads every page; returns (evictions, kept) of the pass
+    const pager_stats a = pg.stats();
+    std::size_t bad = 0;
+    for (std::size_t p = 0; p < n; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 1;
+    EXPECT_EQ(bad, 0u);
+    impl.wait_evictor_idle();
+    if (drop) impl.victims_.drop_for_test(0, n);  // memory pressure takes every copy
+    const pager_stats b = pg.stats();
+    return std::pair{b.evictions - a.evictions, b.victims_kept - a.victims_kept};
+  };
+  // No copy ever comes back: after a window (8192 evictions) only one page in 16 is kept.
+  for (int i = 0; i < 17; ++i) (void)pass(true);
+  const auto [ev, kept] = pass(true);
+  ASSERT_GE(ev, n - 64);
+  EXPECT_LE(kept, ev / 8) << pg.stats();
+  // The copies stay: the sampled ones come back, and a window later every victim is kept again.
+  for (int i = 0; i < 17; ++i) (void)pass(false);
+  const auto [ev2, kept2] = pass(false);
+  EXPECT_GE(kept2, ev2 - 64) << pg.stats();
+}
+
 TEST(VictimCache, IsOnWhenAskedOffWhenNotAndAutomaticLeavesItOffForAFixedBuffer) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   for (auto [v, on] : {std::pair{victim_caching::on, true}, std::pair{victim_caching::off, false},
