@@ -42,7 +42,8 @@ struct pager_options {
   // The victim cache: a copy of each evicted page (once its bytes are in the store) handed to
   // the kernel with MADV_FREE, which drops it without I/O when it needs the memory; until then
   // a fault on the page copies it back instead of reading the store — the role the kernel's
-  // page cache plays for mmap. The copies count as the process's resident memory (and as
+  // page cache plays for mmap (only a sample of the victims while few copies come back:
+  // pheap/pager.hpp, "Victim cache"). The copies count as the process's resident memory (and as
   // reclaimable file pages in its memory cgroup) until the kernel takes them. automatic: on
   // where a memory cgroup bounds them (an automatic buffer whose limit comes from a cgroup),
   // off otherwise. on needs PAGEMAP_SCAN (Linux 6.7+); without it the pager runs without
