@@ -28,7 +28,10 @@
 //   I7  kept only on absent and filling pages, and only while the store's bytes for the page
 //       are the ones kept: set by the eviction that wrote or judged them (finish_eviction),
 //       cleared when the page is installed or poisoned. The store's copy of a page changes
-//       only by its eviction or by a flush, and both need the page resident.
+//       only by its eviction or by a flush, and both need the page resident. (And by
+//       sparse_store::discard of a released range, to zeros the region never promised: a
+//       resident page keeps its old bytes across a discard too, and a page the store no
+//       longer has data for is zero-filled without looking at the cache.)
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
