@@ -189,9 +189,7 @@ void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 // ---- 2. read-only: just drop ----------------------------------------------------------------
 std::size_t pager_impl::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
-  std::vector<std::size_t> slots(n);
-  for (std::size_t i = 0; i < n; ++i) slots[i] = i;
-  const std::vector<bool> kept = keep_victims(v.pages.data(), slots.data(), n, false);
+  const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, n);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
     ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
   });
@@ -309,7 +307,7 @@ std::size_t pager_impl::release_victims(const victim_batch& v) {
       slots.push_back(i);
     }
   }
-  const std::vector<bool> kept = keep_victims(pages.data(), slots.data(), pages.size(), true);
+  const std::vector<bool> kept = keep_victims(pages.data(), slots.data(), pages.size());
   evict_staging_.drop(v.size());
   for (std::size_t k = 0; k < pages.size(); ++k) finish_eviction(pages[k], kept[k] ? ps::kept : 0);
   const std::size_t freed = pages.size();
@@ -319,14 +317,16 @@ std::size_t pager_impl::release_victims(const victim_batch& v) {
 }
 
 std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
-                                           std::size_t n, bool staged) {
+                                           std::size_t n) {
   std::vector<bool> kept(n, false);
   if (!victims_.is_open() || n == 0) return kept;
   std::vector<std::size_t> given;
   given.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
-    if (!victims_.wants(pages[k])) continue;
-    victims_.keep(pages[k], staged ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
+    // A page the store has no data for refills with zeros without looking at the cache
+    // (read_fills): a copy of it would be memory and a memcpy for nothing.
+    if (!store_->may_have_data(pages[k]) || !victims_.wants(pages[k])) continue;
+    victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
     given.push_back(pages[k]);
     kept[k] = true;
   }

@@ -270,10 +270,10 @@ class pager_impl {
   void restore_victims(const victim_batch& v);
   std::size_t release_victims(const victim_batch& v);
   // Victim cache steps 1-2 for those of pages[0..n) (sorted; their bytes in the store) that
-  // the cache wants, copied from staging slot slots[k] (staged) or from the region (read-only):
-  // per page, whether it was kept (ps::kept for finish_eviction). All false with no cache.
-  std::vector<bool> keep_victims(const std::size_t* pages, const std::size_t* slots, std::size_t n,
-                                 bool staged);
+  // the store has data for and the cache wants, copied from staging slot slots[k], or from
+  // the region where slots is null (read-only): per page, whether it was kept (ps::kept for
+  // finish_eviction). All false with no cache.
+  std::vector<bool> keep_victims(const std::size_t* pages, const std::size_t* slots, std::size_t n);
   // A victim has left the region: absent (with `kept`, I7), its waiting faults woken.
   void finish_eviction(std::size_t page, std::uint32_t kept);
   // Evicted pages kept where the kernel may take them back (victim_cache.hpp); open per
