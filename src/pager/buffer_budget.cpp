@@ -7,6 +7,20 @@
 
 namespace pheap::paging {
 
+buffer_budget::~buffer_budget() {
+  if (!pool_) return;
+  pool_->give(pooled());
+  pool_->leave();
+}
+
+void buffer_budget::share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed) {
+  pool_ = std::move(pool);
+  member_ = pool_->join();
+  unit_ = unit;
+  fixed_ = fixed;
+  pool_->take_anyway(pooled());
+}
+
 void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages,
                               double high_watermark, double low_watermark) {
   region_pages_ = region_pages;
@@ -93,6 +107,15 @@ bool buffer_budget::try_reserve(std::size_t limit) {
     }
     if (occupied_.compare_exchange_weak(o, o + 1, std::memory_order_acq_rel)) break;
   }
+  if (pool_) {  // B6; below the smallest working buffer the pool never refuses (as B4's floor)
+    const std::int64_t used_after = o + 1 - pinned_.load(std::memory_order_acquire);
+    if (used_after <= static_cast<std::int64_t>(std::min(min_pages, max_pages_))) {
+      pool_->take_anyway(unit_);
+    } else if (!pool_->take(unit_, member_)) {
+      occupied_.fetch_sub(1, std::memory_order_acq_rel);
+      return false;
+    }
+  }
   kick_at_high(o + 1 - pinned_.load(std::memory_order_acquire));
   return true;
 }
@@ -113,6 +136,7 @@ bool buffer_budget::reserve() {
       // Write-back is failing: evicting would lose data, waiting would hang the faulting
       // thread. Overflow the buffer instead (B2); the error surfaces at flush().
       occupied_.fetch_add(1, std::memory_order_acq_rel);
+      if (pool_) pool_->take_anyway(unit_);
       ok = true;
       break;
     }
@@ -125,6 +149,7 @@ bool buffer_budget::reserve() {
 
 void buffer_budget::release(std::size_t n) {
   occupied_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
+  if (pool_) pool_->give(static_cast<std::int64_t>(n) * unit_);
   if (waiters_.load(std::memory_order_acquire) > 0) notify_freed();
 }
 
@@ -157,7 +182,11 @@ std::size_t buffer_budget::to_evict() {
   std::int64_t excess = u - low_pages();
   // A waiting fault that has room already (it has not woken yet) needs no eviction: evicting
   // for it anyway took the buffer page by page below the low watermark while it slept.
-  if (excess <= 0 && waiters_.load() > 0 && u >= static_cast<std::int64_t>(target_pages())) excess = 1;
+  // A waiter the pool refuses (B6) has no room either.
+  if (excess <= 0 && waiters_.load() > 0 &&
+      (u >= static_cast<std::int64_t>(target_pages()) || (pool_ && pool_->full_for(unit_)))) {
+    excess = 1;
+  }
   return excess <= 0 ? 0 : static_cast<std::size_t>(excess);
 }
 

@@ -39,17 +39,27 @@
 //   B5  lent memory (lend/give_back below): the target is the sample less what is lent, so
 //       memory the pager touches only while flushing comes out of the buffer, not out of the
 //       reserve that is kept for the rest of the process.
+//   B6  a budget that shares its limit with other pagers of the process (share(), limit_pool.hpp)
+//       also takes each slot's bytes from the pool when it grants it (B2's overflow included)
+//       and gives them back when the slot is released or the budget goes; a grant the pool
+//       refuses (never one within the smallest working buffer, B4) waits as at a full buffer, and the evictor then evicts at least one page per
+//       round for it (the pool is full: room comes only from evicting, its own or, after
+//       their next sample, the other members').
 // Locks: free_mu_, evict_mu_ and retarget_mu_ are leaves (nothing is taken while holding them); the sampler
 // is called with no lock held.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
+
+#include "pager/limit_pool.hpp"
 
 namespace pheap::paging {
 
@@ -57,6 +67,7 @@ class buffer_budget {
  public:
   // `stop`: the pager's stop flag; waits end when it is set.
   explicit buffer_budget(const std::atomic<bool>& stop) : stop_(stop) {}
+  ~buffer_budget();  // gives the pool (B6) what the budget still holds, and leaves it
 
   // The smallest buffer, in pages, of a region of at least that many pages: one page filling
   // while another leaves. The pager refuses smaller buffers (pager.cpp choose_buffer).
@@ -92,6 +103,17 @@ class buffer_budget {
   // give_back(). Following a limit only (else a no-op).
   void lend(std::size_t n);
   void give_back(std::size_t n);
+  // B6: joins `pool`, holding `fixed` bytes in it at once (the pager's memory outside the
+  // buffer) until the budget goes; from now on each slot also takes `unit` bytes from it.
+  // Called before the evictor starts.
+  void share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed);
+  // What this budget holds in its pool (B6): its slots' bytes and the fixed bytes.
+  std::int64_t pooled() const noexcept {
+    return std::max<std::int64_t>(0, occupied_.load(std::memory_order_acquire)) * unit_ + fixed_;
+  }
+  limit_pool* pool() const noexcept { return pool_.get(); }
+  int member() const noexcept { return member_; }
+  std::int64_t unit() const noexcept { return unit_; }
 
   // ---- slots -------------------------------------------------------------------------------
   // A slot for a fault: waits for the evictor while the buffer is full (B2). False only when
@@ -185,6 +207,9 @@ class buffer_budget {
   std::condition_variable evict_cv_;
   bool kicked_ = false;
   std::atomic<std::uint64_t> peak_{0}, waits_{0};
+  std::shared_ptr<limit_pool> pool_;  // B6 (null: not shared)
+  int member_ = -1;
+  std::int64_t unit_ = 0, fixed_ = 0;
 };
 
 }  // namespace pheap::paging

@@ -204,10 +204,10 @@ memory_sample memory_limit::sample() const {
   return s;
 }
 
-std::size_t limit_follower::operator()(std::size_t resident_pages,
+std::size_t limit_follower::operator()(std::size_t resident_pages, std::uint64_t beside_bytes,
                                        std::chrono::steady_clock::time_point now) {
   const memory_sample s = sample_();
-  const std::uint64_t mine = std::uint64_t(resident_pages) * ps_;
+  const std::uint64_t mine = std::uint64_t(resident_pages) * ps_ + beside_bytes;
   const std::uint64_t rest = s.used > mine ? s.used - mine : 0;
   if (sampled_) {
     const double dt = std::chrono::duration<double>(now - prev_time_).count();
@@ -226,18 +226,26 @@ std::size_t limit_follower::operator()(std::size_t resident_pages,
   last_reserve_.store(reserve, std::memory_order_relaxed);
   last_burst_.store(burst, std::memory_order_relaxed);
   const std::uint64_t taken = rest + reserve;
-  return s.limit > taken ? static_cast<std::size_t>((s.limit - taken) / per_page_) : 0;
+  const std::uint64_t cap = s.limit > taken ? s.limit - taken : 0;
+  last_cap_.store(cap, std::memory_order_relaxed);
+  last_beside_.store(beside_bytes, std::memory_order_relaxed);
+  return cap > beside_bytes ? static_cast<std::size_t>((cap - beside_bytes) / per_page_) : 0;
 }
 
 std::string limit_follower::describe() const {
   auto m = [](const std::atomic<std::uint64_t>& v) {
     return static_cast<double>(v.load(std::memory_order_relaxed)) / (1 << 20);
   };
-  char b[160];
+  char b[224];
   std::snprintf(b, sizeof b,
                 ": limit %.1f MiB, rest of the process %.1f MiB, reserve %.1f MiB (bursts up to %.1f MiB)",
                 m(last_limit_), m(last_rest_), m(last_reserve_), m(last_burst_));
-  return "follows " + name_ + b;
+  std::string d = "follows " + name_ + b;
+  if (last_beside_.load(std::memory_order_relaxed) != 0) {
+    std::snprintf(b, sizeof b, ", pooled beside the buffer %.1f MiB", m(last_beside_));
+    d += b;
+  }
+  return d;
 }
 
 }  // namespace pheap::paging

@@ -68,7 +68,14 @@ class memory_limit {
 //             cgroup within 1/8 of its limit, halved every kBurstHalfLife since (a recent
 //             burst counts, an old one fades)
 //   reserve = max(the base reserve, min(2 × burst, limit / 8))
-//   target  = (limit − rest − reserve) / (page size + bookkeeping per page), in pages
+//   target  = (limit − rest − reserve − beside) / (page size + bookkeeping per page), in pages
+// where `beside` is the pooled memory beside this buffer (limit_pool.hpp): the buffers of the
+// other pagers following the same limit and this pager's own memory outside its buffer. It is
+// left out of `rest` (another buffer's growth is not a burst of the application's) and taken
+// off the target, so it counts once, touched or not yet: used + target + reserve = limit.
+// limit − rest − reserve is the pool's cap (cap()): what the pooled memory may take together,
+// including what is pooled but not touched yet. (Pooled memory touched after a sample counts
+// from the next one; the reserve covers it in between, as any growth of the process.)
 // The base reserve absorbs what the rest of the process grows between two samples and pheap's
 // own memory that is touched late; see pager.cpp for its size. The burst term learns how fast
 // the application grows: a process that took 8 MiB within one period (a batch buffer touched
@@ -92,11 +99,18 @@ class limit_follower {
       : sample_(std::move(sample)), name_(std::move(name)), ps_(page_size),
         per_page_(page_size + bookkeeping), reserve_(reserve), last_reserve_(reserve) {}
   static constexpr std::chrono::seconds kBurstHalfLife{10};
-  std::size_t operator()(std::size_t resident_pages) {
-    return (*this)(resident_pages, std::chrono::steady_clock::now());
+  std::size_t operator()(std::size_t resident_pages, std::uint64_t beside_bytes = 0) {
+    return (*this)(resident_pages, beside_bytes, std::chrono::steady_clock::now());
   }
   // At a given time (tests).
-  std::size_t operator()(std::size_t resident_pages, std::chrono::steady_clock::time_point now);
+  std::size_t operator()(std::size_t resident_pages, std::chrono::steady_clock::time_point now) {
+    return (*this)(resident_pages, 0, now);
+  }
+  std::size_t operator()(std::size_t resident_pages, std::uint64_t beside_bytes,
+                         std::chrono::steady_clock::time_point now);
+  // What the last sample left the buffers of all pagers following this limit: limit − rest −
+  // reserve, in bytes (limit_pool.hpp P2).
+  std::uint64_t cap() const noexcept { return last_cap_.load(std::memory_order_relaxed); }
   // "follows cgroup v1 …: limit 65.1 MiB, rest of the process 27.9 MiB, reserve 6.0 MiB
   // (bursts up to 1.2 MiB)" (the last sample), for pager_stats::buffer_target_source.
   std::string describe() const;
@@ -114,7 +128,8 @@ class limit_follower {
   double burst_ = 0;
   std::chrono::steady_clock::time_point prev_time_{};
   bool sampled_ = false;
-  std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0}, last_reserve_, last_burst_{0};
+  std::atomic<std::uint64_t> last_limit_{0}, last_rest_{0}, last_reserve_, last_burst_{0},
+      last_cap_{0}, last_beside_{0};
 };
 
 }  // namespace pheap::paging

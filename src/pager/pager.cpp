@@ -169,6 +169,11 @@ void pager_impl::set_geometry(const pager_options& opt) {
     limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
     limit = source->sample();
     buffer_source_ = source->name();
+    // The buffers of this process's other pagers that follow the same limit are not "in use"
+    // for this one: they share the limit with it (limit_pool.hpp).
+    limit_pool_ = limit_pool::of(source->name());
+    limit->used -= std::min<std::uint64_t>(limit->used, static_cast<std::uint64_t>(
+                                                            std::max<std::int64_t>(0, limit_pool_->held())));
     batch_cap = limit->limit / 16;
   }
   evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
@@ -255,9 +260,24 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
   buffer_source_ += "; then follows it every " + std::to_string(kFollowPeriod.count()) +
                     " ms (reserve " + mib(follower_->reserve()) +
                     ", or twice a recent burst of the rest of the process)";
+  // In the pool: the buffer's slots and the memory outside it (but for the flush's bounce
+  // buffer, which a flush lends out of the buffer, B5), touched or not yet.
+  const std::uint64_t fixed = own_bytes_outside_buffer() - flush_batch_pages_ * std::uint64_t(ps_);
+  budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
+                static_cast<std::int64_t>(fixed));
   budget_.follow(
-      [this, f = follower_, debug, shown = budget_.pages()](std::size_t resident) mutable {
-        const std::size_t t = (*f)(resident);
+      [this, f = follower_, debug, fixed, shown = budget_.pages()](std::size_t resident) mutable {
+        // The pool (limit_pool.hpp): what the other members hold is theirs (P2), and so is
+        // this pager's memory outside its buffer; under contention at most an equal share (P3).
+        limit_pool& pool = *limit_pool_;
+        const auto others = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pool.held() - budget_.pooled()));
+        std::size_t t = (*f)(resident, others + fixed);
+        pool.set_cap(static_cast<std::int64_t>(f->cap()));
+        const int n = pool.members();
+        if (n > 1 && pool.contended_by_other(budget_.member(), std::chrono::steady_clock::now())) {
+          t = std::min<std::size_t>(t, f->cap() / static_cast<std::uint64_t>(n) /
+                                           static_cast<std::uint64_t>(budget_.unit()));
+        }
         // Debug: one line when the target moved by 1/8 of the maximum since the last line.
         const std::size_t shown_now = std::clamp(t, std::size_t(0), budget_.pages());
         if (debug && (shown_now > shown ? shown_now - shown : shown - shown_now) * 8 >= budget_.pages()) {
@@ -268,6 +288,7 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
         return t;
       },
       kFollowPeriod);
+  budget_.follow_limit();  // the first sample sets the pool's cap before the region can fault
 }
 
 // The pager's memory outside the buffer that is not yet in use when the buffer is sized: the

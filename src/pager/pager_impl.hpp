@@ -50,6 +50,7 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
+#include "pager/limit_pool.hpp"
 #include "pager/memory_limit.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
@@ -95,6 +96,7 @@ class pager_impl {
   // An automatic buffer's follower (memory_limit.hpp), attached to the budget by
   // follow_memory_limit after choose_tracking; null with a buffer_size option.
   std::shared_ptr<limit_follower> follower_;
+  std::shared_ptr<limit_pool> limit_pool_;  // with follower_: the buffers sharing its limit
   static constexpr std::chrono::milliseconds kFollowPeriod{10};
   void follow_memory_limit(const uffd_features& f, bool debug);
   // Bytes of pheap's own bookkeeping per buffer page, an upper bound (the resident clock's

@@ -104,5 +104,35 @@ TEST(LimitFollower, TheBurstReserveIsCappedAtAnEighthOfTheLimit) {
   EXPECT_EQ(d.target(90, 100), 85u);
 }
 
+// Pooled memory beside the buffer (limit_pool.hpp: other pagers' buffers following the same
+// limit, this pager's memory outside its buffer) is counted once, whether the kernel counts it
+// yet or not: the memory in use plus the target is the limit less the reserve either way, and
+// the cap (what all pooled memory may take together) includes what is pooled but not touched.
+TEST(LimitFollower, TheTargetLeavesTheReserveWhetherMemoryBesideTheBufferIsTouchedYetOrNot) {
+  doubled d;
+  auto target = [&](std::uint64_t used, std::uint64_t buffer, std::uint64_t beside) {
+    d.now.used = used * MiB;
+    d.t += std::chrono::milliseconds(10);
+    return d.f(static_cast<std::size_t>(buffer * MiB / kPage), beside * MiB, d.t) * kPage / MiB;
+  };
+  EXPECT_EQ(target(30, 0, 20), 166u);  // 20 MiB pooled, not touched: 30 + 166 + 4 = 200
+  EXPECT_EQ(d.f.cap(), 186 * MiB);     // the 166 and the 20
+  EXPECT_EQ(target(50, 0, 20), 146u);  // touched now: 50 + 146 + 4 = 200
+  EXPECT_EQ(d.f.cap(), 166 * MiB);
+}
+
+TEST(LimitFollower, AnotherBuffersGrowthBesideThisOneIsNotABurst) {
+  doubled d;
+  auto target = [&](std::uint64_t used, std::uint64_t buffer, std::uint64_t beside) {
+    d.now.used = used * MiB;
+    d.t += std::chrono::milliseconds(10);
+    return d.f(static_cast<std::size_t>(buffer * MiB / kPage), beside * MiB, d.t) * kPage / MiB;
+  };
+  (void)target(180, 150, 0);  // near the limit
+  EXPECT_EQ(target(190, 140, 20), 146u);  // the other buffer took 20 MiB at once: 200-30-4-20
+  EXPECT_EQ(d.f.cap(), 166 * MiB);
+  EXPECT_EQ(d.f.reserve_now(), 4 * MiB);  // the base reserve: no burst learned
+}
+
 }  // namespace
 }  // namespace pheap::paging

@@ -376,6 +376,42 @@ TEST_F(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadro
     return s2.buffer_resamples == 0 ? 15 : 0;
   });
 }
+
+// Two automatic buffers in one cgroup: each pager sized itself at open as if it were alone
+// (the other's buffer was still empty), and each then counts the other's resident pages as
+// the rest of the process (memory_limit.hpp), so together they stay within the limit. Two
+// datastores of twice the limit each, written in alternating slices, then flushed and read
+// back: no OOM kill, every word intact, both evicted, the two targets together fit the limit,
+// and neither was starved by the other (limit_pool.hpp).
+TEST_F(PagerBudget, TwoAutomaticBuffersInOneCgroupTogetherStayWithinItsLimit) {
+  const std::uint64_t data = 2 * limit;
+  temp_dir tmp2;
+  run_in_cgroup(*cg, [&](std::string& report) {
+    auto a = open_auto(tmp, data, 4096);
+    auto b = open_auto(tmp2, data, 4096);
+    const std::size_t words = data / 8, slice = words / 32;
+    for (std::size_t at = 0; at < words; at += slice) {
+      write_words(*a, at, at + slice);
+      write_words(*b, at, at + slice);
+    }
+    a->flush({});
+    b->flush({});
+    if (!check_words(*a, 0, words)) return 11;
+    if (!check_words(*b, 0, words)) return 12;
+    const pager_stats sa = a->stats(), sb = b->stats();
+    report = "targets " + std::to_string(sa.buffer_target_bytes >> 20) + " + " +
+             std::to_string(sb.buffer_target_bytes >> 20) + " MiB (at open " +
+             std::to_string(sa.buffer_bytes >> 20) + " and " + std::to_string(sb.buffer_bytes >> 20) +
+             " MiB); peaks " + std::to_string(sa.peak_resident_pages) + " and " +
+             std::to_string(sb.peak_resident_pages) + " pages; evictions " +
+             std::to_string(sa.evictions) + " and " + std::to_string(sb.evictions);
+    if (sa.evictions == 0 || sb.evictions == 0) return 13;
+    if (sa.buffer_target_bytes + sb.buffer_target_bytes > limit) return 14;
+    // Fair shares under contention (limit_pool.hpp P3): neither holds less than a third.
+    const std::uint64_t both = sa.buffer_target_bytes + sb.buffer_target_bytes;
+    return 3 * std::min(sa.buffer_target_bytes, sb.buffer_target_bytes) < both ? 15 : 0;
+  });
+}
 #endif  // !__SANITIZE_ADDRESS__
 
 #endif  // !__SANITIZE_THREAD__
