@@ -120,13 +120,17 @@
 //     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it
 //     first waits for the evictor to lower occupancy by that many pages, and gives the memory
 //     back to the kernel when it ends.
-//   * Several automatic buffers in one process that follow the same limit share it: each
-//     sizes its maximum without the others' buffers (they are not "in use" for it), and every
-//     page any of them takes in counts against one cap (the limit less the rest of the process
-//     and the reserve) at once, not at the next 10 ms sample, so together they stay within the
+//   * Several automatic buffers that follow the same memory cgroup share it — in one process,
+//     and across the processes of one user in that cgroup (MPI ranks of one node), through a
+//     small file /dev/shm/pheap-pool-<uid>-<hash> that the last of them removes: each sizes
+//     its maximum without the others' buffers (they are not "in use" for it), and every page
+//     any of them takes in counts against one cap (the limit less the rest of the cgroup and
+//     the reserve) at once, not at the next 10 ms sample, so together they stay within the
 //     limit. A buffer that filled first keeps what it holds until another is refused a page;
-//     then each is held to an equal share of the cap. Two processes in one cgroup do not see
-//     each other's buffers this way (each is the other's "rest of the process").
+//     then each is held to an equal share of the cap. What a process killed without closing
+//     its pager held comes back within 100 ms. Not members: fixed buffers, other users'
+//     processes, more than 64 pagers per cgroup (those follow it alone), and under the RAM
+//     limit other processes (each has its own quarter of RAM).
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
 //     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and

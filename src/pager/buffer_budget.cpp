@@ -9,16 +9,19 @@ namespace pheap::paging {
 
 buffer_budget::~buffer_budget() {
   if (!pool_) return;
-  pool_->give(pooled());
-  pool_->leave();
+  pool_->give(pooled(), member_);
+  pool_->leave(member_);
 }
 
-void buffer_budget::share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed) {
+bool buffer_budget::share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed) {
+  const int member = pool->join();
+  if (member < 0) return false;
   pool_ = std::move(pool);
-  member_ = pool_->join();
+  member_ = member;
   unit_ = unit;
   fixed_ = fixed;
-  pool_->take_anyway(pooled());
+  pool_->take_anyway(pooled(), member_);
+  return true;
 }
 
 void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages,
@@ -110,7 +113,7 @@ bool buffer_budget::try_reserve(std::size_t limit) {
   if (pool_) {  // B6; below the smallest working buffer the pool never refuses (as B4's floor)
     const std::int64_t used_after = o + 1 - pinned_.load(std::memory_order_acquire);
     if (used_after <= static_cast<std::int64_t>(std::min(min_pages, max_pages_))) {
-      pool_->take_anyway(unit_);
+      pool_->take_anyway(unit_, member_);
     } else if (!pool_->take(unit_, member_)) {
       occupied_.fetch_sub(1, std::memory_order_acq_rel);
       return false;
@@ -136,7 +139,7 @@ bool buffer_budget::reserve() {
       // Write-back is failing: evicting would lose data, waiting would hang the faulting
       // thread. Overflow the buffer instead (B2); the error surfaces at flush().
       occupied_.fetch_add(1, std::memory_order_acq_rel);
-      if (pool_) pool_->take_anyway(unit_);
+      if (pool_) pool_->take_anyway(unit_, member_);
       ok = true;
       break;
     }
@@ -149,7 +152,7 @@ bool buffer_budget::reserve() {
 
 void buffer_budget::release(std::size_t n) {
   occupied_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
-  if (pool_) pool_->give(static_cast<std::int64_t>(n) * unit_);
+  if (pool_) pool_->give(static_cast<std::int64_t>(n) * unit_, member_);
   if (waiters_.load(std::memory_order_acquire) > 0) notify_freed();
 }
 

@@ -39,7 +39,7 @@
 //   B5  lent memory (lend/give_back below): the target is the sample less what is lent, so
 //       memory the pager touches only while flushing comes out of the buffer, not out of the
 //       reserve that is kept for the rest of the process.
-//   B6  a budget that shares its limit with other pagers of the process (share(), limit_pool.hpp)
+//   B6  a budget that shares its limit with other pagers (share(), limit_pool.hpp)
 //       also takes each slot's bytes from the pool when it grants it (B2's overflow included)
 //       and gives them back when the slot is released or the budget goes; a grant the pool
 //       refuses (never one within the smallest working buffer, B4) waits as at a full buffer, and the evictor then evicts at least one page per
@@ -105,8 +105,9 @@ class buffer_budget {
   void give_back(std::size_t n);
   // B6: joins `pool`, holding `fixed` bytes in it at once (the pager's memory outside the
   // buffer) until the budget goes; from now on each slot also takes `unit` bytes from it.
-  // Called before the evictor starts.
-  void share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed);
+  // False (and not shared) when the pool has no room for another member. Called before the
+  // evictor starts.
+  bool share(std::shared_ptr<limit_pool> pool, std::int64_t unit, std::int64_t fixed);
   // What this budget holds in its pool (B6): its slots' bytes and the fixed bytes.
   std::int64_t pooled() const noexcept {
     return std::max<std::int64_t>(0, occupied_.load(std::memory_order_acquire)) * unit_ + fixed_;

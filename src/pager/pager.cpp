@@ -171,7 +171,8 @@ void pager_impl::set_geometry(const pager_options& opt) {
     buffer_source_ = source->name();
     // The buffers of this process's other pagers that follow the same limit are not "in use"
     // for this one: they share the limit with it (limit_pool.hpp).
-    limit_pool_ = limit_pool::of(source->name());
+    limit_pool_ = limit_pool::of(source->name(), limit_is_cgroup_);
+    limit_pool_->reap();
     limit->used -= std::min<std::uint64_t>(limit->used, static_cast<std::uint64_t>(
                                                             std::max<std::int64_t>(0, limit_pool_->held())));
     batch_cap = limit->limit / 16;
@@ -263,13 +264,18 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
   // In the pool: the buffer's slots and the memory outside it (but for the flush's bounce
   // buffer, which a flush lends out of the buffer, B5), touched or not yet.
   const std::uint64_t fixed = own_bytes_outside_buffer() - flush_batch_pages_ * std::uint64_t(ps_);
-  budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
-                static_cast<std::int64_t>(fixed));
+  if (!budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
+                     static_cast<std::int64_t>(fixed))) {
+    limit_pool_ = limit_pool::of(name_, false);  // no slot left: alone, as before the pool
+    (void)budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
+                        static_cast<std::int64_t>(fixed));
+  }
   budget_.follow(
       [this, f = follower_, debug, fixed, shown = budget_.pages()](std::size_t resident) mutable {
         // The pool (limit_pool.hpp): what the other members hold is theirs (P2), and so is
         // this pager's memory outside its buffer; under contention at most an equal share (P3).
         limit_pool& pool = *limit_pool_;
+        pool.reap();  // P4
         const auto others = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pool.held() - budget_.pooled()));
         std::size_t t = (*f)(resident, others + fixed);
         pool.set_cap(static_cast<std::int64_t>(f->cap()));

@@ -1,12 +1,19 @@
 // The pool the automatic buffers of one process share (src/pager/limit_pool.hpp P1-P3) and
 // a buffer budget that is a member (buffer_budget.hpp B6), without a pager: grants past the
 // cap are refused and recorded, released slots come back, a budget gives back what it holds
-// when it goes, and pools are per limit.
+// when it goes, pools are per limit, and a pool shared across processes (a memory cgroup's)
+// gets back what a member that died without leaving held, and goes with its last member.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "pager/buffer_budget.hpp"
 #include "pager/limit_pool.hpp"
@@ -29,15 +36,15 @@ TEST(LimitPool, AGrantThatWouldPassTheCapIsRefusedAndCountsAsContentionForTheOth
   EXPECT_FALSE(p.contended_by_other(a, clk::now() + 2 * limit_pool::kContention));  // faded
   EXPECT_TRUE(p.take(40, b));
   EXPECT_TRUE(p.full_for(1));
-  p.give(40);
+  p.give(40, b);
   EXPECT_FALSE(p.full_for(40));
-  p.take_anyway(50);  // past the cap: B2's overflow must not fail
+  p.take_anyway(50, a);  // past the cap: B2's overflow must not fail
   EXPECT_EQ(p.held(), 110);
 }
 
 TEST(LimitPool, PagersFollowingTheSameLimitShareOnePoolAndOthersDoNot) {
-  const auto a = limit_pool::of("cgroup v1 /test/a"), a2 = limit_pool::of("cgroup v1 /test/a");
-  const auto b = limit_pool::of("cgroup v1 /test/b");
+  const auto a = limit_pool::of("cgroup v1 /test/a", false), a2 = limit_pool::of("cgroup v1 /test/a", false);
+  const auto b = limit_pool::of("cgroup v1 /test/b", false);
   EXPECT_EQ(a.get(), a2.get());
   EXPECT_NE(a.get(), b.get());
 }
@@ -49,7 +56,7 @@ TEST(LimitPool, ABudgetTakesItsSlotsAndFixedBytesFromThePoolAndGivesThemBackWhen
   {
     buffer_budget budget(stop);
     budget.configure(1000, 500, 1.0, 0.9);  // its own target (500 slots) is not what binds
-    budget.share(pool, 100, 50);
+    ASSERT_TRUE(budget.share(pool, 100, 50));
     EXPECT_EQ(pool->members(), 1);
     EXPECT_EQ(pool->held(), 50);
     for (int i = 0; i < 10; ++i) EXPECT_TRUE(budget.try_reserve_below_target()) << i;
@@ -73,12 +80,76 @@ TEST(LimitPool, ABudgetAlwaysGetsItsSmallestWorkingBufferEvenFromAFullPool) {
   pool->set_cap(10);
   buffer_budget budget(stop);
   budget.configure(1000, 500, 1.0, 0.9);
-  budget.share(pool, 100, 50);  // the fixed bytes alone pass the cap
+  ASSERT_TRUE(budget.share(pool, 100, 50));  // the fixed bytes alone pass the cap
   for (std::size_t i = 0; i < buffer_budget::min_pages; ++i) {
     EXPECT_TRUE(budget.try_reserve_below_target()) << i;
   }
   EXPECT_FALSE(budget.try_reserve_below_target());
   EXPECT_EQ(pool->held(), 50 + 100 * static_cast<std::int64_t>(buffer_budget::min_pages));
+}
+
+// The name of a limit no other test uses, so that the shared pool is this test's own.
+std::string unique_limit(const char* what) {
+  return std::string("cgroup v1 /limit_pool_test/") + what + "/" + std::to_string(::getpid());
+}
+
+// P4: the child joins the shared pool, takes 1000 bytes and dies without leaving (as an
+// OOM-killed MPI rank would); the parent, a member of the same pool, sees the child's hold and
+// then, once the child is gone, gets it back at its next reap.
+TEST(LimitPool, WhatAMemberWhoseProcessDiedWithoutLeavingHeldComesBackAtTheNextReap) {
+  const std::string name = unique_limit("reap");
+  auto pool = limit_pool::of(name, true);
+  ASSERT_TRUE(pool->shared()) << "/dev/shm is needed for a shared pool";
+  const int me = pool->join();
+  ASSERT_GE(me, 0);
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int m = pool->join();
+    if (m < 0 || !pool->take(1000, m)) ::_exit(1);
+    char c = 1;
+    if (::write(go[1], &c, 1) != 1) ::_exit(2);
+    ::_exit(0);  // no leave()
+  }
+  char c = 0;
+  ASSERT_EQ(::read(go[0], &c, 1), 1);
+  EXPECT_EQ(pool->held(), 1000);
+  EXPECT_EQ(pool->members(), 2);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // reap looks every 100 ms at most
+  pool->reap();
+  EXPECT_EQ(pool->held(), 0);
+  EXPECT_EQ(pool->members(), 1);
+  pool->leave(me);
+  ::close(go[0]);
+  ::close(go[1]);
+}
+
+// The shared file goes with the last member; a member that joins after that (through the same
+// object, which still maps the removed file) starts a fresh file with no cap and no holds.
+TEST(LimitPool, TheSharedFileGoesWithItsLastMemberAndALaterJoinStartsAFreshOne) {
+  const std::string name = unique_limit("file");
+  auto pool = limit_pool::of(name, true);
+  ASSERT_TRUE(pool->shared());
+  struct stat sb {};
+  const int a = pool->join(), b = pool->join();
+  pool->set_cap(5000);
+  ASSERT_TRUE(pool->take(3000, a));
+  pool->leave(a);
+  EXPECT_EQ(pool->held(), 0);
+  EXPECT_EQ(::stat(pool->path().c_str(), &sb), 0) << "b is still a member";
+  pool->leave(b);
+  EXPECT_NE(::stat(pool->path().c_str(), &sb), 0) << "the last member left";
+  const int c = pool->join();
+  ASSERT_GE(c, 0);
+  EXPECT_EQ(::stat(pool->path().c_str(), &sb), 0);
+  EXPECT_EQ(pool->cap(), INT64_MAX);  // a fresh pool: no sample yet
+  EXPECT_EQ(pool->members(), 1);
+  pool->leave(c);
+  EXPECT_NE(::stat(pool->path().c_str(), &sb), 0);
 }
 
 }  // namespace

@@ -412,6 +412,33 @@ TEST_F(PagerBudget, TwoAutomaticBuffersInOneCgroupTogetherStayWithinItsLimit) {
     return 3 * std::min(sa.buffer_target_bytes, sb.buffer_target_bytes) < both ? 15 : 0;
   });
 }
+// Two processes in one cgroup (MPI ranks of one node in a job's cgroup), each with an automatic
+// buffer over its own datastore of twice the limit, written and read back at once: they share
+// the cgroup's pool (limit_pool.hpp; before it, each sized itself as if alone and the kernel
+// OOM-killed one in every run). The child ends without closing its pager (_exit), as a rank
+// that is killed would: the parent gets back what it held at its next sample (P4).
+TEST_F(PagerBudget, TwoProcessesWithAutomaticBuffersInOneCgroupTogetherStayWithinItsLimit) {
+  const std::uint64_t data = 2 * limit;
+  temp_dir tmp2;
+  run_in_cgroup(*cg, [&](std::string& report) {
+    const pid_t other = ::fork();
+    const bool child = other == 0;
+    auto pg = open_auto(child ? tmp2 : tmp, data, 4096);
+    const std::size_t words = data / 8;
+    write_words(*pg, 0, words);
+    pg->flush({});
+    const bool ok = check_words(*pg, 0, words);
+    const pager_stats st = pg->stats();
+    if (child) ::_exit(ok ? 0 : 1);
+    int status = 0;
+    ::waitpid(other, &status, 0);
+    report = "target " + std::to_string(st.buffer_target_bytes >> 20) + " MiB; other: " +
+             (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                : "signal " + std::to_string(WTERMSIG(status)));
+    if (!ok) return 11;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 12;
+  });
+}
 #endif  // !__SANITIZE_ADDRESS__
 
 #endif  // !__SANITIZE_THREAD__
