@@ -29,6 +29,13 @@ struct doubled {
     t += std::chrono::milliseconds(10);
     return f(static_cast<std::size_t>(buffer * MiB / kPage), t) * kPage / MiB;
   }
+  // Target in MiB when the cgroup counts `used` MiB, `buffer` MiB of which are the buffer, and
+  // `beside` MiB are pooled beside it (limit_pool.hpp), counted by the kernel or not.
+  std::uint64_t target_beside(std::uint64_t used, std::uint64_t buffer, std::uint64_t beside) {
+    now.used = used * MiB;
+    t += std::chrono::milliseconds(10);
+    return f(static_cast<std::size_t>(buffer * MiB / kPage), beside * MiB, t) * kPage / MiB;
+  }
   void wait(clk::duration d) { t += d; }
 };
 
@@ -110,26 +117,16 @@ TEST(LimitFollower, TheBurstReserveIsCappedAtAnEighthOfTheLimit) {
 // the cap (what all pooled memory may take together) includes what is pooled but not touched.
 TEST(LimitFollower, TheTargetLeavesTheReserveWhetherMemoryBesideTheBufferIsTouchedYetOrNot) {
   doubled d;
-  auto target = [&](std::uint64_t used, std::uint64_t buffer, std::uint64_t beside) {
-    d.now.used = used * MiB;
-    d.t += std::chrono::milliseconds(10);
-    return d.f(static_cast<std::size_t>(buffer * MiB / kPage), beside * MiB, d.t) * kPage / MiB;
-  };
-  EXPECT_EQ(target(30, 0, 20), 166u);  // 20 MiB pooled, not touched: 30 + 166 + 4 = 200
+  EXPECT_EQ(d.target_beside(30, 0, 20), 166u);  // 20 MiB pooled, not touched: 30 + 166 + 4 = 200
   EXPECT_EQ(d.f.cap(), 186 * MiB);     // the 166 and the 20
-  EXPECT_EQ(target(50, 0, 20), 146u);  // touched now: 50 + 146 + 4 = 200
+  EXPECT_EQ(d.target_beside(50, 0, 20), 146u);  // touched now: 50 + 146 + 4 = 200
   EXPECT_EQ(d.f.cap(), 166 * MiB);
 }
 
 TEST(LimitFollower, AnotherBuffersGrowthBesideThisOneIsNotABurst) {
   doubled d;
-  auto target = [&](std::uint64_t used, std::uint64_t buffer, std::uint64_t beside) {
-    d.now.used = used * MiB;
-    d.t += std::chrono::milliseconds(10);
-    return d.f(static_cast<std::size_t>(buffer * MiB / kPage), beside * MiB, d.t) * kPage / MiB;
-  };
-  (void)target(180, 150, 0);  // near the limit
-  EXPECT_EQ(target(190, 140, 20), 146u);  // the other buffer took 20 MiB at once: 200-30-4-20
+  (void)d.target_beside(180, 150, 0);  // near the limit
+  EXPECT_EQ(d.target_beside(190, 140, 20), 146u);  // the other buffer took 20 MiB at once: 200-30-4-20
   EXPECT_EQ(d.f.cap(), 166 * MiB);
   EXPECT_EQ(d.f.reserve_now(), 4 * MiB);  // the base reserve: no burst learned
 }
