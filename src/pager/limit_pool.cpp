@@ -2,7 +2,6 @@
 #include "pager/limit_pool.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -59,19 +58,17 @@ bool process_stat(int pid, char& state, std::uint64_t& start) {
   return static_cast<bool>(rest);
 }
 
+// This process's start time (read per call: a child forked after the parent joined has its
+// own, and a slot that carried the parent's would look like a reused pid and be reaped live).
 std::uint64_t own_start() {
-  static const std::uint64_t s = [] {
-    char st;
-    std::uint64_t start = 0;
-    (void)process_stat(static_cast<int>(::getpid()), st, start);
-    return start;
-  }();
-  return s;
+  char st;
+  std::uint64_t start = 0;
+  (void)process_stat(static_cast<int>(::getpid()), st, start);
+  return start;
 }
 
 bool alive(int pid, std::uint64_t start) {
   if (pid == static_cast<int>(::getpid())) return true;
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
   char st = 0;
   std::uint64_t s = 0;
   if (!process_stat(pid, st, s)) return false;
@@ -174,33 +171,23 @@ std::shared_ptr<limit_pool> limit_pool::of(const std::string& limit_name, bool a
 
 int limit_pool::join() {
   std::lock_guard plk(mu_);
-  int locked = -1;
-  for (;;) {  // lock the file; a file the last member removed meanwhile is replaced first
-    locked = fd_;
-    if (locked >= 0) {
-      while (::flock(locked, LOCK_EX) != 0 && errno == EINTR) {
-      }
+  for (;;) {
+    // The file stays linked while it is locked (a leaver unlinks under the lock); one the last
+    // member removed before we locked it is replaced, and the new one locked in its place.
+    flock_guard lk(fd_);
+    if (replace_if_unlinked()) continue;  // (the old descriptor stays open until we go)
+    last_reap_ns_.store(0, std::memory_order_relaxed);
+    reap();
+    for (int i = 0; i < kSlots; ++i) {
+      state::slot& sl = st().slots[i];
+      std::int32_t free = 0;
+      if (sl.pid.load() != 0) continue;
+      sl.held.store(0);
+      sl.start.store(own_start());
+      if (sl.pid.compare_exchange_strong(free, static_cast<std::int32_t>(::getpid()))) return i;
     }
-    if (!replace_if_unlinked()) break;
-    (void)::flock(locked, LOCK_UN);
+    return -1;
   }
-  struct unlock {
-    int fd;
-    ~unlock() {
-      if (fd >= 0) (void)::flock(fd, LOCK_UN);
-    }
-  } unlock_at_end{locked};  // the file stays linked while it is locked: a leaver unlinks under it
-  last_reap_ns_.store(0, std::memory_order_relaxed);
-  reap();
-  for (int i = 0; i < kSlots; ++i) {
-    state::slot& sl = st().slots[i];
-    std::int32_t free = 0;
-    if (sl.pid.load() != 0) continue;
-    sl.held.store(0);
-    sl.start.store(own_start());
-    if (sl.pid.compare_exchange_strong(free, static_cast<std::int32_t>(::getpid()))) return i;
-  }
-  return -1;
 }
 
 void limit_pool::leave(int member) {

@@ -93,39 +93,46 @@ std::string unique_limit(const char* what) {
   return std::string("cgroup v1 /limit_pool_test/") + what + "/" + std::to_string(::getpid());
 }
 
-// P4: the child joins the shared pool, takes 1000 bytes and dies without leaving (as an
-// OOM-killed MPI rank would); the parent, a member of the same pool, sees the child's hold and
-// then, once the child is gone, gets it back at its next reap.
-TEST(LimitPool, WhatAMemberWhoseProcessDiedWithoutLeavingHeldComesBackAtTheNextReap) {
+// P4: the child — forked after the parent joined, as a worker of a process that opened its
+// datastore first — joins the shared pool and takes 1000 bytes; while it lives a reap leaves its
+// hold alone; then it dies without leaving (as an OOM-killed MPI rank would) and the parent's
+// next reap gets the hold back.
+TEST(LimitPool, ALiveMemberKeepsItsHoldAndOneThatDiedWithoutLeavingGivesItBackAtTheNextReap) {
   const std::string name = unique_limit("reap");
   auto pool = limit_pool::of(name, true);
   ASSERT_TRUE(pool->shared()) << "/dev/shm is needed for a shared pool";
   const int me = pool->join();
   ASSERT_GE(me, 0);
-  int go[2];
-  ASSERT_EQ(::pipe(go), 0);
+  int up[2], down[2];
+  ASSERT_EQ(::pipe(up), 0);
+  ASSERT_EQ(::pipe(down), 0);
   const pid_t child = ::fork();
   if (child == 0) {
     const int m = pool->join();
     if (m < 0 || !pool->take(1000, m)) ::_exit(1);
     char c = 1;
-    if (::write(go[1], &c, 1) != 1) ::_exit(2);
+    if (::write(up[1], &c, 1) != 1) ::_exit(2);
+    if (::read(down[0], &c, 1) != 1) ::_exit(3);  // until the parent has reaped once
     ::_exit(0);  // no leave()
   }
   char c = 0;
-  ASSERT_EQ(::read(go[0], &c, 1), 1);
+  ASSERT_EQ(::read(up[0], &c, 1), 1);
   EXPECT_EQ(pool->held(), 1000);
   EXPECT_EQ(pool->members(), 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // reap looks every 100 ms at most
+  pool->reap();
+  EXPECT_EQ(pool->held(), 1000) << "the child is alive: its hold stays";
+  EXPECT_EQ(pool->members(), 2);
+  ASSERT_EQ(::write(down[1], &c, 1), 1);
   int st = 0;
   ::waitpid(child, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // reap looks every 100 ms at most
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
   pool->reap();
   EXPECT_EQ(pool->held(), 0);
   EXPECT_EQ(pool->members(), 1);
   pool->leave(me);
-  ::close(go[0]);
-  ::close(go[1]);
+  for (int fd : {up[0], up[1], down[0], down[1]}) ::close(fd);
 }
 
 // The shared file goes with the last member; a member that joins after that (through the same
