@@ -6,6 +6,7 @@
 // the install).
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,10 +27,56 @@ void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::
   if (table_.release(page, clear_bits, set_bits) & ps::wanted) wake_page(page);
 }
 
+// Waiting for a fault: one epoll instance per worker holding the uffd with EPOLLEXCLUSIVE, so
+// a fault wakes one idle worker; poll() on the uffd woke every worker for every fault, and the
+// losers' wake-ups (a cross-CPU IPI each on a VM) and their empty reads were worker time spent
+// for nothing. The wake_fd_ is held without EPOLLEXCLUSIVE: stop and prefetch wake everyone.
+// Without epoll (the instance could not be made), poll() as before.
+class fault_wait {
+ public:
+  fault_wait(int uffd, int wake_fd) : fds_{{uffd, POLLIN, 0}, {wake_fd, POLLIN, 0}} {
+    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep_ < 0) return;
+    epoll_event u{};
+    u.events = EPOLLIN | EPOLLEXCLUSIVE;
+    u.data.fd = uffd;
+    epoll_event w{};
+    w.events = EPOLLIN;
+    w.data.fd = wake_fd;
+    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, uffd, &u) != 0 ||
+        ::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd, &w) != 0) {
+      ::close(ep_);
+      ep_ = -1;
+    }
+  }
+  ~fault_wait() {
+    if (ep_ >= 0) ::close(ep_);
+  }
+  fault_wait(const fault_wait&) = delete;
+  fault_wait& operator=(const fault_wait&) = delete;
+  // Sleeps until the uffd or the wake-up eventfd is readable; true if the eventfd is.
+  bool wait() {
+    if (ep_ < 0) {
+      (void)::poll(fds_, 2, -1);
+      return (fds_[1].revents & POLLIN) != 0;
+    }
+    epoll_event ev[2];
+    const int n = ::epoll_wait(ep_, ev, 2, -1);
+    for (int i = 0; i < n; ++i) {
+      if (ev[i].data.fd == fds_[1].fd) return true;
+    }
+    return false;
+  }
+
+ private:
+  pollfd fds_[2];
+  int ep_ = -1;
+};
+
 void pager_impl::worker_main(unsigned index) {
   (void)index;
   anon_map bounce(worker_bounce_pages() * ps_, true);
-  pollfd fds[2] = {{uffd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  fault_wait waiter(uffd_, wake_fd_);
   // Whoever consumed the wake-up may leave while others still sleep: pass it on (stop).
   struct pass_wake_on {
     int fd;
@@ -81,8 +128,7 @@ void pager_impl::worker_main(unsigned index) {
     }
     if (!poll_next && prefetch_step(bounce.data())) continue;
     poll_next = false;
-    (void)::poll(fds, 2, -1);
-    if (fds[1].revents & POLLIN) {
+    if (waiter.wait()) {
       std::uint64_t v;
       (void)::read(wake_fd_, &v, sizeof v);  // whoever wins resets it; all look at the queue
     }
