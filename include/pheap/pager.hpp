@@ -90,7 +90,8 @@
 //     where pages are used (one 4 KiB page of words per 1 024 pages: 0.1 % of the heap's used
 //     pages at 4 KiB pages, whatever the capacity; it used to be allocated and written whole at
 //     construction, 64 MiB for 64 GiB at 4 KiB pages); ≤ 64 bytes per buffer page of
-//     bookkeeping (the evictor's clock); bounce buffers of one flush batch (≤ 16 MiB), two
+//     bookkeeping (the evictor's clock), and 1 byte per page of the region where the evictor
+//     took a page along with a neighbouring victim (a mapping touched likewise); bounce buffers of one flush batch (≤ 16 MiB), two
 //     eviction batches (≤ 8 MiB each; the second is touched only for stores without
 //     page_crc), 1 + read_ahead pages per fault thread and 64 KiB of zeros; with an automatic
 //     buffer each batch is at most 1/16 of the memory limit. UFFDIO_MOVE staging ranges hold buffer pages

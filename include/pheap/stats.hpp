@@ -38,6 +38,9 @@ struct pager_stats {
   std::uint64_t prefetched_pages = 0;
   std::uint64_t evictions = 0;      // pages evicted
   std::uint64_t evicted_dirty = 0;  // of which written back
+  // Contiguous runs the evicted pages left in: one UFFDIO_MOVE (or MADV_DONTNEED) and one TLB
+  // flush each, so evictions / evict_runs is the pages each flush paid for.
+  std::uint64_t evict_runs = 0;
   std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
   std::uint64_t victims_kept = 0;  // evicted pages whose copy went to the victim cache
   bool victim_cache = false;       // the victim cache is on

@@ -8,7 +8,9 @@
 //      faults (wp_sync) and, in wp_async, by harvest_writes: a PAGEMAP_SCAN that moves the
 //      written bits of the page tables into the words (dirty|ref) and write-protects those
 //      pages again, so pages written since the hand last passed are kept. The hand costs O(1)
-//      per page looked at, whatever the capacity of the region.
+//      per page looked at, whatever the capacity of the region. Each victim takes along up
+//      to kNeighbourRun pages on either side that are unreferenced victims-to-be as well
+//      (claim_neighbours), so victims leave in runs.
 //   2. drop_victims, read-only region only: copies kept in the victim cache (where it is on),
 //      then one MADV_DONTNEED per contiguous run; done.
 //   3. move_out_victims: UFFDIO_MOVE each contiguous run into the staging range (staging.hpp).
@@ -111,6 +113,13 @@ void sort_by_page(victim_batch& v) {
   v.pages.swap(pages);
   v.dirty.swap(dirty);
 }
+
+// Contiguous runs in sorted pages (pager_stats::evict_runs).
+std::uint64_t runs_of(const std::vector<std::size_t>& pages) {
+  std::uint64_t runs = 0;
+  for (std::size_t i = 0; i < pages.size(); ++i) runs += (i == 0 || pages[i] != pages[i - 1] + 1);
+  return runs;
+}
 }  // namespace
 
 victim_batch pager_impl::claim_victims(std::size_t want) {
@@ -137,13 +146,15 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
     }
     if (!ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident)) {
       dirty_seen.push_back(p);
-    } else {
-      claim_victim(p, false, v);
+    } else if (claim_victim(p, false, v)) {
+      claim_neighbours(p, want, v, ro_);
     }
   }
   examined_since_harvest_ += v.size() + dirty_seen.size();
   std::size_t k = 0;
-  for (; k < dirty_seen.size() && v.size() < want; ++k) claim_victim(dirty_seen[k], true, v);
+  for (; k < dirty_seen.size() && v.size() < want; ++k) {
+    if (claim_victim(dirty_seen[k], true, v)) claim_neighbours(dirty_seen[k], want, v, true);
+  }
   clock_.put_front(std::vector<std::size_t>(dirty_seen.begin() + static_cast<std::ptrdiff_t>(k),
                                             dirty_seen.end()));
   sort_by_page(v);
@@ -176,14 +187,46 @@ void pager_impl::harvest_writes() {
   }
 }
 
-void pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
+bool pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
   std::uint32_t was = 0;
   if (!table_.claim_evict(page, was)) {
     clock_.pass(page);  // changed meanwhile (pinned, flushed): stays in the ring
-    return;
+    return false;
   }
   v.pages.push_back(page);
   v.dirty.push_back(dirty || (was & ps::dirty) || mode_ == dirty_tracking::all_resident);
+  return true;
+}
+
+// Victims in runs: the clock's victims are scattered (graph ingestion: 1.1 pages per run), and
+// each run costs one UFFDIO_MOVE with its TLB flush, an IPI on this VM (~10 µs, run I), where
+// a run of many pages costs one flush for all. So the pages next to a victim go with it while
+// they would be victims too once the hand came to them: resident, evictable, not referenced
+// since the hand last passed them, and, next to a clean victim, clean (clean pages first, as
+// the hand takes them); the run stops at the first that is not. They are claimed out of the
+// hand's order (resident_clock.hpp C3). A run may take the batch past `want` (the evictor
+// often wants one or two pages, for a waiting fault), by at most 1/64 of the buffer below its
+// low watermark, and never past the staging range (evict_batch_pages_).
+void pager_impl::claim_neighbours(std::size_t page, std::size_t want, victim_batch& v,
+                                  bool dirty_ok) {
+  const std::size_t over = std::min<std::size_t>(2 * kNeighbourRun, budget_.pages() / 64);
+  const std::size_t cap = std::min(evict_batch_pages_, want + over);
+  const bool all_dirty = mode_ == dirty_tracking::all_resident;
+  for (const bool up : {true, false}) {
+    for (std::size_t d = 1; d <= kNeighbourRun && v.size() < cap; ++d) {
+      if (!up && d > page) break;
+      const std::size_t q = up ? page + d : page - d;
+      if (q >= npages_) break;
+      const std::uint32_t s = table_.load(q);
+      if (!ps::evictable(s) || (s & ps::ref) || !clock_.may_claim_out_of_order(q)) break;
+      if (!dirty_ok && ((s & ps::dirty) || all_dirty)) break;
+      std::uint32_t was = 0;
+      if (!table_.claim_evict(q, was)) break;
+      clock_.claimed_out_of_order(q);
+      v.pages.push_back(q);
+      v.dirty.push_back((was & ps::dirty) || all_dirty);
+    }
+  }
 }
 
 // ---- 2. read-only: just drop ----------------------------------------------------------------
@@ -196,6 +239,7 @@ std::size_t pager_impl::drop_victims(const victim_batch& v) {
   for (std::size_t i = 0; i < n; ++i) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   budget_.release(n);
   c_.evictions.fetch_add(n, std::memory_order_relaxed);
+  c_.evict_runs.fetch_add(runs_of(v.pages), std::memory_order_relaxed);
   return n;
 }
 
@@ -313,6 +357,7 @@ std::size_t pager_impl::release_victims(const victim_batch& v) {
   const std::size_t freed = pages.size();
   budget_.release(freed);
   c_.evictions.fetch_add(freed, std::memory_order_relaxed);
+  c_.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);
   return freed;
 }
 

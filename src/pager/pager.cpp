@@ -103,7 +103,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
      << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
-     << " | evictions " << s.evictions << " (dirty " << s.evicted_dirty << ", verified "
+     << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
      << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
      << " retakes " << s.flush_retakes << " | written " << s.bytes_written << " B"
@@ -158,6 +158,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
+  clock_.size_for(npages_);
   // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page; an eviction batch
   // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
   // (their bounce buffers come out of the limit too).
@@ -577,6 +578,7 @@ pager_stats pager_impl::stats() const {
   s.prefetched_pages = g(c_.prefetched_pages);
   s.evictions = g(c_.evictions);
   s.evicted_dirty = g(c_.evicted_dirty);
+  s.evict_runs = g(c_.evict_runs);
   s.evict_verify_reads = g(c_.evict_verify_reads);
   s.victims_kept = g(c_.victims_kept);
   s.victim_hits = g(c_.victim_hits);

@@ -63,7 +63,7 @@ namespace pheap::paging {
 
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
-      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0},
+      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0}, evict_runs{0},
       evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
@@ -255,7 +255,14 @@ class pager_impl {
   // wp_async, step 1's first part: written pages → dirty|ref in their words, write-protected
   // again (the clock's reference bit for written pages).
   void harvest_writes();
-  void claim_victim(std::size_t page, bool dirty, victim_batch& v);
+  // Claims page (popped by the hand) into v; false (put back behind the hand) if it changed.
+  bool claim_victim(std::size_t page, bool dirty, victim_batch& v);
+  // Claims up to kNeighbourRun pages on each side of victim `page` that are unreferenced
+  // evictable pages too (dirty ones only if `dirty_ok`), while v holds fewer than want + a
+  // 64th of the buffer (at most 2 * kNeighbourRun more, and the staging range's
+  // evict_batch_pages_).
+  void claim_neighbours(std::size_t page, std::size_t want, victim_batch& v, bool dirty_ok);
+  static constexpr std::size_t kNeighbourRun = 15;
   std::size_t drop_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
   // Indexes into v of the pages to write back, sorted.

@@ -8,21 +8,34 @@
 // behind the hand (pass(): referenced, owned, pinned) or in front of it (unclaimed candidates,
 // which stay the oldest).
 //
+// The evictor may also claim a resident page out of the hand's order: a neighbour of a victim,
+// so that victims leave in contiguous runs (one UFFDIO_MOVE and one TLB flush per run instead
+// of one per page; run I in bench/README.md). Such a page's entry stays where it is and
+// becomes stale (claimed_out_of_order()); next() drops stale entries as it meets them.
+//
 // Invariants:
-//   C1  every resident page is in the ring or published-and-not-yet-taken, exactly once: a
-//       page is published once per install, and leaves the ring only when the evictor claims
-//       it; a claimed page that stays resident (it did not move out, or its write-back
-//       failed) is put back by the evictor.
-//   C2  so the ring holds at most the resident pages (buffer + pinned pages, + B2's overflow):
+//   C1  every resident page has exactly one live entry, in the ring or published-and-not-yet-
+//       taken: a page is published once per install, and its entry leaves the ring (or turns
+//       stale, C3) only when the evictor claims it; a claimed page that stays resident (it did
+//       not move out, or its write-back failed) is published again by the evictor.
+//   C2  so the ring holds at most the resident pages (buffer + pinned pages, + B2's overflow)
+//       plus the stale entries, which are kept below a third of them (may_claim_out_of_order):
 //       victim selection costs O(1) per page examined, whatever the region's capacity (the
 //       clock used to sweep page numbers over the whole region: O(capacity) per batch).
+//   C3  stale_[p] counts page p's stale entries, and they are the first stale_[p] entries of
+//       p the hand meets: a page's live entry is always its newest (it is published after the
+//       claim that made the older one stale, and appended at the back; only entries just
+//       popped are put back in front, and a stale entry is dropped, never passed).
 // Locks: mu_ is a leaf (nothing is taken while holding it).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <vector>
+
+#include "pager/anon_map.hpp"
 
 namespace pheap::paging {
 
@@ -32,6 +45,13 @@ class resident_clock {
   void publish(std::size_t page) {
     std::lock_guard lk(mu_);
     published_.push_back(page);
+  }
+
+  // ---- set-up ------------------------------------------------------------------------------
+  // Room for the stale counts of pages [0, npages): one byte each, touched only where a page
+  // was claimed out of order (a lazily backed mapping).
+  void size_for(std::size_t npages) {
+    stale_ = anon_map(npages == 0 ? 1 : npages, true);
   }
 
   // ---- the evictor (single thread) ---------------------------------------------------------
@@ -45,12 +65,29 @@ class resident_clock {
     taken_.clear();
   }
   std::size_t size() const noexcept { return ring_.size(); }
-  // Pops the page under the hand; false when the ring is empty.
+  // Pops the page under the hand, dropping stale entries on the way (C3); false when the ring
+  // is empty.
   bool next(std::size_t& page) {
-    if (ring_.empty()) return false;
-    page = ring_.front();
-    ring_.pop_front();
-    return true;
+    while (!ring_.empty()) {
+      page = ring_.front();
+      ring_.pop_front();
+      std::uint8_t& st = stale(page);
+      if (st == 0) return true;
+      --st;
+      --stale_total_;
+    }
+    return false;
+  }
+  // Whether resident page `page` may be claimed out of the hand's order now (C2's bound, and
+  // a page's count saturating).
+  bool may_claim_out_of_order(std::size_t page) {
+    return stale_total_ * 4 < ring_.size() && stale(page) < 255;
+  }
+  // Resident page `page` was claimed out of the hand's order: its live entry (in the ring, in
+  // the caller's hands to be put back, or published) is stale from now on.
+  void claimed_out_of_order(std::size_t page) {
+    ++stale(page);
+    ++stale_total_;
   }
   // Puts a page back behind the hand: it is looked at again after every other page.
   void pass(std::size_t page) { ring_.push_back(page); }
@@ -64,6 +101,12 @@ class resident_clock {
   std::vector<std::size_t> published_;  // guarded by mu_
   std::vector<std::size_t> taken_;      // the evictor's swap buffer
   std::deque<std::size_t> ring_;        // the evictor's
+  anon_map stale_;                      // the evictor's: std::uint8_t per page (C3)
+  std::size_t stale_total_ = 0;         // the evictor's: sum of stale_
+
+  std::uint8_t& stale(std::size_t page) {
+    return reinterpret_cast<std::uint8_t*>(stale_.data())[page];
+  }
 };
 
 }  // namespace pheap::paging
