@@ -1,9 +1,9 @@
-// Fault workers: each reads the uffd itself (poll + batched read of uffd_msg), so a fault is
-// handled by exactly one thread with no hand-off queue. Per-page state changes only through
-// page_table's transitions (lock-free); two faults on one page are resolved once: the first
-// claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY wakes
-// every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced with
-// the install).
+// Fault workers: each reads the uffd itself (epoll wait + batched read of uffd_msg), so a
+// fault is handled by exactly one thread with no hand-off queue. Per-page state changes only
+// through page_table's transitions (lock-free); two faults on one page are resolved once: the
+// first claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY
+// wakes every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced
+// with the install).
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>

@@ -159,8 +159,8 @@ class pager_impl {
   }
 
   // --- descriptors ------------------------------------------------------------------------------
-  // wake_fd_: an eventfd the fault workers poll beside the uffd; written at stop and when
-  // prefetch work arrives (or the evictor made room for it).
+  // wake_fd_: an eventfd the fault workers wait on beside the uffd (fault_workers.cpp);
+  // written at stop and when prefetch work arrives (or the evictor made room for it).
   int uffd_ = -1, pagemap_fd_ = -1, wake_fd_ = -1;
   uffd_source source_ = uffd_source::syscall;
   anon_map region_map_;  // the region (exactly cap_ bytes at base_)
