@@ -209,7 +209,7 @@ bool pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 // low watermark, and never past the staging range (evict_batch_pages_).
 void pager_impl::claim_neighbours(std::size_t page, std::size_t want, victim_batch& v,
                                   bool dirty_ok) {
-  const std::size_t over = std::min<std::size_t>(2 * kNeighbourRun, budget_.pages() / 64);
+  const std::size_t over = std::min<std::size_t>(2 * kNeighbourRun, budget_.target_pages() / 64);
   const std::size_t cap = std::min(evict_batch_pages_, want + over);
   const bool all_dirty = mode_ == dirty_tracking::all_resident;
   for (const bool up : {true, false}) {
