@@ -19,7 +19,8 @@
 //       stale, C3) only when the evictor claims it; a claimed page that stays resident (it did
 //       not move out, or its write-back failed) is published again by the evictor.
 //   C2  so the ring holds at most the resident pages (buffer + pinned pages, + B2's overflow)
-//       plus the stale entries, which are kept below a third of them (may_claim_out_of_order):
+//       plus the stale entries, at most a third of them (may_claim_out_of_order: a claim
+//       only while stale entries are under a quarter of the ring):
 //       victim selection costs O(1) per page examined, whatever the region's capacity (the
 //       clock used to sweep page numbers over the whole region: O(capacity) per batch).
 //   C3  stale_[p] counts page p's stale entries, and they are the first stale_[p] entries of
