@@ -3,6 +3,7 @@
 // it back, and the cache is on only where the options (or a memory cgroup) say.
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
@@ -21,6 +22,27 @@ std::uint64_t* word(pager& pg, std::size_t p) {
 std::size_t mismatches(pager& pg, std::uint64_t gen) {
   std::size_t bad = 0;
   for (std::size_t p = 0; p < kPages; ++p) {
+    bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p * 7 + 1 + gen;
+  }
+  return bad;
+}
+
+// The same, reading the pages resident now first (their count in *resident): the pass then
+// evicts only pages it has read already, so a copy it keeps on the way comes back only for a
+// page refaulted in the pass — one the evictor took between its fill and the read, on a loaded
+// machine. (With the resident pages read last, those the evictor took before the pass reached
+// them came back as hits too.)
+std::size_t mismatches_resident_first(pager& pg, std::uint64_t gen, std::size_t* resident) {
+  auto& impl = paging::test_access::impl(pg);
+  std::vector<std::size_t> order, rest;
+  for (std::size_t p = 0; p < kPages; ++p) {
+    const bool in = paging::ps::kind(impl.table_.load(p)) == paging::ps::resident;
+    (in ? order : rest).push_back(p);
+  }
+  *resident = order.size();
+  order.insert(order.end(), rest.begin(), rest.end());
+  std::size_t bad = 0;
+  for (const std::size_t p : order) {
     bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p * 7 + 1 + gen;
   }
   return bad;
@@ -68,12 +90,17 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
     impl.victims_.drop_for_test(0, kPages);  // as memory pressure would
     const pager_stats s0 = pg.stats();
     const std::uint64_t reads0 = sh->reads;
-    ASSERT_EQ(mismatches(pg, gen), 0u) << "generation " << gen << ": " << pg.stats();
+    std::size_t resident = 0;
+    ASSERT_EQ(mismatches_resident_first(pg, gen, &resident), 0u) << "generation " << gen << ": " << pg.stats();
     const pager_stats s1 = pg.stats();
     // Pages not resident when the copies went are read from the store, not hits. (MADV_PAGEOUT
-    // passes over a copy still in another CPU's LRU batch: a few may survive the drop.)
+    // passes over a copy still in another CPU's LRU batch: a few may survive the drop.) A hit
+    // beyond those is a page refaulted in the pass, from the copy its eviction in the pass kept:
+    // faults past one per page that was not resident.
+    const std::uint64_t faults = (s1.read_faults + s1.write_faults) - (s0.read_faults + s0.write_faults);
+    const std::uint64_t refaults = faults - std::min<std::uint64_t>(faults, kPages - resident);
     EXPECT_GE(sh->reads - reads0, kPages - 32 - kPages / 32) << s1;
-    EXPECT_LE(s1.victim_hits - s0.victim_hits, kPages / 32) << s1;
+    EXPECT_LE(s1.victim_hits - s0.victim_hits, kPages / 32 + refaults) << s1 << "; refaults " << refaults;
     // ...and writing a new generation into pages filled from the store keeps working.
     for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1 + gen + 1;
   }
