@@ -47,6 +47,7 @@ enum class var : unsigned {
   backend,
   mmap_advice,
   victim_cache,
+  fault_fill,
   debug,
 };
 

@@ -52,8 +52,9 @@
 //     then exceed its size) and the next flush() throws it. A flush() that throws leaves the
 //     previous epoch durable; pages it had collected stay dirty for the next attempt.
 //   * Do not munmap, mremap, mprotect or madvise the region, and do not pass region addresses
-//     to system calls that write into them (read(2) into the region, io_uring buffers): with
-//     UFFD_USER_MODE_ONLY those fail with EFAULT. Copy through a private buffer instead.
+//     to system calls (read(2) into the region, write(2) from it, io_uring buffers): with
+//     UFFD_USER_MODE_ONLY, and with fills on the faulting thread (below), a system call that
+//     meets a missing page fails with EFAULT. Copy through a private buffer instead.
 //   * Destroying the pager while other threads still access the region is undefined.
 //   * Read-only stores are mapped PROT_READ; a write raises SIGSEGV, after one line on stderr
 //     naming the store path and the address (the pager's SIGSEGV handler, which passes every
@@ -71,6 +72,37 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
+//   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread; default
+//     workers). The userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page
+//     raises SIGBUS (BUS_ADRERR) on the thread that made it, and pheap's SIGBUS handler fills
+//     the page there — the same steps as a worker's fill, store read included — and returns,
+//     and the access is retried. It saves the two cross-CPU wake-ups of a worker's fill (the
+//     fault wakes a worker, the worker's UFFDIO_COPY wakes the thread: ~20 µs each on a VM,
+//     bench/README.md run I) and the fault workers' CPU; the fill's CPU time becomes the
+//     application thread's (pager_stats::thread_fills counts these fills; fault_cpu_ns no
+//     longer covers them). Out of core at SCALE 18 it built the graph 1.12x faster at a
+//     quarter of the datastore in memory (bench/README.md, run L). What it costs:
+//       - A system call that reads or writes a missing page of the region (write(2) from the
+//         heap, read(2) into it, a send, an io_uring buffer) fails with EFAULT instead of
+//         waiting for the page: no thread runs the handler for the kernel. Touch the bytes
+//         first or copy through a private buffer (the same as with UFFD_USER_MODE_ONLY, above).
+//       - SIGBUS must reach pheap's handler: a thread that blocks SIGBUS, or a SIGBUS handler
+//         installed after the first pager opened that does not pass on what it does not know,
+//         turns a fault into the death of the process. pheap's handler passes every SIGBUS
+//         that is not of its regions to the handler installed before it.
+//       - The fill runs inside a signal handler: it takes the pager's locks, allocates and
+//         reads the store. That is safe because a thread faults on the region only while
+//         touching heap memory — never inside pheap or malloc — but a signal handler of the
+//         application that touches a missing page of the region deadlocks if the signal
+//         interrupted a fill (the same holds for any code reentering a fill).
+//       - A thread that finds the page being filled by another thread, or owned by the
+//         evictor or a flush, sleeps 20 µs and retries, where a worker's fill would have left
+//         it asleep until woken.
+//       - Every fill is a read fill (SIGBUS does not say whether the access was a write), so
+//         wp_sync tracking, whose write faults would be signals too, is refused
+//         (errc::unavailable); wp_async sees the first write in the page tables.
+//       - One bounce buffer per thread that ever faulted (a page, or 1 + read_ahead pages),
+//         mapped at its first fill and kept for the thread's life.
 //   * Victim cache (pager_options::victim_cache; on by default only for an automatic buffer
 //     under a memory cgroup): evicted pages are also kept, once their bytes are in the store,
 //     in a private mirror of the region handed to the kernel with MADV_FREE, and a fault on

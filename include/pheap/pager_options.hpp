@@ -6,7 +6,8 @@
 //
 // Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
 // README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
-// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_VICTIM_CACHE, PHEAP_DEBUG.
+// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_VICTIM_CACHE,
+// PHEAP_FAULT_FILL, PHEAP_DEBUG.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,10 @@ namespace pheap {
 enum class dirty_tracking { automatic, wp_async, wp_sync, all_resident };
 const char* to_string(dirty_tracking t) noexcept;
 std::ostream& operator<<(std::ostream& os, dirty_tracking t);
+
+// Which thread fills a missing page (pager_options::fault_fill below).
+enum class fault_filling { workers, faulting_thread };
+const char* to_string(fault_filling f) noexcept;
 
 // Whether evicted pages are kept where the kernel may take them back (pager_options below).
 enum class victim_caching { automatic, on, off };
@@ -49,6 +54,15 @@ struct pager_options {
   // off otherwise. on needs PAGEMAP_SCAN (Linux 6.7+); without it the pager runs without
   // (pager_stats::victim_cache says which).
   victim_caching victim_cache = victim_caching::automatic;
+  // Who fills a missing page. workers: the fault workers read the userfaultfd while the
+  // faulting thread sleeps in the kernel (a fault costs two cross-CPU wake-ups: fault → worker,
+  // worker → thread). faulting_thread: UFFD_FEATURE_SIGBUS, so the access raises SIGBUS and
+  // pheap's handler fills the page on the thread that touched it, which then retries the access
+  // — no wake-up, no hand-off. Needs wp_async or all_resident tracking (throws errc::unavailable
+  // where tracking resolves to wp_sync, whose write faults would be signals too); its caveats
+  // (system calls on missing pages fail with EFAULT, SIGBUS must not be blocked or taken over):
+  // pheap/pager.hpp, "Fills on the faulting thread".
+  fault_filling fault_fill = fault_filling::workers;
   bool debug = false;          // one line on stderr at construction: the buffer and its source
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or

@@ -32,6 +32,9 @@ struct pager_stats {
   // Pages filled from the victim cache instead (pheap/pager_options.hpp victim_cache): kept
   // copies of evicted pages that the kernel had not taken back. No store read.
   std::uint64_t victim_hits = 0;
+  // Missing-page faults filled by the faulting thread itself (pager_options::fault_fill =
+  // faulting_thread); their CPU time is the application's, not in fault_cpu_ns.
+  std::uint64_t thread_fills = 0;
   std::uint64_t bytes_read = 0;
   std::uint64_t read_ahead_pages = 0;
   std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault
@@ -53,7 +56,9 @@ struct pager_stats {
   std::uint64_t resident_pages = 0;
   std::uint64_t peak_resident_pages = 0;
   std::uint64_t pinned_pages = 0;
-  std::uint64_t fault_ns = 0;  // worker time resolving missing faults (wall clock, I/O included)
+  // Time resolving missing faults (wall clock, I/O included), on the workers or, with
+  // fault_fill = faulting_thread, on the faulting threads.
+  std::uint64_t fault_ns = 0;
   std::uint64_t flush_ns = 0;
   std::uint64_t evict_ns = 0;  // wall clock of eviction batches
   // CPU time (user + system) the pager's own threads have used so far: the fault workers, and

@@ -50,6 +50,10 @@ constexpr variable kTable[] = {
      .default_value = "automatic",
      .meaning = "keep evicted pages where the kernel may take them back (MADV_FREE); automatic: on under a memory cgroup",
      .words = "automatic|auto on off"},
+    {.id = var::fault_fill, .name = "PHEAP_FAULT_FILL", .type = kind::word,
+     .default_value = "workers",
+     .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT)",
+     .words = "workers faulting_thread"},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
      .meaning = "1: the pager prints its buffer size and where it came from at open, and the automatic "
                 "buffer's target whenever it moves by 1/8",

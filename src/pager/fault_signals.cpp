@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -35,6 +36,8 @@ struct slot {
   std::atomic<pid_t> owner{0};
   std::atomic<const char*> name{nullptr};
   std::atomic<region_record*> rec{nullptr};
+  std::atomic<bool (*)(void*, std::uintptr_t)> fill{nullptr};
+  std::atomic<void*> fill_ctx{nullptr};
 };
 
 std::array<slot, kSlots> g_slots;
@@ -113,6 +116,18 @@ void chain(int sig, siginfo_t* si, void* uc, const struct sigaction& old) noexce
 }
 
 void on_sigbus(int sig, siginfo_t* si, void* uc) {
+  if (si->si_code == BUS_ADRERR) {  // a missing page of a faulting-thread-fill region
+    const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
+    const slot* s = find_slot(a);
+    if (s != nullptr && s->owner.load(std::memory_order_relaxed) == ::getpid()) {
+      if (auto f = s->fill.load(std::memory_order_acquire); f != nullptr) {
+        const int saved = errno;
+        const bool filled = f(s->fill_ctx.load(std::memory_order_relaxed), a);
+        errno = saved;
+        if (filled) return;  // the access is retried
+      }
+    }
+  }
   guard_frame* g = t_frame;
   if (g != nullptr) {
     const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
@@ -149,10 +164,13 @@ void on_sigsegv(int sig, siginfo_t* si, void* uc) {
 
 void install_handlers() {
   struct sigaction sa {};
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  // SIGBUS on the thread's own stack: a fill there reads the store (an alternate signal stack,
+  // e.g. a sanitizer's, may be a few KiB), and no SIGBUS of ours comes from a full stack.
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sa.sa_sigaction = on_sigbus;
   ::sigaction(SIGBUS, &sa, &g_old_bus);
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sa.sa_sigaction = on_sigsegv;
   ::sigaction(SIGSEGV, &sa, &g_old_segv);
 }
@@ -235,12 +253,21 @@ void region_registration::release() noexcept {
     if (s.rec.load(std::memory_order_relaxed) == rec_.get() &&
         s.owner.load(std::memory_order_relaxed) == ::getpid()) {
       s.end.store(0, std::memory_order_release);
+      s.fill.store(nullptr, std::memory_order_relaxed);
       s.rec.store(nullptr, std::memory_order_relaxed);
       s.name.store(nullptr, std::memory_order_relaxed);
     }
     slot_ = -1;
   }
   rec_.reset();
+}
+
+bool region_registration::set_fill(bool (*fill)(void*, std::uintptr_t), void* ctx) noexcept {
+  if (slot_ < 0) return false;
+  slot& s = g_slots[static_cast<std::size_t>(slot_)];
+  s.fill_ctx.store(ctx, std::memory_order_relaxed);
+  s.fill.store(fill, std::memory_order_release);
+  return true;
 }
 
 void region_registration::note_poisoned(const std::byte* page, std::exception_ptr why) {

@@ -1,13 +1,16 @@
 // src/pager/fault_signals.hpp — what a SIGBUS or SIGSEGV inside a pager region means, told to
 // the thread that took it (public side: include/pheap/fault_guard.hpp).
 //
-// The kernel leaves a signal as the only outcome of three accesses to a region:
+// The kernel leaves a signal as the only outcome of three accesses to a region (and of a
+// fourth, asked for: (d) below):
 //   (a) a page whose store read failed (checksum or I/O) is poisoned (UFFDIO_POISON): every
 //       access to it is SIGBUS (BUS_MCEERR_AR, si_addr = the address). Before Linux 6.6 the
 //       pager sends SIGBUS to the faulting thread with tgkill instead: that one carries no
 //       address, is not told apart from any kill(2), and is not caught by the guard;
 //   (b) a write into a read-only region (mapped PROT_READ) is SIGSEGV (SEGV_ACCERR);
 //   (c) an access from a fork() child (the region is MADV_DONTFORK) is SIGSEGV (SEGV_MAPERR).
+//   (d) with fault_fill = faulting_thread (UFFD_FEATURE_SIGBUS), an access to a missing page
+//       is SIGBUS (BUS_ADRERR, si_addr = the address) instead of a message to the workers.
 //
 // Protocol.
 //   register   A pager registers its region once mapped (region_registration, a member of
@@ -23,6 +26,15 @@
 //   log        When a fault worker poisons a page it logs the store's error (page address →
 //              exception) with the registration, before the poison is installed, so it is
 //              there when the retried access raises SIGBUS.
+//   fill       A SIGBUS with BUS_ADRERR at an address of a slot of this process whose pager set
+//              a fill function (case (d), or (a) on a kernel that reports a poisoned page so)
+//              calls it on the faulting thread: it fills the page (or waits a little for its
+//              owner) and returns true, and so does the handler; the access is retried. For a
+//              poisoned page it returns false and the SIGBUS goes on to the guard. This runs store reads in a signal handler: the fill takes
+//              the pager's locks and allocates, which is safe because the interrupted code was
+//              touching heap memory, never inside the pager, the store or malloc. The SIGBUS
+//              handler runs on the thread's own stack (no SA_ONSTACK), not on a small
+//              alternate one.
 //   guard      run_fault_guarded (fault_guard.hpp) arms a thread-local frame (sigsetjmp) and
 //              runs the callable. A SIGBUS of case (a) on an armed thread (a fault, si_code >
 //              0, at an address of a registered region) siglongjmps back to the frame, which
@@ -35,8 +47,8 @@
 //              default action: for a signal sent by kill(2) it is raised again, since
 //              returning would not repeat it).
 //
-// The handlers read only the slots and the thread-local frame: atomic loads, write(2),
-// sigaction(2), raise(3), siglongjmp(3) — all async-signal-safe. Up to kSlots regions may be
+// Apart from the fill, the handlers read only the slots and the thread-local frame: atomic
+// loads, write(2), sigaction(2), raise(3), siglongjmp(3) — all async-signal-safe. Up to kSlots regions may be
 // registered at once; further ones work normally but their faults are not explained
 // (registration reports false).
 #pragma once
@@ -67,6 +79,12 @@ class region_registration {
   region_registration(const region_registration&) = delete;
   region_registration& operator=(const region_registration&) = delete;
 
+  // Fills on the faulting thread: from now on a SIGBUS with BUS_ADRERR at an address of the
+  // region calls fill(ctx, addr) on the thread that took it; when fill returns true the handler
+  // returns and the access is retried; false (a poisoned page, whose SIGBUS may carry
+  // BUS_ADRERR too) goes on to the guard. False when the region has no slot (more than kSlots
+  // registered).
+  bool set_fill(bool (*fill)(void*, std::uintptr_t), void* ctx) noexcept;
   // Accesses to `page` (its address in the region) fail with `why`, the store's error.
   void note_poisoned(const std::byte* page, std::exception_ptr why);
   // Unregisters (also done by the destructor).

@@ -4,9 +4,12 @@
 // first claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY
 // wakes every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced
 // with the install).
+// With fault_fill = faulting_thread the same fill runs on the faulting thread instead, called
+// from the SIGBUS handler (fill_on_this_thread); the workers then only take prefetch steps.
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "pager/pager_impl.hpp"
@@ -158,22 +162,24 @@ void pager_impl::handle_wp(std::size_t page) {
   wake_page(page);
 }
 
-void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
-                                std::byte* bounce) {
+pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool write,
+                                                       std::uint32_t tid, std::byte* bounce) {
   for (;;) {
     switch (table_.on_missing_fault(page)) {
       case missing_fault::being_filled:  // the filler's UFFDIO_COPY wakes this waiter
       case missing_fault::owner_wakes:   // the owner wakes it when it lets go (I3)
-        return;
-      case missing_fault::poisoned:   // raced with the poisoning; the retry gets SIGBUS
+        return missing_outcome::wait;
+      case missing_fault::poisoned:  // raced with the poisoning; the retry gets SIGBUS
+        wake_page(page);
+        return missing_outcome::poisoned;
       case missing_fault::installed:  // installed after this fault was queued
         wake_page(page);
-        return;
+        return missing_outcome::retry;
       case missing_fault::absent:
         break;
     }
     // absent: take a buffer slot, then claim the page.
-    if (!budget_.reserve()) return;  // stopping
+    if (!budget_.reserve()) return missing_outcome::wait;  // stopping
     if (table_.claim_fill(page)) break;
     budget_.release(1);  // someone else got it; re-examine
   }
@@ -193,8 +199,51 @@ void pager_impl::handle_missing(std::size_t page, bool write, std::uint32_t tid,
   const std::size_t n = store_->may_have_data(page) ? 1 : 1 + claim_zero_ahead(page, pages + 1);
   fill_pages(pages, n, write, true, tid, bounce);
   c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  if (read_ahead_ == 0) return;
-  if (page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
+  if (read_ahead_ != 0 && page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
+  return missing_outcome::filled;
+}
+
+// Fills on the faulting thread (fault_fill = faulting_thread): called by the SIGBUS handler
+// (fault_signals.hpp, "fill") on the thread whose access missed. The same fill as a worker's,
+// into a bounce buffer of the thread's own (mapped on its first fill, kept for the thread's
+// life: one per thread that ever faulted); then the handler returns and the access is retried.
+// Where a worker would leave the faulting thread asleep in the kernel until someone wakes it
+// (another thread is filling the page, the evictor or a flush owns it), this thread returns
+// after a short sleep and its retry faults again until the page is in. The write flag is not
+// known (SIGBUS carries none): every fill is a read fill, and the first write is then seen by
+// the tracking (wp_async: in the page tables, no fault to the pager). A poisoned page (its
+// store read failed) is not filled: false, and the handler raises the store's error as it
+// does with the workers (the kernel's SIGBUS for a poisoned page can carry BUS_ADRERR too).
+bool pager_impl::fill_on_this_thread(std::uintptr_t addr) {
+  static thread_local std::byte* t_bounce = nullptr;
+  static thread_local std::size_t t_bytes = 0;
+  const std::size_t need = worker_bounce_pages() * ps_;
+  if (t_bytes < need) {
+    void* m = ::mmap(nullptr, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {  // out of memory: retry (and keep the old buffer, if any)
+      const timespec ts{0, 1000000};
+      ::nanosleep(&ts, nullptr);
+      return true;
+    }
+    if (t_bounce != nullptr) ::munmap(t_bounce, t_bytes);  // a pager with larger pages
+    t_bounce = static_cast<std::byte*>(m);
+    t_bytes = need;
+  }
+  const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
+  switch (handle_missing(page, false, static_cast<std::uint32_t>(::gettid()), t_bounce)) {
+    case missing_outcome::filled:
+      c_.thread_fills.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    case missing_outcome::retry:
+      return true;
+    case missing_outcome::poisoned:
+      return false;
+    case missing_outcome::wait:
+      break;
+  }
+  const timespec ts{0, 20000};  // filled elsewhere or owned: look again in 20 µs
+  ::nanosleep(&ts, nullptr);
+  return true;
 }
 
 void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {

@@ -38,6 +38,14 @@ const char* to_string(dirty_tracking t) noexcept {
 
 std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_string(t); }
 
+const char* to_string(fault_filling f) noexcept {
+  switch (f) {
+    case fault_filling::workers: return "workers";
+    case fault_filling::faulting_thread: return "faulting_thread";
+  }
+  return "?";
+}
+
 const char* to_string(victim_caching v) noexcept {
   switch (v) {
     case victim_caching::automatic: return "automatic";
@@ -92,6 +100,11 @@ pager_options pager_options::from_env(pager_options base) {
       if (*w == to_string(v)) base.victim_cache = v;
     }
   }
+  if (auto w = env::word(var::fault_fill)) {
+    for (fault_filling f : {fault_filling::workers, fault_filling::faulting_thread}) {
+      if (*w == to_string(f)) base.fault_fill = f;
+    }
+  }
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
   if (auto v = env::count(var::debug)) base.debug = *v == 1;
@@ -103,6 +116,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
      << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
+     << " | on the faulting thread " << s.thread_fills
      << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
      << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
@@ -182,6 +196,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
+  thread_fill_ = opt.fault_fill == fault_filling::faulting_thread;
   // A prefetch step reads up to 1 MiB, at most 64 pages: at 4 KiB, 64 requests in flight
   // (the disk of bench/README.md does 88 K random reads/s at depth 32, 14 K at depth 1).
   prefetch_depth_ = std::clamp<std::size_t>((std::size_t{1} << 20) / ps_, 1, 64);
@@ -347,6 +362,11 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
       break;
   }
   wp_registered_ = !ro_ && (mode_ == dirty_tracking::wp_async || mode_ == dirty_tracking::wp_sync);
+  if (thread_fill_ && wp_registered_ && mode_ == dirty_tracking::wp_sync) {
+    throw error(errc::unavailable, name_, "map pager (fault_fill faulting_thread)",
+                "dirty tracking resolved to wp_sync, whose write-protect faults would be SIGBUS "
+                "too; faulting-thread fills need wp_async (Linux 6.8) or all_resident");
+  }
 }
 
 // The userfaultfd with the features the mode needs, /proc/self/pagemap (wp_async needs it;
@@ -362,6 +382,7 @@ void pager_impl::open_descriptors(const uffd_features& f) {
   if (f.move) feats |= feat_move;
   if (f.poison) feats |= feat_poison;
   else feats |= UFFD_FEATURE_THREAD_ID;  // tgkill fallback for read errors
+  if (thread_fill_) feats |= UFFD_FEATURE_SIGBUS;  // missing faults: SIGBUS on the thread
   uffd_api(uffd_, feats, name_);
   if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
     pagemap_fd_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -404,6 +425,17 @@ void pager_impl::map_region() {
 // guard_faults, a write into a read-only region is named before the process dies.
 void pager_impl::register_region() {
   registration_ = region_registration(base_, cap_, ps_, ro_, name_);
+  if (!thread_fill_) return;
+  // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
+  // fill the region's pages.
+  auto fill = [](void* me, std::uintptr_t a) {
+    return static_cast<pager_impl*>(me)->fill_on_this_thread(a);
+  };
+  if (!registration_.set_fill(fill, this)) {
+    throw error(errc::unavailable, name_, "map pager",
+                "fault_fill=faulting_thread: " + std::to_string(kSlots) +
+                    " regions are registered already (the SIGBUS handler's slots)");
+  }
 }
 
 // The zero page (source of zero fills) and, for a writable region, the staging ranges (where
@@ -582,6 +614,7 @@ pager_stats pager_impl::stats() const {
   s.evict_verify_reads = g(c_.evict_verify_reads);
   s.victims_kept = g(c_.victims_kept);
   s.victim_hits = g(c_.victim_hits);
+  s.thread_fills = g(c_.thread_fills);
   s.victim_cache = victims_.is_open();
   s.dirty_pages_written = g(c_.dirty_pages_written);
   s.bytes_written = g(c_.bytes_written);

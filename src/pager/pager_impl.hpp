@@ -64,7 +64,7 @@ namespace pheap::paging {
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0}, evict_runs{0},
-      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
+      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, thread_fills{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
@@ -142,6 +142,7 @@ class pager_impl {
   std::size_t ps_ = 0, npages_ = 0, cap_ = 0;
   std::byte* base_ = nullptr;
   bool ro_ = false;
+  bool thread_fill_ = false;  // fault_filling::faulting_thread (UFFD_FEATURE_SIGBUS)
   dirty_tracking mode_ = dirty_tracking::all_resident;
   bool wp_registered_ = false;  // region registered with MODE_WP
   bool have_poison_ = false;  // UFFDIO_POISON (else read errors are signalled with tgkill)
@@ -178,7 +179,13 @@ class pager_impl {
   std::vector<std::thread> workers_;
   std::atomic<std::size_t> last_fault_end_{~std::size_t(0) - 1};  // read-ahead detection
   void worker_main(unsigned index);
-  void handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
+  // What a missing fault came to: this call filled the page (or poisoned it: its read
+  // failed); the page is in already, so the access may be retried now; someone else fills or
+  // owns it (the faulting thread waits: woken by them, or, filling on the faulting thread, it
+  // sleeps and retries); the page is poisoned (the retry gets SIGBUS).
+  enum class missing_outcome { filled, retry, wait, poisoned };
+  missing_outcome handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
+  bool fill_on_this_thread(std::uintptr_t addr);  // false: poisoned, not filled
   void handle_wp(std::size_t page);
   // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
   // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error

@@ -1,0 +1,149 @@
+// Fills on the faulting thread (pager_options::fault_fill = faulting_thread, pheap/pager.hpp):
+// a missing page is filled by the thread that touched it, in pheap's SIGBUS handler, with the
+// same results as a worker's fill — bytes through eviction, a store read error as the guard's
+// error — and with the documented costs: a system call on a missing page fails with EFAULT,
+// and wp_sync tracking is refused. (Round trips through eviction and flushes with many threads,
+// and the tiny-buffer watchdog, run with faulting-thread fills too: pager_roundtrip_test.)
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pager/test_access.hpp"
+#include "pager_test_util.hpp"
+#include "pheap/fault_guard.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+// Fills on the faulting thread run the pager's fill — locks, allocation, store reads — inside
+// pheap's SIGBUS handler, by design (pheap/pager.hpp, "Fills on the faulting thread"). TSan
+// reports every allocation inside any signal handler as signal-unsafe; the rule guards against
+// a signal that interrupts malloc, and this SIGBUS only ever interrupts an access to the heap
+// region, which malloc never makes. Data races are still reported.
+extern "C" const char* __tsan_default_options() { return "report_signal_unsafe=0"; }
+#endif
+
+namespace pheap::test {
+namespace {
+
+constexpr std::size_t kPs = 4096;
+constexpr std::size_t kPages = 256;
+
+pager_options thread_fills(std::size_t buffer_pages) {
+  pager_options o;
+  o.buffer_size = buffer_pages * kPs;
+  o.tracking = dirty_tracking::wp_async;
+  o.fault_fill = fault_filling::faulting_thread;
+  return o;
+}
+
+std::uint64_t* word(pager& pg, std::size_t p) {
+  return reinterpret_cast<std::uint64_t*>(pg.base() + p * kPs);
+}
+
+TEST(FaultingThreadFill, EveryMissingPageIsFilledByTheThreadThatTouchedIt) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  pager pg(std::move(s), thread_fills(32));
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      for (std::size_t p = t; p < kPages; p += 2) *word(pg, p) = p * 7 + 1;
+    });
+  }
+  for (auto& t : ts) t.join();
+  std::size_t bad = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t p = 0; p < kPages; ++p) {
+      bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p * 7 + 1;
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+  const pager_stats st = pg.stats();
+  ASSERT_GT(st.evictions, kPages) << st;
+  ASSERT_GT(sh->reads.load(), 0u) << "no page came back from the store: " << st;
+  // Every missing fault went through the SIGBUS handler; none reached a worker as a message
+  // (all fills are read fills: SIGBUS does not say whether the access was a write).
+  EXPECT_EQ(st.thread_fills, st.read_faults + st.write_faults) << st;
+  EXPECT_EQ(st.write_faults, 0u) << st;
+  EXPECT_GE(st.thread_fills, st.pages_read) << st;
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
+TEST(FaultingThreadFill, ASystemCallOnAMissingPageFailsWithEfaultAndOnAResidentOneWorks) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  pager pg(mem_store::create(kPages * kPs, kPs), thread_fills(32));
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  // The kernel reads the missing page for write(2): no thread to fill it, so EFAULT.
+  errno = 0;
+  EXPECT_EQ(::write(fds[1], pg.base() + 100 * kPs, 8), -1);
+  EXPECT_EQ(errno, EFAULT);
+  *word(pg, 100) = 0x1234;  // filled on this thread
+  EXPECT_EQ(::write(fds[1], pg.base() + 100 * kPs, 8), 8);
+  std::uint64_t got = 0;
+  EXPECT_EQ(::read(fds[0], &got, 8), 8);
+  EXPECT_EQ(got, 0x1234u);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST(FaultingThreadFill, AnUnreadablePageIsTheStoresErrorInsideTheGuardAndOtherPagesWork) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  auto s = mem_store::create(16 * kPs, kPs);
+  s->state()->fail_read.insert(5);
+  pager pg(std::move(s), thread_fills(8));
+  if (!paging::test_access::impl(pg).have_poison_) {
+    PHEAP_REQUIRE_FEATURE("UFFDIO_POISON (Linux 6.6): without it a read error is a tgkill SIGBUS");
+  }
+  try {
+    guard_faults([&] { return *reinterpret_cast<volatile char*>(pg.base() + 5 * kPs + 7); });
+    ADD_FAILURE() << "no error for an unreadable page";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::io) << e.what();
+    EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
+  }
+  *word(pg, 4) = 44;
+  EXPECT_EQ(*word(pg, 4), 44u);
+  EXPECT_EQ(pg.stats().poisoned_pages, 1u);
+  EXPECT_THROW(pg.flush({}), error);  // the read error, once
+  pg.flush({});
+}
+
+TEST(FaultingThreadFill, WpSyncTrackingIsRefusedNamingWhy) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_sync);
+  pager_options o = thread_fills(8);
+  o.tracking = dirty_tracking::wp_sync;
+  try {
+    pager pg(mem_store::create(16 * kPs, kPs), o);
+    ADD_FAILURE() << "wp_sync accepted with faulting-thread fills";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wp_sync"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FaultingThreadFill, PheapFaultFillSelectsItAndABadValueNamesTheVariable) {
+  ::setenv("PHEAP_FAULT_FILL", "faulting_thread", 1);
+  EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::faulting_thread);
+  ::setenv("PHEAP_FAULT_FILL", "workers", 1);
+  EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::workers);
+  ::setenv("PHEAP_FAULT_FILL", "thread", 1);
+  try {
+    (void)pager_options::from_env();
+    ADD_FAILURE() << "bad value accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("PHEAP_FAULT_FILL"), std::string::npos) << e.what();
+  }
+  ::unsetenv("PHEAP_FAULT_FILL");
+  EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::workers);
+}
+
+}  // namespace
+}  // namespace pheap::test
