@@ -23,7 +23,9 @@
 //             faults than pages); the ratios to the floor are taken per round and their median
 //             reported ("ratio_median"), so a loaded machine moves both sides of a ratio
 //             together. floor_wp: the floor of a write-tracking pager (below).
-// Every measurement reports ns per 4 KiB touched and MB/s; ratios follow at the end.
+// Every measurement reports ns per 4 KiB touched and MB/s; ratios follow at the end. The
+// pager options start from the PHEAP_* variables (e.g. PHEAP_FAULT_FILL=faulting_thread);
+// buffer sizes are set per measurement.
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -252,7 +254,7 @@ int main(int argc, char** argv) {
       const std::string ws = warm + "/ds" + std::to_string(ps);
       make_store(ws, ps);
       for (const char* pat : {"seq_read", "rand_read"}) {
-        pager_options po;
+        pager_options po = pager_options::from_env();
         po.buffer_size = bytes;
         pager pg(sparse_store::open(ws, {}), po);
         const double s = touch(pg.base(), bytes, pat, 42);
@@ -263,7 +265,7 @@ int main(int argc, char** argv) {
     }
     for (const char* cfg : {"in_core", "out_of_core"}) {
       for (const auto& pat : patterns) {
-        pager_options po;
+        pager_options po = pager_options::from_env();
         po.buffer_size = std::string(cfg) == "in_core" ? bytes : bytes / 8;
         pager pg(sparse_store::open(ds, {}), po);
         const bool capped = std::string(cfg) == "out_of_core" && pat.rfind("rand", 0) == 0;
@@ -276,7 +278,7 @@ int main(int argc, char** argv) {
     {  // never-written store: pure pager overhead (zero fills)
       const std::string zs = work + "/zero" + std::to_string(ps);
       sparse_store::create(zs, store_of(bytes, ps));
-      pager pg(sparse_store::open(zs, {}), pager_options{});
+      pager pg(sparse_store::open(zs, {}), pager_options::from_env());
       const double s = touch(pg.base(), bytes, "seq_read", 0);
       csv("pheap", ps, "zero_fill", "seq_read", bytes, s);
       keep("pheap/" + std::to_string(ps) + "/zero", bytes, s);
@@ -308,9 +310,10 @@ int main(int argc, char** argv) {
   for (auto mode : {dirty_tracking::wp_async, dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
     const std::string zs = work + "/fw" + to_string(mode);
     sparse_store::create(zs, store_of(bytes, 4096));
-    pager_options po;
+    pager_options po = pager_options::from_env();
     po.tracking = mode;
     po.buffer_size = bytes;
+    if (mode == dirty_tracking::wp_sync) po.fault_fill = fault_filling::workers;  // the only one it allows
     pager pg(sparse_store::open(zs, {}), po);
     touch(pg.base(), bytes, "seq_read", 0);  // resident, clean
     const double s = touch(pg.base(), bytes, "seq_write", 0);
@@ -332,7 +335,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < reps; ++k) {
         const double fl = floor_loop(ps, bytes);
         const double flw = floor_loop(ps, bytes, true);
-        pager_options po;
+        pager_options po = pager_options::from_env();
         po.buffer_size = bytes;
         // Seconds per fault: a zero fill also fills the rest of its 64 KiB unit (4 KiB pages:
         // one fault per 16 pages touched in order, fewer than one per page at random), so the
