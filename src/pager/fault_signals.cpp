@@ -224,6 +224,7 @@ region_registration::region_registration(const std::byte* base, std::size_t size
     s.owner.store(::getpid(), std::memory_order_relaxed);
     s.name.store(rec_->name.c_str(), std::memory_order_relaxed);
     s.rec.store(rec_.get(), std::memory_order_relaxed);
+    s.fill.store(nullptr, std::memory_order_relaxed);  // a parent's, in a fork() child
     s.end.store(rec_->begin + size, std::memory_order_release);
     slot_ = static_cast<int>(i);
     return;

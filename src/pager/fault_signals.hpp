@@ -4,9 +4,10 @@
 // The kernel leaves a signal as the only outcome of three accesses to a region (and of a
 // fourth, asked for: (d) below):
 //   (a) a page whose store read failed (checksum or I/O) is poisoned (UFFDIO_POISON): every
-//       access to it is SIGBUS (BUS_MCEERR_AR, si_addr = the address). Before Linux 6.6 the
-//       pager sends SIGBUS to the faulting thread with tgkill instead: that one carries no
-//       address, is not told apart from any kill(2), and is not caught by the guard;
+//       access to it is SIGBUS (BUS_MCEERR_AR, or BUS_ADRERR as seen on Linux 6.18 here;
+//       si_addr = the address). Before Linux 6.6 the pager sends SIGBUS to the faulting
+//       thread with tgkill instead: that one carries no address, is not told apart from any
+//       kill(2), and is not caught by the guard;
 //   (b) a write into a read-only region (mapped PROT_READ) is SIGSEGV (SEGV_ACCERR);
 //   (c) an access from a fork() child (the region is MADV_DONTFORK) is SIGSEGV (SEGV_MAPERR).
 //   (d) with fault_fill = faulting_thread (UFFD_FEATURE_SIGBUS), an access to a missing page
@@ -30,11 +31,12 @@
 //              a fill function (case (d), or (a) on a kernel that reports a poisoned page so)
 //              calls it on the faulting thread: it fills the page (or waits a little for its
 //              owner) and returns true, and so does the handler; the access is retried. For a
-//              poisoned page it returns false and the SIGBUS goes on to the guard. This runs store reads in a signal handler: the fill takes
-//              the pager's locks and allocates, which is safe because the interrupted code was
-//              touching heap memory, never inside the pager, the store or malloc. The SIGBUS
-//              handler runs on the thread's own stack (no SA_ONSTACK), not on a small
-//              alternate one.
+//              poisoned page it returns false and the SIGBUS goes on to the guard. This runs
+//              store reads in a signal handler: the fill takes the pager's locks and allocates,
+//              which is safe because the interrupted code was touching heap memory, never
+//              inside the pager, the store or malloc. The SIGBUS handler runs on the thread's
+//              own stack (no SA_ONSTACK), not on a small alternate one. A registration clears
+//              the fill of the slot it takes (a fork() child's slot may hold its parent's).
 //   guard      run_fault_guarded (fault_guard.hpp) arms a thread-local frame (sigsetjmp) and
 //              runs the callable. A SIGBUS of case (a) on an armed thread (a fault, si_code >
 //              0, at an address of a registered region) siglongjmps back to the frame, which
