@@ -10,7 +10,9 @@
 // Systems (same adjacency_list code, each run in its own child process with a timeout):
 //   dram         std::allocator
 //   bip          Boost.Interprocess managed_mapped_file (sparse file in --dir)
-//   uffd         pheap, userfaultfd pager + SparseStore (256 MiB segment files), page = P
+//   uffd         pheap, userfaultfd pager + SparseStore (256 MiB segment files), page = P,
+//                with a graph datastore's options (pheap::graph::datastore_options: fills on
+//                the faulting thread unless PHEAP_FAULT_FILL says otherwise), as pheap-graph
 //   uffd-1file   pheap, userfaultfd pager, one segment file covering the capacity, page = P
 //   mmap         pheap, kernel mmap backend (backend_kind::mmap; the kernel's 4 KiB pages)
 //   mmap-random  the same with PHEAP_MMAP_ADVICE=random (MADV_RANDOM: no fault read-around)
@@ -315,7 +317,7 @@ result run_pheap(const config& c, const system_spec& sys, std::uint64_t page, st
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
   result r;
-  pheap::options o;
+  pheap::options o = pg::datastore_options();
   // Capacity sized to the graph (like the BIP file): the pager keeps 4 bytes of DRAM per page
   // of capacity, which at 4 KiB pages and 64 GiB would cost 64 MiB of the memory budget.
   o.capacity = bench_capacity(c);

@@ -240,16 +240,12 @@ void create_datastore(const std::string& ds, const pheap::options& mo, const std
   }
 }
 
-// The page size of a new graph datastore: 4 KiB, not the library's 64 KiB. A graph datastore is
-// built to outgrow memory, and out of core 4 KiB pages ingest SCALE 18 at least 2.7x faster
-// (64 KiB did not finish in the time 4 KiB took; in core 4 KiB is 0.78x): bench/README.md,
-// run D, results/2026-11-25-budget/pagesize.csv.
-constexpr std::uint32_t graph_page_size = 4096;
-
+// A graph datastore's options (pheap::graph::datastore_options: 4 KiB pages, fills on the
+// faulting thread) with the command line's.
 pheap::options manager_options(const ingest_args& a) {
-  pheap::options mo;
+  pheap::options mo = pg::datastore_options();
   if (a.capacity) mo.capacity = a.capacity;
-  mo.page_size = a.page_size ? static_cast<std::uint32_t>(a.page_size) : graph_page_size;
+  if (a.page_size) mo.page_size = static_cast<std::uint32_t>(a.page_size);
   if (a.buffer_size) mo.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
   return mo;
 }
@@ -517,7 +513,7 @@ json ingestion_json(std::vector<pheap::manager>& ranks, const std::string& name)
 // (without mpirun) every rank of a distributed one through pheap::graph::mpi::distributed_graph.
 template <class F>
 decltype(auto) with_graph(const query_args& a, F&& f) {
-  pheap::options o;
+  pheap::options o = pg::datastore_options();
   if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
   if (is_distributed(a.datastore)) {
 #ifdef PHEAP_GRAPH_MPI
@@ -748,7 +744,7 @@ json ingestion_json(pheap::manager& m, const std::string& name) {
 template <class F>
 int with_rank_graph(const query_args& a, F&& f) {
   try {
-    pheap::options o;
+    pheap::options o = pg::datastore_options();
     if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
     pheap::mpi::datastore ds(pheap::open_read_only, MPI_COMM_WORLD, a.datastore, o);
     pgm::check_partition(ds.local(), a.name, ds.size(), ds.rank());

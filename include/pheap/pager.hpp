@@ -72,8 +72,8 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
-//   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread; default
-//     workers). The userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page
+//   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread, or automatic
+//     where the tracking allows it; default workers, graph datastores automatic). The userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page
 //     raises SIGBUS (BUS_ADRERR) on the thread that made it, and pheap's SIGBUS handler fills
 //     the page there — the same steps as a worker's fill, store read included — and returns,
 //     and the access is retried. It saves the two cross-CPU wake-ups of a worker's fill (the
@@ -104,6 +104,9 @@
 //         (errc::unavailable); wp_async sees the first write in the page tables.
 //       - One bounce buffer per thread that ever faulted (a page, or 1 + read_ahead pages),
 //         mapped at its first fill and kept for the thread's life.
+//       - automatic picks the workers under wp_sync instead of refusing; it still needs one
+//         of the SIGBUS handler's 64 region slots, and the 65th region open at once fails
+//         (errc::unavailable) as with faulting_thread.
 //   * Victim cache (pager_options::victim_cache; on by default only for an automatic buffer
 //     under a memory cgroup): evicted pages are also kept, once their bytes are in the store,
 //     in a private mirror of the region handed to the kernel with MADV_FREE, and a fault on

@@ -20,7 +20,7 @@ const char* to_string(dirty_tracking t) noexcept;
 std::ostream& operator<<(std::ostream& os, dirty_tracking t);
 
 // Which thread fills a missing page (pager_options::fault_fill below).
-enum class fault_filling { workers, faulting_thread };
+enum class fault_filling { workers, faulting_thread, automatic };
 const char* to_string(fault_filling f) noexcept;
 
 // Whether evicted pages are kept where the kernel may take them back (pager_options below).
@@ -61,7 +61,13 @@ struct pager_options {
   // — no wake-up, no hand-off. Needs wp_async or all_resident tracking (throws errc::unavailable
   // where tracking resolves to wp_sync, whose write faults would be signals too); its caveats
   // (system calls on missing pages fail with EFAULT, SIGBUS must not be blocked or taken over):
-  // pheap/pager.hpp, "Fills on the faulting thread".
+  // pheap/pager.hpp, "Fills on the faulting thread". automatic: faulting_thread where the
+  // tracking resolves to wp_async or all_resident (or the region is read-only), else workers —
+  // for code that never hands heap memory to a system call (the graph layer's datastores:
+  // pheap/graph/store.hpp datastore_options). pager_stats::thread_fill says what was chosen.
+  // The library's default stays workers: with fills on the faulting thread a read(2) into a
+  // heap page that is not in memory fails with EFAULT, which code ported from mmap does not
+  // expect.
   fault_filling fault_fill = fault_filling::workers;
   bool debug = false;          // one line on stderr at construction: the buffer and its source
 

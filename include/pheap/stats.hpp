@@ -35,6 +35,9 @@ struct pager_stats {
   // Missing-page faults filled by the faulting thread itself (pager_options::fault_fill =
   // faulting_thread); their CPU time is the application's, not in fault_cpu_ns.
   std::uint64_t thread_fills = 0;
+  // Missing pages are filled on the faulting thread (fault_fill faulting_thread, or automatic
+  // resolved to it); false: by the fault workers.
+  bool thread_fill = false;
   std::uint64_t bytes_read = 0;
   std::uint64_t read_ahead_pages = 0;
   std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault

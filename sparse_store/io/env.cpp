@@ -52,8 +52,8 @@ constexpr variable kTable[] = {
      .words = "automatic|auto on off"},
     {.id = var::fault_fill, .name = "PHEAP_FAULT_FILL", .type = kind::word,
      .default_value = "workers",
-     .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT)",
-     .words = "workers faulting_thread"},
+     .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT); automatic: the faulting thread unless tracking is wp_sync (graph datastores' default)",
+     .words = "workers faulting_thread automatic"},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
      .meaning = "1: the pager prints its buffer size and where it came from at open, and the automatic "
                 "buffer's target whenever it moves by 1/8",

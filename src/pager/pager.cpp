@@ -42,6 +42,7 @@ const char* to_string(fault_filling f) noexcept {
   switch (f) {
     case fault_filling::workers: return "workers";
     case fault_filling::faulting_thread: return "faulting_thread";
+    case fault_filling::automatic: return "automatic";
   }
   return "?";
 }
@@ -101,7 +102,7 @@ pager_options pager_options::from_env(pager_options base) {
     }
   }
   if (auto w = env::word(var::fault_fill)) {
-    for (fault_filling f : {fault_filling::workers, fault_filling::faulting_thread}) {
+    for (fault_filling f : {fault_filling::workers, fault_filling::faulting_thread, fault_filling::automatic}) {
       if (*w == to_string(f)) base.fault_fill = f;
     }
   }
@@ -116,7 +117,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
      << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
-     << " | on the faulting thread " << s.thread_fills
+     << " | on the faulting thread " << s.thread_fills << (s.thread_fill ? "" : " (workers fill)")
      << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
      << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
@@ -196,7 +197,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
-  thread_fill_ = opt.fault_fill == fault_filling::faulting_thread;
+  fill_asked_ = opt.fault_fill;  // thread_fill_ is resolved with the tracking (choose_tracking)
   // A prefetch step reads up to 1 MiB, at most 64 pages: at 4 KiB, 64 requests in flight
   // (the disk of bench/README.md does 88 K random reads/s at depth 32, 14 K at depth 1).
   prefetch_depth_ = std::clamp<std::size_t>((std::size_t{1} << 20) / ps_, 1, 64);
@@ -362,7 +363,11 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
       break;
   }
   wp_registered_ = !ro_ && (mode_ == dirty_tracking::wp_async || mode_ == dirty_tracking::wp_sync);
-  if (thread_fill_ && wp_registered_ && mode_ == dirty_tracking::wp_sync) {
+  // Fills on the faulting thread: asked for, or automatic where the mode allows them.
+  const bool wp_sync_faults = wp_registered_ && mode_ == dirty_tracking::wp_sync;
+  thread_fill_ = fill_asked_ == fault_filling::faulting_thread ||
+                 (fill_asked_ == fault_filling::automatic && !wp_sync_faults);
+  if (thread_fill_ && wp_sync_faults) {
     throw error(errc::unavailable, name_, "map pager (fault_fill faulting_thread)",
                 "dirty tracking resolved to wp_sync, whose write-protect faults would be SIGBUS "
                 "too; faulting-thread fills need wp_async (Linux 6.8) or all_resident");
@@ -615,6 +620,7 @@ pager_stats pager_impl::stats() const {
   s.victims_kept = g(c_.victims_kept);
   s.victim_hits = g(c_.victim_hits);
   s.thread_fills = g(c_.thread_fills);
+  s.thread_fill = thread_fill_;
   s.victim_cache = victims_.is_open();
   s.dirty_pages_written = g(c_.dirty_pages_written);
   s.bytes_written = g(c_.bytes_written);

@@ -142,7 +142,8 @@ class pager_impl {
   std::size_t ps_ = 0, npages_ = 0, cap_ = 0;
   std::byte* base_ = nullptr;
   bool ro_ = false;
-  bool thread_fill_ = false;  // fault_filling::faulting_thread (UFFD_FEATURE_SIGBUS)
+  fault_filling fill_asked_ = fault_filling::workers;  // pager_options::fault_fill
+  bool thread_fill_ = false;  // resolved (choose_tracking): fills on the faulting thread (UFFD_FEATURE_SIGBUS)
   dirty_tracking mode_ = dirty_tracking::all_resident;
   bool wp_registered_ = false;  // region registered with MODE_WP
   bool have_poison_ = false;  // UFFDIO_POISON (else read errors are signalled with tgkill)

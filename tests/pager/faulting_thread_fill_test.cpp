@@ -2,7 +2,7 @@
 // a missing page is filled by the thread that touched it, in pheap's SIGBUS handler, with the
 // same results as a worker's fill — bytes through eviction, a store read error as the guard's
 // error — and with the documented costs: a system call on a missing page fails with EFAULT,
-// and wp_sync tracking is refused. (Round trips through eviction and flushes with many threads,
+// and wp_sync tracking is refused (automatic gives the fills to the workers there instead). (Round trips through eviction and flushes with many threads,
 // and the tiny-buffer watchdog, run with faulting-thread fills too: pager_roundtrip_test.)
 #include <unistd.h>
 
@@ -128,11 +128,44 @@ TEST(FaultingThreadFill, WpSyncTrackingIsRefusedNamingWhy) {
   }
 }
 
+TEST(FaultingThreadFill, AutomaticFillsOnTheFaultingThreadUnderWpAsync) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  pager_options o = thread_fills(16);
+  o.fault_fill = fault_filling::automatic;
+  pager pg(mem_store::create(64 * kPs, kPs), o);
+  for (std::size_t p = 0; p < 64; ++p) *word(pg, p) = p + 3;
+  std::size_t bad = 0;
+  for (std::size_t p = 0; p < 64; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 3;
+  EXPECT_EQ(bad, 0u);
+  const pager_stats st = pg.stats();
+  EXPECT_TRUE(st.thread_fill) << st;
+  ASSERT_GT(st.pages_read, 0u) << st;
+  EXPECT_EQ(st.thread_fills, st.read_faults + st.write_faults) << st;
+}
+
+TEST(FaultingThreadFill, AutomaticLeavesTheFillsToTheWorkersUnderWpSyncInsteadOfRefusing) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_sync);
+  pager_options o = thread_fills(16);
+  o.tracking = dirty_tracking::wp_sync;
+  o.fault_fill = fault_filling::automatic;
+  pager pg(mem_store::create(64 * kPs, kPs), o);
+  for (std::size_t p = 0; p < 64; ++p) *word(pg, p) = p + 5;
+  std::size_t bad = 0;
+  for (std::size_t p = 0; p < 64; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 5;
+  EXPECT_EQ(bad, 0u);
+  const pager_stats st = pg.stats();
+  EXPECT_FALSE(st.thread_fill) << st;
+  ASSERT_GT(st.read_faults + st.write_faults, 64u) << st;
+  EXPECT_EQ(st.thread_fills, 0u) << st;
+}
+
 TEST(FaultingThreadFill, PheapFaultFillSelectsItAndABadValueNamesTheVariable) {
   ::setenv("PHEAP_FAULT_FILL", "faulting_thread", 1);
   EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::faulting_thread);
   ::setenv("PHEAP_FAULT_FILL", "workers", 1);
   EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::workers);
+  ::setenv("PHEAP_FAULT_FILL", "automatic", 1);
+  EXPECT_EQ(pager_options::from_env().fault_fill, fault_filling::automatic);
   ::setenv("PHEAP_FAULT_FILL", "thread", 1);
   try {
     (void)pager_options::from_env();
