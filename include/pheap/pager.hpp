@@ -73,9 +73,10 @@
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
 //   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread, or automatic
-//     where the tracking allows it; default workers, graph datastores automatic). The userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page
-//     raises SIGBUS (BUS_ADRERR) on the thread that made it, and pheap's SIGBUS handler fills
-//     the page there — the same steps as a worker's fill, store read included — and returns,
+//     where the tracking allows it; default workers, graph datastores automatic). The
+//     userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page raises
+//     SIGBUS (BUS_ADRERR) on the thread that made it, and pheap's SIGBUS handler fills the page
+//     there — the same steps as a worker's fill, store read included — and returns,
 //     and the access is retried. It saves the two cross-CPU wake-ups of a worker's fill (the
 //     fault wakes a worker, the worker's UFFDIO_COPY wakes the thread: ~20 µs each on a VM,
 //     bench/README.md run I) and the fault workers' CPU; the fill's CPU time becomes the
@@ -102,8 +103,10 @@
 //       - Every fill is a read fill (SIGBUS does not say whether the access was a write), so
 //         wp_sync tracking, whose write faults would be signals too, is refused
 //         (errc::unavailable); wp_async sees the first write in the page tables.
-//       - One bounce buffer per thread that ever faulted (a page, or 1 + read_ahead pages),
-//         mapped at its first fill and kept for the thread's life.
+//       - The fills' bounce buffers come from 64 slots mapped at open (a page each, or
+//         1 + read_ahead pages): resident are as many as fills ever ran at once, outside the
+//         automatic buffer's accounting (the reserve covers them: at 4 KiB pages and no
+//         read-ahead 256 KiB at most). A 65th thread filling at once sleeps 20 µs and retries.
 //       - automatic picks the workers under wp_sync instead of refusing; it still needs one
 //         of the SIGBUS handler's 64 region slots, and the 65th region open at once fails
 //         (errc::unavailable) as with faulting_thread.

@@ -205,32 +205,26 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
 
 // Fills on the faulting thread (fault_fill = faulting_thread): called by the SIGBUS handler
 // (fault_signals.hpp, "fill") on the thread whose access missed. The same fill as a worker's,
-// into a bounce buffer of the thread's own (mapped on its first fill, kept for the thread's
-// life: one per thread that ever faulted); then the handler returns and the access is retried.
+// into a bounce buffer held for the fill (bounce_pool.hpp; never mapped here: a thread's own
+// buffer would leak when it ends); then the handler returns and the access is retried.
 // Where a worker would leave the faulting thread asleep in the kernel until someone wakes it
-// (another thread is filling the page, the evictor or a flush owns it), this thread returns
-// after a short sleep and its retry faults again until the page is in. The write flag is not
-// known (SIGBUS carries none): every fill is a read fill, and the first write is then seen by
-// the tracking (wp_async: in the page tables, no fault to the pager). A poisoned page (its
-// store read failed) is not filled: false, and the handler raises the store's error as it
-// does with the workers (the kernel's SIGBUS for a poisoned page can carry BUS_ADRERR too).
+// (another thread is filling the page, the evictor or a flush owns it, every bounce slot is
+// held), this thread returns after a short sleep and its retry faults again until the page is
+// in. The write flag is not known (SIGBUS carries none): every fill is a read fill, and the
+// first write is then seen by the tracking (wp_async: in the page tables, no fault to the
+// pager). A poisoned page (its store read failed) is not filled: false, and the handler raises
+// the store's error as it does with the workers (the kernel's SIGBUS for a poisoned page can
+// carry BUS_ADRERR too).
 bool pager_impl::fill_on_this_thread(std::uintptr_t addr) {
-  static thread_local std::byte* t_bounce = nullptr;
-  static thread_local std::size_t t_bytes = 0;
-  const std::size_t need = worker_bounce_pages() * ps_;
-  if (t_bytes < need) {
-    void* m = ::mmap(nullptr, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {  // out of memory: retry (and keep the old buffer, if any)
-      const timespec ts{0, 1000000};
-      ::nanosleep(&ts, nullptr);
-      return true;
-    }
-    if (t_bounce != nullptr) ::munmap(t_bounce, t_bytes);  // a pager with larger pages
-    t_bounce = static_cast<std::byte*>(m);
-    t_bytes = need;
+  unsigned slot = 0;
+  std::byte* bounce = thread_bounce_.acquire(slot);
+  missing_outcome r = missing_outcome::wait;  // no slot free (P2): as if the page were owned
+  if (bounce != nullptr) {
+    const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
+    r = handle_missing(page, false, static_cast<std::uint32_t>(::gettid()), bounce);
+    thread_bounce_.release(slot);
   }
-  const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-  switch (handle_missing(page, false, static_cast<std::uint32_t>(::gettid()), t_bounce)) {
+  switch (r) {
     case missing_outcome::filled:
       c_.thread_fills.fetch_add(1, std::memory_order_relaxed);
       return true;

@@ -433,6 +433,7 @@ void pager_impl::register_region() {
   if (!thread_fill_) return;
   // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
   // fill the region's pages.
+  thread_bounce_.open(worker_bounce_pages() * ps_);  // before any fill can run (bounce_pool.hpp)
   auto fill = [](void* me, std::uintptr_t a) {
     return static_cast<pager_impl*>(me)->fill_on_this_thread(a);
   };

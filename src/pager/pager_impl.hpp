@@ -10,6 +10,7 @@
 //   fault_signals.{hpp,cpp}  the region registry and SIGBUS/SIGSEGV handlers: poisoned pages
 //                            as errors in guard_faults, one line before a read-only write dies
 //   anon_map.{hpp,cpp}       private anonymous mappings (region, staging, bounce buffers)
+//   bounce_pool.hpp          the bounce buffers of fills on the faulting thread (P1-P3)
 //   pager.cpp                options (PHEAP_* env), construction as named steps, teardown,
 //                            pin, prefetch queue, statistics, the public facade
 //   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
@@ -47,6 +48,7 @@
 #include <vector>
 
 #include "pager/anon_map.hpp"
+#include "pager/bounce_pool.hpp"
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
@@ -256,6 +258,7 @@ class pager_impl {
   std::mutex scan_mu_;
   staging evict_staging_;  // victims are moved here, judged and written
   anon_map evict_bounce_, verify_bounce_;
+  bounce_pool thread_bounce_;  // fills on the faulting thread (thread_fill_): a slot per fill
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed. The steps, in order:
   std::size_t evict_batch(std::size_t want);

@@ -6,13 +6,16 @@
 // and the tiny-buffer watchdog, run with faulting-thread fills too: pager_roundtrip_test.)
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pager/bounce_pool.hpp"
 #include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
 #include "pheap/fault_guard.hpp"
@@ -115,6 +118,81 @@ TEST(FaultingThreadFill, AnUnreadablePageIsTheStoresErrorInsideTheGuardAndOtherP
   pg.flush({});
 }
 
+// bounce_pool.hpp P1-P3: each slot once until released, the lowest free slot first, none when
+// all are held.
+TEST(FaultingThreadFill, TheBouncePoolGivesEachSlotToOneFillAndTheLowestFreeFirst) {
+  paging::bounce_pool pool;
+  pool.open(kPs);
+  std::vector<std::byte*> got;
+  for (unsigned i = 0; i < paging::bounce_pool::kSlots; ++i) {
+    unsigned slot = 99;
+    got.push_back(pool.acquire(slot));
+    ASSERT_NE(got.back(), nullptr);
+    EXPECT_EQ(slot, i);
+    EXPECT_EQ(got.back(), got.front() + std::size_t{i} * kPs);
+  }
+  unsigned slot = 99;
+  EXPECT_EQ(pool.acquire(slot), nullptr) << "a 65th slot";
+  pool.release(17);
+  pool.release(3);
+  EXPECT_EQ(pool.acquire(slot), got[3]);
+  EXPECT_EQ(slot, 3u);
+  EXPECT_EQ(pool.acquire(slot), got[17]);
+  EXPECT_EQ(pool.acquire(slot), nullptr);
+}
+
+// More threads than bounce slots fault at once through a small buffer: every page right, no
+// thread stuck (P2: a thread without a slot retries).
+TEST(FaultingThreadFill, MoreThreadsThanBounceSlotsFaultingAtOnceAllFinishWithTheirBytes) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  constexpr unsigned kThreads = paging::bounce_pool::kSlots + 16;
+  constexpr std::size_t kMany = kThreads * 8;
+  pager pg(mem_store::create(kMany * kPs, kPs), thread_fills(kThreads));
+  for (std::size_t p = 0; p < kMany; ++p) *word(pg, p) = p ^ 0x5a5a;
+  pg.flush({});
+  std::atomic<std::size_t> bad{0};
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int pass = 0; pass < 3; ++pass) {
+        for (std::size_t p = t; p < kMany; p += kThreads) {
+          bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != (p ^ 0x5a5a);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0u);
+  const pager_stats st = pg.stats();
+  ASSERT_GT(st.pages_read, kMany) << st;
+  EXPECT_EQ(st.thread_fills, st.read_faults + st.write_faults) << st;
+}
+
+// Threads that fault once and end leave nothing of pheap's behind: the fills borrow a slot of
+// the pool mapped at open (bounce_pool.hpp), where a buffer mapped per thread would stay
+// mapped after each thread ended.
+TEST(FaultingThreadFill, ThreadsThatFaultAndEndLeaveNoMemoryBehind) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  pager pg(mem_store::create(kPages * kPs, kPs), thread_fills(16));
+  auto vm_kib = [] {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7));
+    }
+    return 0ull;
+  };
+  auto one = [&](std::size_t p) { std::thread([&] { *word(pg, p) = p; }).join(); };
+  for (std::size_t p = 0; p < 8; ++p) one(p);  // the thread stack glibc then reuses
+  const auto before = vm_kib();
+  constexpr std::size_t kEnded = 200;
+  for (std::size_t i = 0; i < kEnded; ++i) one(8 + i % (kPages - 8));
+  const auto after = vm_kib();
+  EXPECT_GT(pg.stats().thread_fills, kEnded / 2) << pg.stats();
+  // 200 leaked buffers would be 800 KiB.
+  EXPECT_LT(after, before + 200) << "VmSize grew from " << before << " to " << after << " KiB";
+}
+
 TEST(FaultingThreadFill, WpSyncTrackingIsRefusedNamingWhy) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_sync);
   pager_options o = thread_fills(8);
@@ -128,16 +206,23 @@ TEST(FaultingThreadFill, WpSyncTrackingIsRefusedNamingWhy) {
   }
 }
 
-TEST(FaultingThreadFill, AutomaticFillsOnTheFaultingThreadUnderWpAsync) {
-  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+// fault_fill = automatic under `tracking`: 64 pages written and read back through a buffer of
+// 16; the pager's statistics after.
+pager_stats automatic_round_trip(dirty_tracking tracking) {
   pager_options o = thread_fills(16);
+  o.tracking = tracking;
   o.fault_fill = fault_filling::automatic;
   pager pg(mem_store::create(64 * kPs, kPs), o);
   for (std::size_t p = 0; p < 64; ++p) *word(pg, p) = p + 3;
   std::size_t bad = 0;
   for (std::size_t p = 0; p < 64; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 3;
   EXPECT_EQ(bad, 0u);
-  const pager_stats st = pg.stats();
+  return pg.stats();
+}
+
+TEST(FaultingThreadFill, AutomaticFillsOnTheFaultingThreadUnderWpAsync) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  const pager_stats st = automatic_round_trip(dirty_tracking::wp_async);
   EXPECT_TRUE(st.thread_fill) << st;
   ASSERT_GT(st.pages_read, 0u) << st;
   EXPECT_EQ(st.thread_fills, st.read_faults + st.write_faults) << st;
@@ -145,15 +230,7 @@ TEST(FaultingThreadFill, AutomaticFillsOnTheFaultingThreadUnderWpAsync) {
 
 TEST(FaultingThreadFill, AutomaticLeavesTheFillsToTheWorkersUnderWpSyncInsteadOfRefusing) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_sync);
-  pager_options o = thread_fills(16);
-  o.tracking = dirty_tracking::wp_sync;
-  o.fault_fill = fault_filling::automatic;
-  pager pg(mem_store::create(64 * kPs, kPs), o);
-  for (std::size_t p = 0; p < 64; ++p) *word(pg, p) = p + 5;
-  std::size_t bad = 0;
-  for (std::size_t p = 0; p < 64; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 5;
-  EXPECT_EQ(bad, 0u);
-  const pager_stats st = pg.stats();
+  const pager_stats st = automatic_round_trip(dirty_tracking::wp_sync);
   EXPECT_FALSE(st.thread_fill) << st;
   ASSERT_GT(st.read_faults + st.write_faults, 64u) << st;
   EXPECT_EQ(st.thread_fills, 0u) << st;
