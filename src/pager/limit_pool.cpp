@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -115,9 +116,47 @@ int open_shared(const std::string& path, limit_pool::state*& s) {
   return fd;
 }
 
+// "pheap-pool-<uid>-": the names of this user's pool files.
+std::string own_prefix() { return "pheap-pool-" + std::to_string(::geteuid()) + "-"; }
+
 }  // namespace
 
 limit_pool::limit_pool() : s_(new state{}) {}
+
+int limit_pool::remove_abandoned(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  const std::string prefix = own_prefix();
+  int removed = 0;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const int fd = ::open(it->path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat sb {};
+    void* m = MAP_FAILED;
+    if (::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == ::geteuid() &&
+        sb.st_size == static_cast<off_t>(sizeof(state))) {
+      m = ::mmap(nullptr, sizeof(state), PROT_READ, MAP_SHARED, fd, 0);
+    }
+    // Under the flock a joiner or leaver is not between its check and its slot (join, leave);
+    // one that holds it is alive, and the file is left to it.
+    if (m != MAP_FAILED && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      const auto* s = static_cast<const state*>(m);
+      bool abandoned = ::fstat(fd, &sb) == 0 && sb.st_nlink > 0 && s->magic.load() == state::kMagic;
+      for (const state::slot& sl : s->slots) {
+        const std::int32_t pid = sl.pid.load();
+        if (!abandoned) break;
+        abandoned = pid == 0 || (pid > 0 && !alive(pid, sl.start.load()));  // -1: being reaped
+      }
+      if (abandoned && ::unlink(it->path().c_str()) == 0) ++removed;
+      (void)::flock(fd, LOCK_UN);
+    }
+    if (m != MAP_FAILED) ::munmap(m, sizeof(state));
+    ::close(fd);
+  }
+  return removed;
+}
 
 limit_pool::limit_pool(int fd, state* s, std::string path) : s_(s), fd_(fd), path_(std::move(path)) {}
 
@@ -157,6 +196,11 @@ std::shared_ptr<limit_pool> limit_pool::of(const std::string& limit_name, bool a
   std::shared_ptr<limit_pool> p = w.lock();
   if (p) return p;
   if (across_processes) {
+    static bool swept = false;  // P5, once per process (under mu)
+    if (!swept) {
+      swept = true;
+      (void)remove_abandoned();
+    }
     char name[96];
     std::snprintf(name, sizeof name, "/dev/shm/pheap-pool-%u-%016zx", static_cast<unsigned>(::geteuid()),
                   std::hash<std::string>{}(limit_name));

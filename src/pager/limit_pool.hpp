@@ -33,8 +33,16 @@
 // takes back what passes the cap: the pool is never past it for long); processes of other users, and pagers with a fixed buffer
 // (PHEAP_BUFFER_SIZE), are not members, so their memory is part of every member's rest; more
 // than kSlots members: the later ones follow the limit alone, as before the pool; no /dev/shm:
-// the pool is the process's own. A pool file left by a process killed while it was the last
-// member stays until the next member leaves.
+// the pool is the process's own.
+//
+// Abandoned files (P5): a process killed while it was the last member of its pool leaves the
+// file behind, and when the limit's name is not used again (a batch job's cgroup, a bench
+// run's) nothing would ever leave it. So the first shared pool a process opens first sweeps
+// /dev/shm: a pool file of this user, of this layout, whose every member is dead (P4's rule)
+// and that no one holds locked is removed under its flock — the same removal as a last
+// leave(), so a process that opened it meanwhile finds it unlinked when it joins and starts a
+// fresh one. Caveat (as P4's): a member in another pid namespace that shares this /dev/shm
+// looks dead.
 #pragma once
 
 #include <atomic>
@@ -71,6 +79,9 @@ class limit_pool {
   int members() const noexcept;
   // P4: gives back what dead members held. Cheap to call often (at most every 100 ms it looks).
   void reap();
+  // P5: removes the pool files in `dir` (/dev/shm) of this user whose members are all dead;
+  // the number removed. of() calls it once per process, before its first shared pool.
+  static int remove_abandoned(const std::string& dir = "/dev/shm");
   bool shared() const noexcept { return fd_ >= 0; }
   const std::string& path() const noexcept { return path_; }  // the shared file, or empty
 

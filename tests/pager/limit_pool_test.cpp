@@ -2,7 +2,8 @@
 // a buffer budget that is a member (buffer_budget.hpp B6), without a pager: grants past the
 // cap are refused and recorded, released slots come back, a budget gives back what it holds
 // when it goes, pools are per limit, and a pool shared across processes (a memory cgroup's)
-// gets back what a member that died without leaving held, and goes with its last member.
+// gets back what a member that died without leaving held, and goes with its last member — or,
+// when the last one died, with the next process's sweep (P5).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -157,6 +159,53 @@ TEST(LimitPool, TheSharedFileGoesWithItsLastMemberAndALaterJoinStartsAFreshOne) 
   EXPECT_EQ(pool->members(), 1);
   pool->leave(c);
   EXPECT_NE(::stat(pool->path().c_str(), &sb), 0);
+}
+
+// P5: a process killed while it was the last member of its pool (the child: it joins and ends
+// without leave()) leaves the file; the next process's sweep removes it, and leaves the file of
+// a pool with a live member and a file of this user's prefix that is not a pool file.
+TEST(LimitPool, APoolFileWhoseMembersAllDiedIsRemovedByTheNextSweepAndOthersAreLeftAlone) {
+  auto kept = limit_pool::of(unique_limit("kept"), true);
+  ASSERT_TRUE(kept->shared());
+  const int me = kept->join();
+  ASSERT_GE(me, 0);
+  const std::string foreign =
+      "/dev/shm/pheap-pool-" + std::to_string(::geteuid()) + "-not-a-pool-" + std::to_string(::getpid());
+  {
+    std::FILE* f = std::fopen(foreign.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a pool", f);
+    std::fclose(f);
+  }
+  int up[2];
+  ASSERT_EQ(::pipe(up), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto p = limit_pool::of(unique_limit("abandoned") + "/" + std::to_string(::getpid()), true);
+    if (!p->shared() || p->join() < 0) ::_exit(1);
+    const std::string path = p->path();
+    if (::write(up[1], path.c_str(), path.size()) != static_cast<ssize_t>(path.size())) ::_exit(2);
+    ::_exit(0);  // no leave(): killed as the last member
+  }
+  ::close(up[1]);
+  char buf[256] = {};
+  const ssize_t n = ::read(up[0], buf, sizeof buf - 1);
+  ::close(up[0]);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  ASSERT_GT(n, 0);
+  const std::string abandoned(buf, static_cast<std::size_t>(n));
+  struct stat sb {};
+  ASSERT_EQ(::stat(abandoned.c_str(), &sb), 0) << "the dead member's file is left behind";
+  EXPECT_GE(limit_pool::remove_abandoned(), 1);
+  EXPECT_NE(::stat(abandoned.c_str(), &sb), 0) << abandoned << " should be gone";
+  EXPECT_EQ(::stat(kept->path().c_str(), &sb), 0) << "a live member keeps its pool's file";
+  EXPECT_EQ(kept->members(), 1);
+  EXPECT_EQ(::stat(foreign.c_str(), &sb), 0) << "not a pool file: not the sweep's to remove";
+  ::unlink(foreign.c_str());
+  kept->leave(me);
+  EXPECT_NE(::stat(kept->path().c_str(), &sb), 0);
 }
 
 }  // namespace
