@@ -77,6 +77,46 @@ TEST(VictimCache, AnEvictedPageComesBackFromItsKeptCopyWithoutAStoreRead) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
+// Step 4: the copy a fill used is dropped, so it holds no room that reclaim would otherwise
+// take from the victims not yet back; the page's next eviction keeps a new one.
+TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedAndTheNextEvictionKeepsANewOne) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  auto s = mem_store::create(kPages * kPs, kPs);
+  pager pg(std::move(s), with_cache(victim_caching::on));
+  ASSERT_TRUE(pg.stats().victim_cache);
+  auto& impl = paging::test_access::impl(pg);
+  for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;  // evicted, kept
+  impl.wait_evictor_idle();
+  std::vector<std::size_t> kept;  // out of memory, with a whole copy
+  for (std::size_t p = 0; p < kPages && kept.size() < 8; ++p) {
+    const auto w = impl.table_.load(p);
+    if (paging::ps::kind(w) != paging::ps::resident && (w & paging::ps::kept) &&
+        impl.victims_.holds_copy_for_test(p)) {
+      kept.push_back(p);
+    }
+  }
+  ASSERT_EQ(kept.size(), 8u) << pg.stats();
+  const std::uint64_t hits = pg.stats().victim_hits;
+  for (const std::size_t p : kept) {  // (a fill may bring a run of neighbours with it)
+    ASSERT_EQ(*reinterpret_cast<volatile std::uint64_t*>(word(pg, p)), p * 7 + 1);
+    EXPECT_FALSE(impl.victims_.holds_copy_for_test(p)) << "page " << p << "'s copy was used: dropped";
+  }
+  EXPECT_GE(pg.stats().victim_hits - hits, kept.size()) << "they came back from their copies";
+  // Writing every page again evicts them all again (32-page buffer): each keeps a new copy.
+  for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 2;
+  for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
+  impl.wait_evictor_idle();
+  std::size_t recopied = 0;
+  for (const std::size_t p : kept) {
+    recopied += paging::ps::kind(impl.table_.load(p)) != paging::ps::resident &&
+                impl.victims_.holds_copy_for_test(p);
+  }
+  EXPECT_GE(recopied, 6u) << pg.stats();
+  ASSERT_EQ(mismatches(pg, 0), 0u);
+  impl.wait_evictor_idle();
+  EXPECT_EQ(impl.check_invariants(), "");
+}
+
 TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
