@@ -119,10 +119,11 @@
 //     automatic buffer treats them as reclaimable, as it does the page cache); they are not
 //     bounded otherwise. A copy is used only when PAGEMAP_SCAN says, before and after it is
 //     read, that every frame of it is still present and not the zero page (a dropped frame
-//     reads as the zero page); else the store is read. While fewer than 10 % of the kept
-//     copies come back (per 8192 evictions), only one page in 16 is kept, so that a workload
-//     that does not refault its victims soon (grouped graph ingestion) does not pay a copy
-//     per eviction for nothing. Needs PAGEMAP_SCAN (Linux ≥ 6.7);
+//     reads as the zero page); else the store is read. A copy that was used is dropped at
+//     once (the page is resident again), leaving its room to copies not yet back. While
+//     fewer than 10 % of the kept copies come back (per 8192 evictions), only one page in 16
+//     is kept, so that a workload that does not refault its victims soon (grouped graph
+//     ingestion) does not pay a copy per eviction for nothing. Needs PAGEMAP_SCAN (Linux ≥ 6.7);
 //     process_madvise on the caller itself (≥ 6.13) batches the MADV_FREE calls.
 //   * Memory. The buffer bounds the region's resident pages. pheap's own memory outside it:
 //     the page table, 4 bytes per page of the region, in a mapping whose memory is taken only
@@ -169,9 +170,10 @@
 //     the reserve) at once, not at the next 10 ms sample, so together they stay within the
 //     limit. A buffer that filled first keeps what it holds until another is refused a page;
 //     then each is held to an equal share of the cap. What a process killed without closing
-//     its pager held comes back within 100 ms. Not members: fixed buffers, other users'
-//     processes, more than 64 pagers per cgroup (those follow it alone), and under the RAM
-//     limit other processes (each has its own quarter of RAM).
+//     its pager held comes back within 100 ms, and the file of a pool whose members all died
+//     is removed by the next process of the user that opens a shared pool. Not members:
+//     fixed buffers, other users' processes, more than 64 pagers per cgroup (those follow it
+//     alone), and under the RAM limit other processes (each has its own quarter of RAM).
 //   * wp_async eviction cannot learn from the kernel whether a page judged clean was written
 //     in the instant before it was moved out (the uffd-wp bit does not travel with
 //     UFFDIO_MOVE), so such pages are compared with the store's copy after the move and

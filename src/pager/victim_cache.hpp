@@ -26,8 +26,8 @@
 //   4. take() then drops the copy it used (MADV_DONTNEED): the page is resident again and its
 //      next eviction keeps a new copy, so the old one would only hold room in the cgroup that
 //      reclaim takes from the victims not yet taken (the kernel drops lazily freed pages
-//      oldest first, and a taken copy is rarely the oldest). S18 graph construction at a
-//      quarter of its datastore: 1.78 M store reads instead of 2.16 M, 12 % less time
+//      oldest first, and a copy that came back is younger than most). S18 graph construction
+//      at a quarter of its datastore: 1.76-1.78 M store reads instead of 2.14-2.18 M
 //      (bench/README.md, run N). A later take() of the page finds no copy and reads the store.
 // Mirror page p is written only by keep(p) and read and dropped only by take(p); the page's
 // owner bit (evict, filling) orders them, so no lock is needed (give_back's MADV_FREE of a
