@@ -142,11 +142,13 @@ for (label, mode, scale, thr) in sorted({(k[0], k[1], k[2], k[3]) for k in R if 
                   f"{int(best['pager_bytes_written']) >> 20})")
 
 # Every system against mmap-random and mmap at the same budget, SCALE and thread count. Rows
-# are keyed without their label (a later row with the same key wins); systems are whatever the
-# CSV names, in the order they first appear.
-B = {}  # (scale, threads, mode, system, page) -> row
+# are keyed without their label; where several rounds share a key, the median round by arcs/s
+# stands for them (of an even count, the slower of the two middle ones: no round is picked for
+# looking good). Systems are whatever the CSV names, in the order they first appear.
+rounds = collections.defaultdict(list)  # (scale, threads, mode, system, page) -> rows
 for r in rows:
-    B[(int(r["scale"]), int(r["threads"]), r["mode"], r["system"], int(r["page_size"]))] = r
+    rounds[(int(r["scale"]), int(r["threads"]), r["mode"], r["system"], int(r["page_size"]))].append(r)
+B = {k: sorted(rs, key=rate)[(len(rs) - 1) // 2] for k, rs in rounds.items()}
 systems_seen = list(dict.fromkeys(r["system"] for r in rows))
 full_arcs = {}  # scale -> arcs of a finished run (the whole graph)
 for r in rows:
