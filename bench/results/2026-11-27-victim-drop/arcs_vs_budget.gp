@@ -1,6 +1,6 @@
 set terminal pngcairo size 820,760 font 'sans,10'
 set output 'arcs_vs_budget.png'
-set multiplot layout 1,1 title "Graph construction, arcs/s vs memory budget (N-defaults-r1, N-mmap-random-r2, N-mmap-random-r1)\nSCALE 18, 2 threads, 4 KiB pages\neach out-of-core run in its own memory cgroup: budget + slack, the process included" font 'sans,11'
+set multiplot layout 1,1 title "Graph construction, arcs/s vs memory budget (N-defaults-r3, N-mmap-random-r2, N-defaults-r1, N-mmap-random-r1)\nSCALE 18, 2 threads, 4 KiB pages\neach out-of-core run in its own memory cgroup: budget + slack, the process included" font 'sans,11'
 set logscale y 10
 set format y '10^{%T}'
 set yrange [10000:1e+06]
