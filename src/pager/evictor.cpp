@@ -364,7 +364,11 @@ std::size_t pager_impl::release_victims(const victim_batch& v) {
 std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
                                            std::size_t n) {
   std::vector<bool> kept(n, false);
-  if (!victims_.is_open() || n == 0) return kept;
+  if (!victims_.is_open()) return kept;
+  // victim_cache.hpp step 4: the copies faults took back go first, and before any keep() (a
+  // drop during a keep of the same page would leave it a copy with zeros in it).
+  victims_.drop_taken();
+  if (n == 0) return kept;
   std::vector<std::size_t> given;
   given.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {

@@ -113,7 +113,7 @@ bool victim_cache::whole(const std::byte* m) const noexcept {
          r[0].end == reinterpret_cast<std::uint64_t>(m + ps_) && r[0].categories == page_is_present;
 }
 
-bool victim_cache::take(std::size_t page, std::byte* dst) const noexcept {
+bool victim_cache::take(std::size_t page, std::byte* dst) noexcept {
   const std::byte* m = mirror(page);
   // Before the copy, so that a dropped copy is not read: the read would map the zero page,
   // which the next keep() must then replace (a copy-on-write fault and a TLB shootdown).
@@ -123,9 +123,35 @@ bool victim_cache::take(std::size_t page, std::byte* dst) const noexcept {
   if (!whole(m)) return false;
   taken_.fetch_add(1, std::memory_order_relaxed);
   // Step 4: the page is about to be resident again, so the copy would only hold room that the
-  // kernel's reclaim then takes from older victims (bench/README.md, run N).
+  // kernel's reclaim then takes from older victims (bench/README.md, run N). Noted for the
+  // evictor's next batch, which drops all it finds with one call.
+  {
+    std::lock_guard l(pending_mu_);
+    if (npending_ < kPendingDrops) {
+      pending_[npending_++] = page;
+      return true;
+    }
+  }
   (void)::madvise(const_cast<std::byte*>(m), ps_, MADV_DONTNEED);
   return true;
+}
+
+void victim_cache::drop_taken() noexcept {
+  std::size_t pages[kPendingDrops];
+  std::size_t n;
+  {
+    std::lock_guard l(pending_mu_);
+    n = npending_;
+    std::memcpy(pages, pending_, n * sizeof pages[0]);
+    npending_ = 0;
+  }
+  if (n == 0) return;
+  iovec iov[kPendingDrops];
+  for (std::size_t i = 0; i < n; ++i) iov[i] = {mirror(pages[i]), ps_};
+  const long r = pidfd_ >= 0 ? ::syscall(SYS_process_madvise, pidfd_, iov, n, MADV_DONTNEED, 0u) : -1;
+  if (r < 0 || static_cast<std::size_t>(r) != n * ps_) {
+    for (std::size_t i = 0; i < n; ++i) (void)::madvise(iov[i].iov_base, ps_, MADV_DONTNEED);
+  }
 }
 
 void victim_cache::drop_for_test(std::size_t first, std::size_t count) const noexcept {

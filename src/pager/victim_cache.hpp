@@ -23,15 +23,25 @@
 //      maps —, copies it to dst and asks again. Only when both say so are the bytes used;
 //      otherwise the fill reads the store. The check after the copy catches a frame dropped
 //      during it; the one before keeps a dropped copy from being read at all.
-//   4. take() then drops the copy it used (MADV_DONTNEED): the page is resident again and its
-//      next eviction keeps a new copy, so the old one would only hold room in the cgroup that
-//      reclaim takes from the victims not yet taken (the kernel drops lazily freed pages
+//   4. The copy take() used is then dropped (MADV_DONTNEED): the page is resident again and
+//      its next eviction keeps a new copy, so the old one would only hold room in the cgroup
+//      that reclaim takes from the victims not yet taken (the kernel drops lazily freed pages
 //      oldest first, and a copy that came back is younger than most). S18 graph construction
 //      at a quarter of its datastore: 1.76-1.78 M store reads instead of 2.14-2.18 M
-//      (bench/README.md, run N). A later take() of the page finds no copy and reads the store.
-// Mirror page p is written only by keep(p) and read and dropped only by take(p); the page's
-// owner bit (evict, filling) orders them, so no lock is needed (give_back's MADV_FREE of a
-// copy take() dropped first is a no-op). Which victims are kept at all: wants()
+//      (bench/README.md, run N). take() only notes the page (up to kPendingDrops of them; past
+//      that it drops the copy itself); the evictor drops the noted copies with one
+//      process_madvise, one TLB flush, at the start of each batch's keeps (drop_taken), not the
+//      faulting thread with a madvise and a TLB shootdown per hit. The order is what makes it
+//      safe: a MADV_DONTNEED of mirror page p during keep(p)'s copy would leave p a frame that
+//      is present and not the zero page, yet zero up to where the copy was, and take() would
+//      accept it. drop_taken() and keep() run on one thread at a time (the evictor, under
+//      evict_batch_mu_), drop_taken() before the batch's keep()s; and a page noted by take(p)
+//      was noted before its fill installed it, so before any later eviction of p could claim
+//      it. A later take() of the page finds no copy and reads the store.
+// Mirror page p is written only by keep(p), read only by take(p) and dropped only by take(p)
+// or drop_taken(); the page's owner bit (evict, filling) orders keep and take, step 4 the
+// drops, so only the list of noted pages needs a lock (give_back's MADV_FREE of a copy
+// dropped first is a no-op). Which victims are kept at all: wants()
 // (the policy below: all of them while enough come back, else a sample).
 //
 // Caveats:
@@ -41,11 +51,14 @@
 //   * Needs PAGEMAP_SCAN with PAGE_IS_PFNZERO (Linux 6.7+); open() fails without it and the
 //     pager runs without a cache.
 //   * A PAGEMAP_SCAN error in take() is a miss (the store has the bytes).
+//   * Up to kPendingDrops taken copies wait for the next eviction batch to be dropped; while
+//     nothing is evicted (everything fits) they stay, lazily freed, for the kernel to take.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "pager/anon_map.hpp"
 
@@ -68,14 +81,18 @@ class victim_cache {
   // Step 2 (evictor): pages[0..n) sorted, kept out of `evicted` victims (for the policy).
   void give_back(const std::size_t* pages, std::size_t n, std::size_t evicted) noexcept;
   // Steps 3 and 4 (the thread that fills the page): true when dst now holds the bytes keep()
-  // was given; the copy is then dropped.
-  bool take(std::size_t page, std::byte* dst) const noexcept;
+  // was given; the copy is then noted for drop_taken() (or, with kPendingDrops noted already,
+  // dropped here).
+  bool take(std::size_t page, std::byte* dst) noexcept;
+  // Step 4 (evictor, before the keep()s of a batch): drops the copies take() noted.
+  void drop_taken() noexcept;
 
   // For tests: the kernel reclaims the kept copies of pages [first, first+count) now
   // (MADV_PAGEOUT), as memory pressure would.
   void drop_for_test(std::size_t first, std::size_t count) const noexcept;
   // For tests: whether mirror page `page` holds a whole copy now.
   bool holds_copy_for_test(std::size_t page) const noexcept { return map_.p && whole(mirror(page)); }
+  static constexpr std::size_t kPendingDrops = 64;
 
  private:
   std::byte* mirror(std::size_t page) const noexcept { return map_.data() + page * ps_; }
@@ -93,7 +110,11 @@ class victim_cache {
   std::size_t evicted_in_window_ = 0, kept_in_window_ = 0;  // evictor only
   std::uint64_t taken_at_window_start_ = 0;  // evictor only
   std::atomic<bool> sampling_{false};      // written by the evictor, read by wants()
-  mutable std::atomic<std::uint64_t> taken_{0};  // successful take()s
+  std::atomic<std::uint64_t> taken_{0};  // successful take()s
+  // Step 4: pages whose copy take() used, for drop_taken(). Held for a push or a swap only.
+  std::mutex pending_mu_;
+  std::size_t pending_[kPendingDrops];
+  std::size_t npending_ = 0;  // guarded by pending_mu_
 
   anon_map map_;
   int pagemap_fd_ = -1;

@@ -1,11 +1,15 @@
 // The victim cache (src/pager/victim_cache.hpp): evicted pages come back from their kept copy
 // without a store read while the kernel leaves the copy alone, from the store once it took
 // it back, and the cache is on only where the options (or a memory cgroup) say.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "pager/test_access.hpp"
+#include "pager/victim_cache.hpp"
 #include "pager_test_util.hpp"
 
 namespace pheap::test {
@@ -77,9 +81,10 @@ TEST(VictimCache, AnEvictedPageComesBackFromItsKeptCopyWithoutAStoreRead) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
-// Step 4: the copy a fill used is dropped, so it holds no room that reclaim would otherwise
-// take from the victims not yet back; the page's next eviction keeps a new one.
-TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedAndTheNextEvictionKeepsANewOne) {
+// Step 4: the copy a fill used is dropped by the next eviction batch, so it holds no room that
+// reclaim would otherwise take from the victims not yet back; the page's next eviction keeps a
+// new one.
+TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedByTheNextBatchAndTheNextEvictionKeepsANewOne) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
   pager pg(std::move(s), with_cache(victim_caching::on));
@@ -99,10 +104,21 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedAndTheNextEvictionKeepsANe
   const std::uint64_t hits = pg.stats().victim_hits;
   for (const std::size_t p : kept) {  // (a fill may bring a run of neighbours with it)
     ASSERT_EQ(*reinterpret_cast<volatile std::uint64_t*>(word(pg, p)), p * 7 + 1);
-    EXPECT_FALSE(impl.victims_.holds_copy_for_test(p)) << "page " << p << "'s copy was used: dropped";
   }
   EXPECT_GE(pg.stats().victim_hits - hits, kept.size()) << "they came back from their copies";
-  // Writing every page again evicts them all again (32-page buffer): each keeps a new copy.
+  // Faults on pages not among them make the evictor run a batch (32-page buffer, full).
+  const std::uint64_t ev0 = pg.stats().evictions;
+  for (std::size_t p = kPages - 1; pg.stats().evictions == ev0 && p > kPages / 2; --p) {
+    (void)*reinterpret_cast<volatile std::uint64_t*>(word(pg, p));
+    impl.wait_evictor_idle();
+  }
+  ASSERT_GT(pg.stats().evictions, ev0);
+  for (const std::size_t p : kept) {  // resident now, or evicted again with a new copy
+    if (paging::ps::kind(impl.table_.load(p)) == paging::ps::resident) {
+      EXPECT_FALSE(impl.victims_.holds_copy_for_test(p)) << "page " << p << "'s copy was used: dropped";
+    }
+  }
+  // Writing every page again evicts them all again: each keeps a new copy.
   for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 2;
   for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
   impl.wait_evictor_idle();
@@ -115,6 +131,43 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedAndTheNextEvictionKeepsANe
   ASSERT_EQ(mismatches(pg, 0), 0u);
   impl.wait_evictor_idle();
   EXPECT_EQ(impl.check_invariants(), "");
+}
+
+// Step 4 on the cache alone: a fill notes the copy it took and the evictor drops the noted ones
+// in one call before its next keeps; a fill that finds kPendingDrops noted drops its own.
+TEST(VictimCache, TakenCopiesWaitForTheEvictorsNextBatchAndPastTheLimitAreDroppedAtOnce) {
+  constexpr std::size_t n = paging::victim_cache::kPendingDrops + 1;
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(pagemap, 0);
+  paging::victim_cache vc;
+  if (!vc.open(pagemap, kPs, n + 1)) {
+    ::close(pagemap);
+    GTEST_FAIL() << "PAGEMAP_SCAN cannot tell the zero page on this kernel (Linux 6.7+ can)";
+  }
+  std::vector<std::byte> page(kPs), out(kPs);
+  std::vector<std::size_t> given;
+  for (std::size_t p = 0; p < n; ++p) {
+    std::memset(page.data(), static_cast<int>(p + 1), kPs);
+    vc.keep(p, page.data());
+    given.push_back(p);
+  }
+  vc.give_back(given.data(), given.size(), given.size());
+  for (std::size_t p = 0; p < n; ++p) {
+    ASSERT_TRUE(vc.take(p, out.data())) << "page " << p;
+    EXPECT_EQ(out[kPs - 1], static_cast<std::byte>(p + 1)) << "page " << p;
+    if (p + 1 < n) {
+      EXPECT_TRUE(vc.holds_copy_for_test(p)) << "page " << p << ": dropped by the fill, not noted";
+    } else {
+      EXPECT_FALSE(vc.holds_copy_for_test(p)) << "the note list was full: dropped at once";
+    }
+  }
+  vc.drop_taken();
+  for (std::size_t p = 0; p < n; ++p) {
+    EXPECT_FALSE(vc.holds_copy_for_test(p)) << "page " << p << ": noted, not dropped";
+    EXPECT_FALSE(vc.take(p, out.data())) << "page " << p << ": no copy left to take";
+  }
+  vc.drop_taken();  // nothing noted: nothing to do
+  ::close(pagemap);
 }
 
 TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
