@@ -119,8 +119,10 @@
 //     automatic buffer treats them as reclaimable, as it does the page cache); they are not
 //     bounded otherwise. A copy is used only when PAGEMAP_SCAN says, before and after it is
 //     read, that every frame of it is still present and not the zero page (a dropped frame
-//     reads as the zero page); else the store is read. A copy that was used is dropped at
-//     once (the page is resident again), leaving its room to copies not yet back. While
+//     reads as the zero page); else the store is read. A copy that was used is dropped (the
+//     page is resident again), leaving its room to copies not yet back: by the evictor at its
+//     next batch, up to 64 at once (while nothing is evicted, those stay for the kernel to
+//     take), past that by the fill itself. While
 //     fewer than 10 % of the kept copies come back (per 8192 evictions), only one page in 16
 //     is kept, so that a workload that does not refault its victims soon (grouped graph
 //     ingestion) does not pay a copy per eviction for nothing. Needs PAGEMAP_SCAN (Linux ≥ 6.7);
