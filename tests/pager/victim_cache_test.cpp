@@ -106,7 +106,10 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedByTheNextBatchAndTheNextEv
     ASSERT_EQ(*reinterpret_cast<volatile std::uint64_t*>(word(pg, p)), p * 7 + 1);
   }
   EXPECT_GE(pg.stats().victim_hits - hits, kept.size()) << "they came back from their copies";
-  // Faults on pages not among them make the evictor run a batch (32-page buffer, full).
+  // Faults on pages not among them make the evictor run a batch (32-page buffer, full) that
+  // begins after the last of those fills (a batch running during them may have dropped only
+  // some of their copies).
+  impl.wait_evictor_idle();
   const std::uint64_t ev0 = pg.stats().evictions;
   for (std::size_t p = kPages - 1; pg.stats().evictions == ev0 && p > kPages / 2; --p) {
     (void)*reinterpret_cast<volatile std::uint64_t*>(word(pg, p));
