@@ -100,9 +100,11 @@
 //       - A thread that finds the page being filled by another thread, or owned by the
 //         evictor or a flush, sleeps 20 µs and retries, where a worker's fill would have left
 //         it asleep until woken.
-//       - Every fill is a read fill (SIGBUS does not say whether the access was a write), so
-//         wp_sync tracking, whose write faults would be signals too, is refused
-//         (errc::unavailable); wp_async sees the first write in the page tables.
+//       - wp_sync tracking, whose write-protect faults would be signals too, is refused
+//         (errc::unavailable); wp_async sees the first write in the page tables. On x86-64 a
+//         fill for a write is mapped writable (the signal frame carries the page fault's
+//         error code), sparing the write-protect fault that follows a read fill; elsewhere
+//         SIGBUS does not say whether the access was a write, and every fill is a read fill.
 //       - The fills' bounce buffers come from 64 slots mapped at open (a page each, or
 //         1 + read_ahead pages): resident are as many as fills ever ran at once, outside the
 //         automatic buffer's accounting (the reserve covers them: at 4 KiB pages and no

@@ -3,6 +3,7 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <array>
@@ -36,7 +37,7 @@ struct slot {
   std::atomic<pid_t> owner{0};
   std::atomic<const char*> name{nullptr};
   std::atomic<region_record*> rec{nullptr};
-  std::atomic<bool (*)(void*, std::uintptr_t)> fill{nullptr};
+  std::atomic<bool (*)(void*, std::uintptr_t, bool)> fill{nullptr};
   std::atomic<void*> fill_ctx{nullptr};
 };
 
@@ -115,6 +116,22 @@ void chain(int sig, siginfo_t* si, void* uc, const struct sigaction& old) noexce
   }
 }
 
+// Whether the access that raised a fault's SIGBUS was a write. x86-64 puts the page fault's
+// error code in the signal frame (REG_TRAPNO 14 = #PF, REG_ERR bit 1 = write: the kernel's
+// do_sigbus keeps it for a user-mode fault); elsewhere it is not known and the answer is no.
+// Only a fill's cost depends on it (a write fill is mapped writable, a read fill
+// write-protected), never its result.
+bool was_write(const void* uc) noexcept {
+#if defined(__x86_64__)
+  if (uc == nullptr) return false;
+  const mcontext_t& m = static_cast<const ucontext_t*>(uc)->uc_mcontext;
+  return m.gregs[REG_TRAPNO] == 14 && (m.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)uc;
+  return false;
+#endif
+}
+
 void on_sigbus(int sig, siginfo_t* si, void* uc) {
   if (si->si_code == BUS_ADRERR) {  // a missing page of a faulting-thread-fill region
     const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
@@ -122,7 +139,7 @@ void on_sigbus(int sig, siginfo_t* si, void* uc) {
     if (s != nullptr && s->owner.load(std::memory_order_relaxed) == ::getpid()) {
       if (auto f = s->fill.load(std::memory_order_acquire); f != nullptr) {
         const int saved = errno;
-        const bool filled = f(s->fill_ctx.load(std::memory_order_relaxed), a);
+        const bool filled = f(s->fill_ctx.load(std::memory_order_relaxed), a, was_write(uc));
         errno = saved;
         if (filled) return;  // the access is retried
       }
@@ -263,7 +280,7 @@ void region_registration::release() noexcept {
   rec_.reset();
 }
 
-bool region_registration::set_fill(bool (*fill)(void*, std::uintptr_t), void* ctx) noexcept {
+bool region_registration::set_fill(bool (*fill)(void*, std::uintptr_t, bool), void* ctx) noexcept {
   if (slot_ < 0) return false;
   slot& s = g_slots[static_cast<std::size_t>(slot_)];
   s.fill_ctx.store(ctx, std::memory_order_relaxed);

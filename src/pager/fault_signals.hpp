@@ -29,9 +29,11 @@
 //              there when the retried access raises SIGBUS.
 //   fill       A SIGBUS with BUS_ADRERR at an address of a slot of this process whose pager set
 //              a fill function (case (d), or (a) on a kernel that reports a poisoned page so)
-//              calls it on the faulting thread: it fills the page (or waits a little for its
-//              owner) and returns true, and so does the handler; the access is retried. For a
-//              poisoned page it returns false and the SIGBUS goes on to the guard. This runs
+//              calls it on the faulting thread, with whether the access was a write (the
+//              page fault's error code in the signal frame, x86-64; elsewhere "no"): it fills
+//              the page (or waits a little for its owner) and returns true, and so does the
+//              handler; the access is retried. For a poisoned page it returns false and the
+//              SIGBUS goes on to the guard. This runs
 //              store reads in a signal handler: the fill takes the pager's locks and allocates,
 //              which is safe because the interrupted code was touching heap memory, never
 //              inside the pager, the store or malloc. The SIGBUS handler runs on the thread's
@@ -82,11 +84,12 @@ class region_registration {
   region_registration& operator=(const region_registration&) = delete;
 
   // Fills on the faulting thread: from now on a SIGBUS with BUS_ADRERR at an address of the
-  // region calls fill(ctx, addr) on the thread that took it; when fill returns true the handler
+  // region calls fill(ctx, addr, write) on the thread that took it (write: the access was a
+  // write, where the signal frame says so: x86-64; else false); when fill returns true the handler
   // returns and the access is retried; false (a poisoned page, whose SIGBUS may carry
   // BUS_ADRERR too) goes on to the guard. False when the region has no slot (more than kSlots
   // registered).
-  bool set_fill(bool (*fill)(void*, std::uintptr_t), void* ctx) noexcept;
+  bool set_fill(bool (*fill)(void*, std::uintptr_t, bool), void* ctx) noexcept;
   // Accesses to `page` (its address in the region) fail with `why`, the store's error.
   void note_poisoned(const std::byte* page, std::exception_ptr why);
   // Unregisters (also done by the destructor).

@@ -210,18 +210,22 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
 // Where a worker would leave the faulting thread asleep in the kernel until someone wakes it
 // (another thread is filling the page, the evictor or a flush owns it, every bounce slot is
 // held), this thread returns after a short sleep and its retry faults again until the page is
-// in. The write flag is not known (SIGBUS carries none): every fill is a read fill, and the
-// first write is then seen by the tracking (wp_async: in the page tables, no fault to the
-// pager). A poisoned page (its store read failed) is not filled: false, and the handler raises
+// in. `write` is the signal frame's word on the access (fault_signals.cpp, was_write): a write
+// fill is mapped writable, as a worker's is, and so spares the thread the write-protect fault
+// its retry would take on a read fill (wp_async resolves that one in the kernel, but it is
+// still a fault: the entry, do_wp_page, a TLB flush); the page tables then carry the write to
+// the tracking as any write (note_written). Where the frame does not say (not x86-64), every
+// fill is a read fill and the first write is seen by the tracking the same way.
+// A poisoned page (its store read failed) is not filled: false, and the handler raises
 // the store's error as it does with the workers (the kernel's SIGBUS for a poisoned page can
 // carry BUS_ADRERR too).
-bool pager_impl::fill_on_this_thread(std::uintptr_t addr) {
+bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
   unsigned slot = 0;
   std::byte* bounce = thread_bounce_.acquire(slot);
   missing_outcome r = missing_outcome::wait;  // no slot free (P2): as if the page were owned
   if (bounce != nullptr) {
     const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-    r = handle_missing(page, false, static_cast<std::uint32_t>(::gettid()), bounce);
+    r = handle_missing(page, write && !ro_, static_cast<std::uint32_t>(::gettid()), bounce);
     thread_bounce_.release(slot);
   }
   switch (r) {

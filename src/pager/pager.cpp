@@ -434,8 +434,8 @@ void pager_impl::register_region() {
   // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
   // fill the region's pages.
   thread_bounce_.open(worker_bounce_pages() * ps_);  // before any fill can run (bounce_pool.hpp)
-  auto fill = [](void* me, std::uintptr_t a) {
-    return static_cast<pager_impl*>(me)->fill_on_this_thread(a);
+  auto fill = [](void* me, std::uintptr_t a, bool write) {
+    return static_cast<pager_impl*>(me)->fill_on_this_thread(a, write);
   };
   if (!registration_.set_fill(fill, this)) {
     throw error(errc::unavailable, name_, "map pager",

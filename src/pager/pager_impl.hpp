@@ -188,7 +188,7 @@ class pager_impl {
   // sleeps and retries); the page is poisoned (the retry gets SIGBUS).
   enum class missing_outcome { filled, retry, wait, poisoned };
   missing_outcome handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
-  bool fill_on_this_thread(std::uintptr_t addr);  // false: poisoned, not filled
+  bool fill_on_this_thread(std::uintptr_t addr, bool write);  // false: poisoned, not filled
   void handle_wp(std::size_t page);
   // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
   // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error
