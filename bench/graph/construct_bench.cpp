@@ -155,7 +155,8 @@ struct result {
   std::uint64_t faults = 0, zero_fills = 0, pages_read = 0, evictions = 0, evicted_dirty = 0,
                 bytes_read = 0, bytes_written = 0, buffer_waits = 0, fault_ns = 0, evict_ns = 0,
                 evict_verify_reads = 0, fault_cpu_ns = 0, evict_cpu_ns = 0, buffer_bytes = 0,
-                buffer_lowest = 0, prefetched = 0, victim_hits = 0, evict_runs = 0;
+                buffer_lowest = 0, prefetched = 0, victim_hits = 0, evict_runs = 0,
+                write_faults = 0, thread_fill_retries = 0;
 };
 
 // Written by the running child (MAP_SHARED, set up before fork), read by the parent when the
@@ -233,6 +234,8 @@ void fill_pager(result& r, const pheap::pager_stats& p) {
   r.prefetched = p.prefetched_pages;
   r.victim_hits = p.victim_hits;
   r.evict_runs = p.evict_runs;
+  r.write_faults = p.write_faults;
+  r.thread_fill_retries = p.thread_fill_retries;
 }
 
 // Samples the child's counters into g_prog every 0.5 s (and every --progress s prints them)
@@ -371,14 +374,16 @@ std::string encode(const result& r) {
     << r.io_write << ' ' << r.faults << ' ' << r.zero_fills << ' ' << r.pages_read << ' ' << r.evictions << ' '
     << r.evicted_dirty << ' ' << r.bytes_read << ' ' << r.bytes_written << ' ' << r.buffer_waits << ' '
     << r.fault_ns << ' ' << r.evict_ns << ' ' << r.evict_verify_reads << ' ' << r.fault_cpu_ns << ' '
-    << r.evict_cpu_ns << ' ' << r.buffer_bytes << ' ' << r.buffer_lowest << ' ' << r.prefetched << ' ' << r.victim_hits << ' ' << r.evict_runs;
+    << r.evict_cpu_ns << ' ' << r.buffer_bytes << ' ' << r.buffer_lowest << ' ' << r.prefetched << ' ' << r.victim_hits << ' ' << r.evict_runs
+    << ' ' << r.write_faults << ' ' << r.thread_fill_retries;
   return s.str();
 }
 void decode(std::istream& s, result& r) {
   s >> r.ingest_s >> r.flush_s >> r.close_s >> r.arcs >> r.footprint >> r.disk_bytes >> r.peak_rss_kb >> r.minflt >>
       r.majflt >> r.io_read >> r.io_write >> r.faults >> r.zero_fills >> r.pages_read >> r.evictions >>
       r.evicted_dirty >> r.bytes_read >> r.bytes_written >> r.buffer_waits >> r.fault_ns >> r.evict_ns >>
-      r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes >> r.buffer_lowest >> r.prefetched >> r.victim_hits >> r.evict_runs;
+      r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes >> r.buffer_lowest >> r.prefetched >> r.victim_hits >> r.evict_runs >>
+      r.write_faults >> r.thread_fill_retries;
 }
 
 // ---- memory cgroup v1 ----------------------------------------------------------------------
@@ -788,6 +793,10 @@ int main(int argc, char** argv) {
         if (r.prefetched != 0) note += std::to_string(r.prefetched) + " pages prefetched; ";
         if (r.victim_hits != 0) note += std::to_string(r.victim_hits) + " fills from the victim cache; ";
         if (r.evict_runs != 0) note += "evicted in " + std::to_string(r.evict_runs) + " runs; ";
+        if (r.write_faults != 0) note += std::to_string(r.write_faults) + " of the faults writes; ";
+        if (r.thread_fill_retries != 0) {
+          note += std::to_string(r.thread_fill_retries) + " faulting-thread fills retried after 20 us; ";
+        }
         emit(sys, mode, page, budget, status, r, wall, note);
         if (mode == "incore" && sys == "mmap" && status == "ok" && final_bytes == 0) {
           final_bytes = r.disk_bytes;

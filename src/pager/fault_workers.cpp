@@ -239,6 +239,7 @@ bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
     case missing_outcome::wait:
       break;
   }
+  c_.thread_fill_retries.fetch_add(1, std::memory_order_relaxed);
   const timespec ts{0, 20000};  // filled elsewhere or owned: look again in 20 µs
   ::nanosleep(&ts, nullptr);
   return true;

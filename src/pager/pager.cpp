@@ -118,6 +118,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
      << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
      << " | on the faulting thread " << s.thread_fills << (s.thread_fill ? "" : " (workers fill)")
+     << " retries " << s.thread_fill_retries
      << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
      << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
@@ -621,6 +622,7 @@ pager_stats pager_impl::stats() const {
   s.victims_kept = g(c_.victims_kept);
   s.victim_hits = g(c_.victim_hits);
   s.thread_fills = g(c_.thread_fills);
+  s.thread_fill_retries = g(c_.thread_fill_retries);
   s.thread_fill = thread_fill_;
   s.victim_cache = victims_.is_open();
   s.dirty_pages_written = g(c_.dirty_pages_written);

@@ -66,7 +66,7 @@ namespace pheap::paging {
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0}, evict_runs{0},
-      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, thread_fills{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
+      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, thread_fills{0}, thread_fill_retries{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -206,6 +207,46 @@ TEST(FaultingThreadFill, TheBouncePoolGivesEachSlotToOneFillAndTheLowestFreeFirs
 
 // More threads than bounce slots fault at once through a small buffer: every page right, no
 // thread stuck (P2: a thread without a slot retries).
+// The documented wait of a faulting-thread fill (pheap/pager.hpp): with every bounce slot held,
+// a thread that touches a missing page sleeps 20 µs and retries, counted in
+// thread_fill_retries, for as long as no slot is free, and fills the page once one is.
+TEST(FaultingThreadFill, WithEveryBounceSlotHeldAFaultRetriesCountedUntilASlotIsFree) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  auto s = mem_store::create(8 * kPs, kPs);
+  auto sh = s->state();
+  {
+    pager pg(std::move(s), thread_fills(8));
+    *word(pg, 5) = 55;
+    pg.flush({});
+  }
+  pager pg(mem_store::reopen(sh), thread_fills(8));
+  paging::bounce_pool& pool = paging::test_access::impl(pg).thread_bounce_;
+  std::vector<unsigned> held;
+  for (unsigned slot = 0; pool.acquire(slot) != nullptr;) held.push_back(slot);
+  ASSERT_EQ(held.size(), paging::bounce_pool::kSlots);
+  std::atomic<bool> done{false};
+  std::uint64_t got = 0;
+  std::thread t([&] {
+    got = *reinterpret_cast<volatile std::uint64_t*>(word(pg, 5));
+    done = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pg.stats().thread_fill_retries < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GE(pg.stats().thread_fill_retries, 10u) << pg.stats();
+  EXPECT_FALSE(done.load()) << "filled without a bounce slot";
+  EXPECT_EQ(pg.stats().thread_fills, 0u) << pg.stats();
+  pool.release(held.back());
+  t.join();
+  EXPECT_EQ(got, 55u);
+  const pager_stats st = pg.stats();
+  EXPECT_EQ(st.thread_fills, 1u) << st;
+  EXPECT_EQ(st.read_faults, 1u) << st;
+  held.pop_back();
+  for (unsigned slot : held) pool.release(slot);
+}
+
 TEST(FaultingThreadFill, MoreThreadsThanBounceSlotsFaultingAtOnceAllFinishWithTheirBytes) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   constexpr unsigned kThreads = paging::bounce_pool::kSlots + 16;
