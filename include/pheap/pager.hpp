@@ -98,8 +98,9 @@
 //         application that touches a missing page of the region deadlocks if the signal
 //         interrupted a fill (the same holds for any code reentering a fill).
 //       - A thread that finds the page being filled by another thread, or owned by the
-//         evictor or a flush, sleeps 20 µs and retries, where a worker's fill would have left
-//         it asleep until woken (pager_stats::thread_fill_retries counts these sleeps).
+//         evictor or a flush, sleeps on a futex until they let go (at most 100 ms) and
+//         retries, as a worker's fill would leave it asleep until woken
+//         (pager_stats::thread_fill_retries counts these sleeps).
 //       - wp_sync tracking, whose write-protect faults would be signals too, is refused
 //         (errc::unavailable); wp_async sees the first write in the page tables. On x86-64 a
 //         fill for a write is mapped writable (the signal frame carries the page fault's

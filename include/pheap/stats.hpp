@@ -36,8 +36,8 @@ struct pager_stats {
   // faulting_thread); their CPU time is the application's, not in fault_cpu_ns.
   std::uint64_t thread_fills = 0;
   // Faulting-thread fills that found the page being filled by another thread, or owned by the
-  // evictor or a flush, or no bounce slot free, and slept 20 µs before the access was retried
-  // (each retry faults again; the sleeps are not in fault_ns).
+  // evictor or a flush (and slept until woken), or no bounce slot free (and slept 20 µs), before
+  // the access was retried (each retry faults again; the sleeps are not in fault_ns).
   std::uint64_t thread_fill_retries = 0;
   // Missing pages are filled on the faulting thread (fault_fill faulting_thread, or automatic
   // resolved to it); false: by the fault workers.

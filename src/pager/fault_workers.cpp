@@ -13,7 +13,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
+
 #include <cassert>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,7 +28,39 @@
 
 namespace pheap::paging {
 
-void pager_impl::wake_page(std::size_t page) noexcept { (void)uffd_wake(uffd_, page_addr(page), ps_); }
+void pager_impl::wake_page(std::size_t page) noexcept {
+  (void)uffd_wake(uffd_, page_addr(page), ps_);
+  wake_fill_sleepers(page);
+}
+
+void pager_impl::wake_fill_sleepers(std::size_t page) noexcept {
+  if (!thread_fill_) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the page's change, then the count
+  if (fill_sleepers_.load(std::memory_order_relaxed) == 0) return;
+  std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
+  w.fetch_add(1, std::memory_order_release);
+  (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX,
+                  nullptr, nullptr, 0);
+}
+
+void pager_impl::sleep_for_page(std::size_t page) noexcept {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
+  fill_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the count, then the page
+  const std::uint32_t seen = w.load(std::memory_order_acquire);
+  // Look again, as a new fault would (which also marks an owned page `wanted` again: an owner
+  // that took it after the last owner let go wakes on release too).
+  const missing_fault now = table_.on_missing_fault(page);
+  if (now == missing_fault::being_filled || now == missing_fault::owner_wakes) {
+    // A bound, not the expected wake-up: every way a wait ends wakes it, as a worker's faulting
+    // thread has no bound at all in the kernel's queue.
+    const timespec bound{0, 100000000};  // 100 ms
+    (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAIT_PRIVATE, seen,
+                    &bound, nullptr, 0);
+  }
+  fill_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {
   if (table_.release(page, clear_bits, set_bits) & ps::wanted) wake_page(page);
@@ -208,9 +243,10 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
 // into a bounce buffer held for the fill (bounce_pool.hpp; never mapped here: a thread's own
 // buffer would leak when it ends); then the handler returns and the access is retried.
 // Where a worker would leave the faulting thread asleep in the kernel until someone wakes it
-// (another thread is filling the page, the evictor or a flush owns it, every bounce slot is
-// held), this thread returns after a short sleep and its retry faults again until the page is
-// in. `write` is the signal frame's word on the access (fault_signals.cpp, was_write): a write
+// (another thread is filling the page, the evictor or a flush owns it), this thread sleeps on
+// a futex that the same wake-up wakes (sleep_for_page), then returns and its retry faults
+// again until the page is in; with every bounce slot held, it looks again every 20 µs.
+// `write` is the signal frame's word on the access (fault_signals.cpp, was_write): a write
 // fill is mapped writable, as a worker's is, and so spares the thread the write-protect fault
 // its retry would take on a read fill (wp_async resolves that one in the kernel, but it is
 // still a fault: the entry, do_wp_page, a TLB flush); the page tables then carry the write to
@@ -240,7 +276,14 @@ bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
       break;
   }
   c_.thread_fill_retries.fetch_add(1, std::memory_order_relaxed);
-  const timespec ts{0, 20000};  // filled elsewhere or owned: look again in 20 µs
+  // Filled elsewhere or owned: sleep until its filler or owner lets go (or it did already: the
+  // retry then finds the page in, or absent and fills it). Without a bounce slot, or with the
+  // pager stopping (no buffer slot will come), look again in 20 µs.
+  if (bounce != nullptr && !stop_.load(std::memory_order_relaxed)) {
+    sleep_for_page((addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_);
+    return true;
+  }
+  const timespec ts{0, 20000};
   ::nanosleep(&ts, nullptr);
   return true;
 }
@@ -430,6 +473,7 @@ void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
   }
   table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
   clock_.publish(p);  // C1
+  wake_fill_sleepers(p);  // as the UFFDIO_COPY woke the kernel's waiters
 }
 
 void pager_impl::install_zero_run(const std::size_t* pages, std::size_t n) {
@@ -447,6 +491,7 @@ void pager_impl::install_zero_run(const std::size_t* pages, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     table_.install(pages[i], ps::ref);
     clock_.publish(pages[i]);  // C1
+    wake_fill_sleepers(pages[i]);
   }
 }
 

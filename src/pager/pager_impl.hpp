@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -189,6 +190,19 @@ class pager_impl {
   enum class missing_outcome { filled, retry, wait, poisoned };
   missing_outcome handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
   bool fill_on_this_thread(std::uintptr_t addr, bool write);  // false: poisoned, not filled
+  // A faulting-thread fill that must wait for a page's filler or owner sleeps on a futex word
+  // (of the page's hash) instead of in the kernel's userfaultfd queue: every point that wakes
+  // a worker's faulting thread — wake_page, and the implicit wake of an install — also bumps
+  // the page's word and wakes its sleepers (wake_fill_sleepers). fill_sleepers_ counts the
+  // threads between announcing a sleep and its end: with none, a wake is one fence and a load.
+  // (Dekker: a sleeper counts itself, then looks at the page; a waker changes the page, then
+  // looks at the count; seq_cst fences between, so one of the two sees the other.)
+  static constexpr std::size_t kFillWaitWords = 256;
+  std::array<std::atomic<std::uint32_t>, kFillWaitWords> fill_wait_{};
+  std::atomic<std::uint32_t> fill_sleepers_{0};
+  void wake_fill_sleepers(std::size_t page) noexcept;
+  // Sleeps until wake_fill_sleepers(page) or 100 ms, unless the page needs no waiting any more.
+  void sleep_for_page(std::size_t page) noexcept;
   void handle_wp(std::size_t page);
   // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
   // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error

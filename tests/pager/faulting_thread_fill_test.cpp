@@ -247,6 +247,46 @@ TEST(FaultingThreadFill, WithEveryBounceSlotHeldAFaultRetriesCountedUntilASlotIs
   for (unsigned slot : held) pool.release(slot);
 }
 
+// A second thread that touches a page while the first one's fill of it is reading the store
+// sleeps until the install wakes it (pager_impl::sleep_for_page), as a worker's faulting thread
+// sleeps in the kernel until the UFFDIO_COPY: it has its bytes about when the first thread
+// does, not at the sleep's 100 ms bound (50 ms after), and sleeps once, not once per 20 µs.
+TEST(FaultingThreadFill, AThreadThatFindsThePageBeingFilledSleepsUntilTheInstallWakesIt) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  using clk = std::chrono::steady_clock;
+  auto s = mem_store::create(8 * kPs, kPs);
+  auto sh = s->state();
+  {
+    pager pg(std::move(s), thread_fills(8));
+    *word(pg, 5) = 55;
+    pg.flush({});
+  }
+  pager pg(mem_store::reopen(sh), thread_fills(8));
+  sh->read_delay_ms = 50;
+  const std::uint64_t batches = sh->read_batches.load();
+  std::uint64_t first = 0, second = 0;
+  clk::time_point first_done, second_done;
+  std::thread a([&] {
+    first = *reinterpret_cast<volatile std::uint64_t*>(word(pg, 5));
+    first_done = clk::now();
+  });
+  while (sh->read_batches.load() == batches) std::this_thread::yield();  // a's read has begun
+  std::thread b([&] {
+    second = *reinterpret_cast<volatile std::uint64_t*>(word(pg, 5));
+    second_done = clk::now();
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(first, 55u);
+  EXPECT_EQ(second, 55u);
+  const pager_stats st = pg.stats();
+  EXPECT_EQ(st.thread_fills, 1u) << st;
+  EXPECT_EQ(sh->read_batches.load() - batches, 1u) << "the page was read twice";
+  EXPECT_LE(st.thread_fill_retries, 2u) << st;
+  EXPECT_LT(second_done - first_done, std::chrono::milliseconds(25))
+      << "the second thread was not woken by the install";
+}
+
 TEST(FaultingThreadFill, MoreThreadsThanBounceSlotsFaultingAtOnceAllFinishWithTheirBytes) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   constexpr unsigned kThreads = paging::bounce_pool::kSlots + 16;

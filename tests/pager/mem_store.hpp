@@ -5,15 +5,17 @@
 // never-written pages, page_crc is the CRC32C of the current content, commit() publishes the
 // current content atomically with the root and returns epoch+1, and reopen() (a new handle on
 // the same shared state) sees the last commit only. Extras for tests: injected read errors per
-// page, failing writes, a page_crc that cannot tell (crc_unknown), counters.
+// page, failing writes, slow reads, a page_crc that cannot tell (crc_unknown), counters.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "pheap/crc32c.hpp"
@@ -36,7 +38,8 @@ class mem_store : public sparse_store {
     std::atomic<bool> fail_writes{false};
     std::atomic<bool> crc_unknown{false};  // page_crc() answers nullopt (a store without CRCs)
     std::atomic<std::uint64_t> reads{0}, writes{0};
-    std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls
+    std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls (counted on entry)
+    std::atomic<std::uint32_t> read_delay_ms{0};  // each read_pages() takes this long (a slow disk)
   };
 
   static std::unique_ptr<mem_store> create(std::uint64_t capacity, std::uint32_t page_size,
@@ -59,8 +62,9 @@ class mem_store : public sparse_store {
   std::shared_ptr<shared> state() const { return st_; }
 
   void read_pages(std::span<const page_read> batch) override {
-    std::lock_guard lk(st_->mu);
     st_->read_batches.fetch_add(1);
+    if (const auto d = st_->read_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(d));
+    std::lock_guard lk(st_->mu);
     for (const auto& r : batch) {
       check(r.page);
       if (st_->fail_read.count(r.page)) {
