@@ -795,7 +795,7 @@ int main(int argc, char** argv) {
         if (r.evict_runs != 0) note += "evicted in " + std::to_string(r.evict_runs) + " runs; ";
         if (r.write_faults != 0) note += std::to_string(r.write_faults) + " of the faults writes; ";
         if (r.thread_fill_retries != 0) {
-          note += std::to_string(r.thread_fill_retries) + " faulting-thread fills retried after 20 us; ";
+          note += std::to_string(r.thread_fill_retries) + " faulting-thread fills waited for the page; ";
         }
         emit(sys, mode, page, budget, status, r, wall, note);
         if (mode == "incore" && sys == "mmap" && status == "ok" && final_bytes == 0) {

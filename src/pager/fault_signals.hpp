@@ -31,14 +31,14 @@
 //              a fill function (case (d), or (a) on a kernel that reports a poisoned page so)
 //              calls it on the faulting thread, with whether the access was a write (the
 //              page fault's error code in the signal frame, x86-64; elsewhere "no"): it fills
-//              the page (or waits a little for its owner) and returns true, and so does the
+//              the page (or waits for its filler or owner) and returns true, and so does the
 //              handler; the access is retried. For a poisoned page it returns false and the
-//              SIGBUS goes on to the guard. This runs
-//              store reads in a signal handler: the fill takes the pager's locks and allocates,
-//              which is safe because the interrupted code was touching heap memory, never
-//              inside the pager, the store or malloc. The SIGBUS handler runs on the thread's
-//              own stack (no SA_ONSTACK), not on a small alternate one. A registration clears
-//              the fill of the slot it takes (a fork() child's slot may hold its parent's).
+//              SIGBUS goes on to the guard. This runs store reads in a signal handler: the
+//              fill takes the pager's locks and allocates, which is safe because the
+//              interrupted code was touching heap memory, never inside the pager, the store
+//              or malloc. The SIGBUS handler runs on the thread's own stack (no SA_ONSTACK),
+//              not on a small alternate one. A registration clears the fill of the slot it
+//              takes (a fork() child's slot may hold its parent's).
 //   guard      run_fault_guarded (fault_guard.hpp) arms a thread-local frame (sigsetjmp) and
 //              runs the callable. A SIGBUS of case (a) on an armed thread (a fault, si_code >
 //              0, at an address of a registered region) siglongjmps back to the frame, which
