@@ -124,9 +124,15 @@ TEST(FaultingThreadFill, AFirstWriteIsFilledWritableAndTakesNoWriteProtectFaultA
   EXPECT_EQ(st.read_faults, kHalf) << st;
   EXPECT_EQ(st.thread_fills, 2 * kHalf) << st;
   // A few faults of the thread's own (its stack, the statistics) may fall in either window;
-  // a write-protect fault per page may not.
+  // a write-protect fault per page may not. (Under a sanitizer the accesses also fault in the
+  // sanitizer's shadow of the region, which these counts cannot tell apart: there the
+  // statistics above carry the claim.)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(f1 - f0, static_cast<long>(kHalf / 4)) << "first writes took a second fault";
   EXPECT_GE(f3 - f2, static_cast<long>(kHalf)) << "writes after read fills took no fault";
+#else
+  (void)f0, (void)f1, (void)f2, (void)f3;
+#endif
   pg.flush({});
   auto again = mem_store::reopen(sh);
   std::size_t bad = 0;
@@ -205,8 +211,6 @@ TEST(FaultingThreadFill, TheBouncePoolGivesEachSlotToOneFillAndTheLowestFreeFirs
   EXPECT_EQ(pool.acquire(slot), nullptr);
 }
 
-// More threads than bounce slots fault at once through a small buffer: every page right, no
-// thread stuck (P2: a thread without a slot retries).
 // The documented wait of a faulting-thread fill (pheap/pager.hpp): with every bounce slot held,
 // a thread that touches a missing page sleeps 20 µs and retries, counted in
 // thread_fill_retries, for as long as no slot is free, and fills the page once one is.
@@ -287,6 +291,8 @@ TEST(FaultingThreadFill, AThreadThatFindsThePageBeingFilledSleepsUntilTheInstall
       << "the second thread was not woken by the install";
 }
 
+// More threads than bounce slots fault at once through a small buffer: every page right, no
+// thread stuck (P2: a thread without a slot retries).
 TEST(FaultingThreadFill, MoreThreadsThanBounceSlotsFaultingAtOnceAllFinishWithTheirBytes) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   constexpr unsigned kThreads = paging::bounce_pool::kSlots + 16;
