@@ -6,6 +6,10 @@
 // current content atomically with the root and returns epoch+1, and reopen() (a new handle on
 // the same shared state) sees the last commit only. Extras for tests: injected read errors per
 // page, failing writes, slow reads, a page_crc that cannot tell (crc_unknown), counters.
+//
+// Pages are shared between the current and the committed map (copy on write): a commit copies
+// pointers, not bytes, and a write copies a page only while a commit still holds it. With 2 MiB
+// pages a byte copy of every page at each flush was most of a round-trip test's time.
 #pragma once
 
 #include <atomic>
@@ -31,7 +35,8 @@ class mem_store : public sparse_store {
     std::mutex mu;
     std::uint64_t capacity = 0;
     std::uint32_t page_size = 0;
-    std::map<std::uint64_t, std::vector<std::byte>> current, committed;
+    using page = std::shared_ptr<std::vector<std::byte>>;  // never empty; shared = read-only
+    std::map<std::uint64_t, page> current, committed;
     std::uint64_t epoch = 0;
     std::vector<std::byte> root;
     std::set<std::uint64_t> fail_read;  // pages whose reads throw errc::io (EIO)
@@ -74,7 +79,7 @@ class mem_store : public sparse_store {
       if (it == st_->current.end()) {
         std::memset(r.buf, 0, st_->page_size);
       } else {
-        std::memcpy(r.buf, it->second.data(), st_->page_size);
+        std::memcpy(r.buf, it->second->data(), st_->page_size);
       }
       st_->reads.fetch_add(1);
     }
@@ -86,8 +91,9 @@ class mem_store : public sparse_store {
     for (const auto& w : batch) {
       check(w.page);
       auto& v = st_->current[w.page];
-      v.resize(st_->page_size);
-      std::memcpy(v.data(), w.buf, st_->page_size);
+      // Guarded by mu, so use_count() is exact: 1 means no commit holds this copy.
+      if (!v || v.use_count() > 1) v = std::make_shared<std::vector<std::byte>>(st_->page_size);
+      std::memcpy(v->data(), w.buf, st_->page_size);
       st_->writes.fetch_add(1);
     }
   }
@@ -104,7 +110,7 @@ class mem_store : public sparse_store {
     std::lock_guard lk(st_->mu);
     check(page);
     auto it = st_->current.find(page);
-    if (it != st_->current.end()) return crc32c(it->second.data(), st_->page_size);
+    if (it != st_->current.end()) return crc32c(it->second->data(), st_->page_size);
     return crc32c(std::vector<std::byte>(st_->page_size).data(), st_->page_size);
   }
   std::uint64_t commit(std::span<const std::byte> root) override {
@@ -158,7 +164,7 @@ class mem_store : public sparse_store {
     std::lock_guard lk(st_->mu);
     auto it = st_->committed.find(p);
     if (it == st_->committed.end()) return std::vector<std::byte>(st_->page_size);
-    return it->second;
+    return *it->second;
   }
 
  private:
