@@ -24,6 +24,20 @@ namespace pheap::test {
 // so a missing feature fails the test instead of skipping it.
 bool in_ci();
 
+// True in ASan and TSan builds, where each access, allocation and process start costs several
+// times more. Long campaigns run a fraction of their iterations there (`sanitized_or`); the
+// release and unprivileged stages of scripts/test.sh run them in full. Never a reason to skip.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+// `full` in a plain build, `sanitized` in an ASan or TSan build.
+template <class T>
+constexpr T sanitized_or(T full, T sanitized) {
+  return kSanitized ? sanitized : full;
+}
+
 // Skips the current test outside CI, fails it inside CI. Use as:
 //   if (!feature) { PHEAP_REQUIRE_FEATURE("userfaultfd: " + why); }
 #define PHEAP_REQUIRE_FEATURE(why)                                         \
