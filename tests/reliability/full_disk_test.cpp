@@ -189,8 +189,9 @@ const std::vector<std::string> kGraphOpts{"--buffer-size", "8M", "--flush-every"
 // Fills the disk under `pheap-graph ingest` and returns its result; `ds` is the datastore.
 child_result ingest_until_full(const loop_fs& lfs, const graph_tools& tools, const std::string& input,
                                const std::string& ds,
-                               const std::vector<std::string>& opts = kGraphOpts) {
-  lfs.fill(lfs.mnt() + "/filler", 8ull << 20);  // a complete run peaks at ~14 MB on disk
+                               const std::vector<std::string>& opts = kGraphOpts,
+                               std::uint64_t leave = 8ull << 20) {
+  lfs.fill(lfs.mnt() + "/filler", leave);  // a complete run peaks at ~14 MB on disk
   return tools.ingest(ds, input, opts);
 }
 
@@ -252,9 +253,11 @@ TEST(FullDisk, GraphIngestOnAFullDiskExitsWithAnErrorInsteadOfDyingBySigbus) {
   const graph_tools tools;
   const std::string input = work / "edges.txt";
   tools.generate(input, 14, 16, 99);
-  // A 2 MiB buffer: eviction writes constantly, so ENOSPC strikes an eviction first.
+  // A 2 MiB buffer: eviction writes constantly, so ENOSPC strikes an eviction first. Such an
+  // ingestion runs at ~550 edges/s (64 KiB pages, 32 of them), so the disk is left 4 MiB, full
+  // after a dozen watermarks and ~10 s: with 8 MiB it took over 2 minutes.
   const auto r = ingest_until_full(lfs, tools, input, lfs.mnt() + "/g",
-                                   {"--buffer-size", "2M", "--flush-every", "5000"});
+                                   {"--buffer-size", "2M", "--flush-every", "5000"}, 4ull << 20);
   EXPECT_TRUE(r.exited(1)) << r.describe();
 }
 
