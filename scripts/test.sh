@@ -20,8 +20,9 @@
 #                 The label `mpi` (tests/mpi: jobs under mpirun, Open MPI from scripts/deps.sh)
 #                 runs in both: as root with --allow-run-as-root, as 65534 without it. A build
 #                 that did not find MPI has no such tests: a failure under CI=true.
-#   asan+ubsan    build-asan/, every test
-#   tsan          build-tsan/, tests labelled `concurrency`
+#   asan+ubsan    build-asan/ (Debug at -O1), every test; long campaigns run a fraction of
+#                 their iterations under a sanitizer (tests/common/test_util.hpp, sanitized_or)
+#   tsan          build-tsan/, tests labelled `concurrency` (only their binaries are built)
 #   fuzz          build-fuzz/ (clang), each parser fuzzer of fuzz/ for PHEAP_FUZZ_SECONDS (30)
 # Exit status is non-zero if any build or any test fails. Under CI=true, tests that need a
 # kernel feature (userfaultfd, io_uring) fail instead of skipping when it is missing.
@@ -221,9 +222,13 @@ if [ "$quick" -eq 0 ]; then
   if [ "$release_built" -eq 1 ]; then
     unprivileged_stage build
   fi
-  run_stage "asan+ubsan" build-asan "" -DCMAKE_BUILD_TYPE=Debug \
+  # Sanitizer builds: -O1 under ASan (Debug keeps the assertions and invariant checkers; -O0
+  # made every test twice as slow) and line tables only (-g1: reports keep file:line, and the
+  # compiles and links are shorter). TSan builds only the binaries it runs.
+  run_stage "asan+ubsan" build-asan "" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
     -DPHEAP_SANITIZE=address,undefined -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF
-  run_stage "tsan" build-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  run_stage "tsan" build-tsan "-L concurrency" --target pheap_concurrency_tests \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DPHEAP_SANITIZE=thread -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF
   fuzz_stage
 fi
