@@ -35,7 +35,7 @@ class mem_store : public sparse_store {
     std::mutex mu;
     std::uint64_t capacity = 0;
     std::uint32_t page_size = 0;
-    using page = std::shared_ptr<std::vector<std::byte>>;  // never empty; shared = read-only
+    using page = std::shared_ptr<std::vector<std::byte>>;  // never null; shared = read-only
     std::map<std::uint64_t, page> current, committed;
     std::uint64_t epoch = 0;
     std::vector<std::byte> root;

@@ -122,7 +122,7 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
   const std::size_t buf_pages = prm.page_size <= 4096 ? 64 : prm.page_size <= 65536 ? 16 : 4;
   const std::size_t npages = buf_pages * 16;
   const unsigned threads = prm.page_size >= (2u << 20) ? 2 : 4;
-  // Under a sanitizer, 2/5 of the operations: still thousands of evictions per run.
+  // Under a sanitizer, 2/5 of the operations: still hundreds (2 MiB) to thousands of evictions.
   const std::size_t ops = prm.page_size >= (2u << 20) ? sanitized_or(500, 200)
                           : prm.page_size >= 65536   ? sanitized_or(6000, 2400)
                                                      : sanitized_or(20000, 8000);
@@ -410,7 +410,7 @@ TEST_P(PagerModes, TinyBufferAndManyThreadsNeverDeadlock) {
   std::atomic<bool> stop_flush{false};
   std::thread flusher([&] {
     // Back to back, with a breath between flushes: without it, a flush (3 pages and a commit
-    // of the in-memory store, a few µs) took the pages from the faulting threads over and over
+    // of the in-memory store, ~30 µs) took the pages from the faulting threads over and over
     // (3 M flushes in 95 s for 34 K faults) and the test measured that starvation, not deadlock.
     while (!stop_flush.load()) {
       pg.flush({});
