@@ -36,6 +36,9 @@ scripts/deps.sh || exit 1
 
 jobs=$(nproc)
 total_pass=0 total_fail=0 total_skip=0 status=0
+# Every failed test's name and the tail of its output, gathered per stage and printed again at
+# the very end: CI shows only the last lines of this script's output.
+failures=$(mktemp)
 
 # build_stage NAME BUILD_DIR [cmake args...]: returns non-zero (and counts a failure) if the
 # build fails.
@@ -75,8 +78,33 @@ test_stage() {
     total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail)); total_skip=$((total_skip + skip))
     echo "=== $name: $pass passed, $fail failed, $skip skipped in $((SECONDS - start)) s ==="
   fi
+  collect_failures "$name" "$log"
   [ "$rc" -eq 0 ] || status=1
   rm -f "$log"
+}
+
+# collect_failures STAGE LOG: appends, for each test ctest marked failed (or timed out) in LOG,
+# "STAGE: the result line", then from the output ctest printed for it (--output-on-failure
+# prints it right after the result line, before the next test's line) the first 15 lines that
+# look like a failure (gtest's, an exception's, a sanitizer's) and the last 15 lines.
+collect_failures() {
+  awk -v stage="$1" '
+    function flush(  i, k) {
+      if (!n) return
+      k = 0
+      for (i = 1; i <= n - 15 && k < 15; i++)
+        if (buf[i] ~ /Failure|FAILED|[Ee]rror|Expected|Which is|Value of|Actual|what\(\)|terminate|Sanitizer|SUMMARY/) { print "    " buf[i]; k++ }
+      if (n > 15) print "    ..."
+      for (i = (n > 15 ? n - 15 + 1 : 1); i <= n; i++) print "    " buf[i]
+      n = 0
+    }
+    /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / || /^ *Start +[0-9]+: / || /tests passed, [0-9]+ tests? failed out of/ {
+      flush(); inblock = 0
+      if ($0 ~ /\*\*\*(Failed|Timeout|Exception)| Failed +[0-9.]+ sec|Not Run/) { print stage ": " $0; inblock = 1 }
+      next
+    }
+    inblock { buf[++n] = $0 }
+    END { flush() }' "$2" >>"$failures"
 }
 
 # run_stage NAME BUILD_DIR "ctest args" [cmake args...]
@@ -234,5 +262,10 @@ if [ "$quick" -eq 0 ]; then
   fuzz_stage
 fi
 
+if [ -s "$failures" ]; then
+  echo "=== failed tests, every stage (each with the end of its output) ==="
+  cat "$failures"
+fi
+rm -f "$failures"
 echo "all stages: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
