@@ -183,14 +183,17 @@ std::size_t buffer_budget::to_evict() {
   follow_limit();
   const std::int64_t u = used();
   std::int64_t excess = u - low_pages();
-  // A waiting fault that has room already (it has not woken yet) needs no eviction: evicting
-  // for it anyway took the buffer page by page below the low watermark while it slept.
-  // A waiter the pool refuses (B6) has no room either.
-  if (excess <= 0 && waiters_.load() > 0 &&
-      (u >= static_cast<std::int64_t>(target_pages()) || (pool_ && pool_->full_for(unit_)))) {
-    excess = 1;
-  }
+  if (excess <= 0 && waiter_needs_room(u)) excess = 1;
   return excess <= 0 ? 0 : static_cast<std::size_t>(excess);
+}
+
+bool buffer_budget::waiter_needs_room(std::int64_t used_now) const noexcept {
+  // A waiting fault that has room already (it has not woken yet) needs no eviction: evicting
+  // for it anyway took the buffer page by page below the low watermark while it slept, and
+  // staying kicked for it spun the evictor until it woke. A waiter the pool refuses (B6) has
+  // no room either.
+  return waiters_.load() > 0 &&
+         (used_now >= static_cast<std::int64_t>(target_pages()) || (pool_ && pool_->full_for(unit_)));
 }
 
 void buffer_budget::notify_freed() {
@@ -201,8 +204,14 @@ void buffer_budget::notify_freed() {
 void buffer_budget::end_round(bool idle_round) {
   std::lock_guard lk(evict_mu_);
   kicked_ = false;
-  if (idle_round || waiters_.load() > 0 || used() >= high_pages()) {
-    kicked_ = used() > low_pages() || waiters_.load() > 0;
+  // Kicks that came during the round were absorbed (kicked_ was set): stay kicked if they left
+  // work. Not for a waiter that has room (B3): the round ended because nothing was left to
+  // evict, and the evictor would go round and round until that fault woke up and took its
+  // slot (a 2 MiB buffer of 64 KiB pages spent a third of its ingestion time so); if it then
+  // finds the buffer full again, its next round kicks.
+  const std::int64_t u = used();
+  if (idle_round || waiters_.load() > 0 || u >= high_pages()) {
+    kicked_ = u > low_pages() || waiter_needs_room(u);
   }
 }
 

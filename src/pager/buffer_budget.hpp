@@ -19,8 +19,10 @@
 //       watermark of a region larger than the buffer, and on every round of a waiting fault;
 //       it evicts down to the low watermark, and at least one page per round while a fault
 //       waits on a full buffer (used at the target: a waiter that has room is only slow to
-//       wake, and evicting for it would drain the buffer below the low watermark). A waiting fault re-checks at least every 5 ms, so a missed notification
-//       delays it and never hangs it.
+//       wake, and evicting for it would drain the buffer below the low watermark; nor does
+//       the evictor stay kicked for it, which would spin it until the fault woke). A waiting
+//       fault re-checks at least every 5 ms, so a missed notification delays it and never
+//       hangs it.
 //   B4  the buffer follows the memory limit (automatic buffer only, follow()): the buffer in
 //       force, its *target*, is re-computed by the evictor thread — at the start of each
 //       eviction round and before each batch, at most once per follow period, and every
@@ -169,6 +171,9 @@ class buffer_budget {
 
  private:
   bool try_reserve(std::size_t limit);
+  // A fault waits for a slot that only an eviction can give (B3, B6): the buffer is at its
+  // target or the pool refuses the grant. Not a waiter that has room and has not woken yet.
+  bool waiter_needs_room(std::int64_t used_now) const noexcept;
   void kick_at_high(std::int64_t used_now) {
     if (used_now >= static_cast<std::int64_t>(high_pages_.load(std::memory_order_relaxed)) &&
         evicts()) {
