@@ -207,7 +207,7 @@ void buffer_budget::end_round(bool idle_round) {
   // Kicks that came during the round were absorbed (kicked_ was set): stay kicked if they left
   // work. Not for a waiter that has room (B3): the round ended because nothing was left to
   // evict, and the evictor would go round and round until that fault woke up and took its
-  // slot (a 2 MiB buffer of 64 KiB pages spent a third of its ingestion time so); if it then
+  // slot (a third of the CPU samples in a profile of a 2 MiB buffer of 64 KiB pages); if it then
   // finds the buffer full again, its next round kicks.
   const std::int64_t u = used();
   if (idle_round || waiters_.load() > 0 || u >= high_pages()) {
