@@ -6,7 +6,7 @@
 #   tiny.sh OLD_BIN NEW_BIN [EDGES] [ROUNDS]
 set -euo pipefail
 old=$1 new=$2 edges=${3:-40000} rounds=${4:-3}
-w=$(mktemp -d /tmp/pheap-tiny.XXXXXX)
+w=$(mktemp -d "${TMPDIR:-/tmp}/pheap-tiny.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 "$new" generate --scale 14 --seed 99 --threads 1 --output "$w/all.txt" -q
 head -n "$edges" "$w/all.txt" >"$w/e.txt"
