@@ -38,7 +38,8 @@
 //   half         budget B = 1/2 of the final datastore, quarter: B = 1/4, eighth: B = 1/8. The final datastore
 //                size D is the disk usage of the datastore after an in-core run of the mmap
 //                backend (its sparse segment files hold exactly the heap's data; measured
-//                first, or --datastore-bytes). uffd runs get buffer = B, or with --buffer
+//                first, or --datastore-bytes). uffd runs get buffer = B (--buffer BYTES: that buffer, in
+//                every mode, incore too: the tiny-buffer runs), or with --buffer
 //                auto no buffer_size: the pager sizes it from the cgroup's limit. EVERY
 //                out-of-core run (all systems) executes in its own memory cgroup v1
 //                (/sys/fs/cgroup/memory/pheap-bench-<pid>-<n>) limited to B + --slack-mib
@@ -61,7 +62,7 @@
 //                   [--page-sizes 4096,65536] [--modes incore,quarter,eighth] [--timeout 120]
 //                   [--dir /tmp] [--csv FILE] [--datastore-bytes D] [--slack-mib 32]
 //                   [--label TEXT] [--max-disk-gib 16] [--reps 1] [--progress S]
-//                   [--buffer auto] [--prefetch-window-kib 4096]
+//                   [--buffer auto|BYTES] [--prefetch-window-kib 4096]
 //                   (modes: incore, half, quarter, eighth)
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/grouped_insert.hpp>
@@ -118,6 +119,7 @@ struct config {
   std::uint64_t max_disk = 16ull << 30;  // kill a run whose files grow past this (disk guard)
   unsigned reps = 1;  // best of N (ok runs only)
   bool auto_buffer = false;  // uffd: no buffer_size (sized from the cgroup by the pager) instead of B
+  std::uint64_t fixed_buffer = 0;  // uffd: --buffer BYTES, this buffer in every mode (incore too)
   double progress = 0;  // > 0: the child prints pager statistics to stderr every `progress` s
   std::size_t prefetch_window = pg::grouped_insert_options::default_window;  // -grouped-prefetch
 };
@@ -628,7 +630,7 @@ const char* kUsage =
     "                  [--page-sizes 4096,65536] [--modes incore,half,quarter,eighth]\n"
     "                  [--timeout 120] [--dir /tmp] [--csv FILE] [--datastore-bytes D]\n"
     "                  [--slack-mib 32] [--label TEXT] [--max-disk-gib 16] [--reps 1]\n"
-    "                  [--progress S] [--buffer auto] [--prefetch-window-kib 4096]\n";
+    "                  [--progress S] [--buffer auto|BYTES] [--prefetch-window-kib 4096]\n";
 
 int main(int argc, char** argv) {
   config c;
@@ -650,7 +652,10 @@ int main(int argc, char** argv) {
     else if (k == "--max-disk-gib") c.max_disk = std::stoull(v) << 30;
     else if (k == "--progress") c.progress = std::stod(v);
     else if (k == "--reps") c.reps = static_cast<unsigned>(std::stoul(v));
-    else if (k == "--buffer") c.auto_buffer = v == "auto";
+    else if (k == "--buffer") {
+      c.auto_buffer = v == "auto";
+      if (!c.auto_buffer) c.fixed_buffer = std::stoull(v);
+    }
     else if (k == "--prefetch-window-kib") c.prefetch_window = std::stoull(v) << 10;
     else if (k == "--page-sizes") {
       c.page_sizes.clear();
@@ -754,7 +759,7 @@ int main(int argc, char** argv) {
         } else if (spec.base == "bip") {
           fn = [&, spec] { return run_bip(c, spec.grouped); };
         } else {
-          const std::uint64_t buffer = c.auto_buffer ? 0 : budget;
+          const std::uint64_t buffer = c.fixed_buffer != 0 ? c.fixed_buffer : c.auto_buffer ? 0 : budget;
           fn = [&, page, buffer, spec] { return run_pheap(c, spec, page, buffer); };
         }
         // Best of --reps runs (by ingest time) on this noisy shared machine; a run that does
