@@ -5,8 +5,9 @@
 //   1. claim_victims: a clock hand over the resident pages (resident_clock.hpp) with second
 //      chance picks victims, clean pages first, and claims them (page_table::claim_evict:
 //      resident, unowned, unpinned → evict). The `ref` bit is set by fills, by write-protect
-//      faults (wp_sync) and, in wp_async, by harvest_writes: a PAGEMAP_SCAN that moves the
-//      written bits of the page tables into the words (dirty|ref) and write-protects those
+//      faults (wp_sync) and, in wp_async, by harvest_writes: a PAGEMAP_SCAN of the span of
+//      the hand's pages (or of each run of them, when they are few in a wide span) that moves
+//      the written bits of the page tables into the words (dirty|ref) and write-protects those
 //      pages again, so pages written since the hand last passed are kept. The hand costs O(1)
 //      per page looked at, whatever the capacity of the region. Each victim takes along up
 //      to kNeighbourRun pages on either side that are unreferenced victims-to-be as well
@@ -163,21 +164,44 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
 
 void pager_impl::harvest_writes() {
   // About eight times per revolution of the hand: often enough that a page written since the
-  // hand last passed it is seen as referenced, rarely enough that the walk (the populated page
-  // tables of the region) stays small per page evicted.
+  // hand last passed it is seen as referenced, rarely enough that the walk stays small per
+  // page evicted.
   if (examined_since_harvest_ < clock_.size() / 8) return;
   examined_since_harvest_ = 0;
+  // Only the pages in the ring are walked: every resident page but those installed since
+  // take_published(), whose written bits stay in the page tables until the next harvest (or
+  // the next flush's scan: a walk that leaves a page out loses nothing, it only records
+  // later). A walk skips the unpopulated parts of its range and visits every entry of the
+  // populated page tables, evicted pages' included; a call costs about as much as visiting
+  // kScanCallEntries entries. So one walk over the span of the ring, or, where the ring is
+  // small against its span (a tiny buffer in a larger heap, harvested every round), one per
+  // run of consecutive ring pages (bench/README.md run T: with a 4-page buffer of 64 KiB
+  // pages the walks over the region were 18 % of the evictor's time).
+  std::size_t first = 0, last = 0;
+  if (!clock_.span(first, last)) return;
+  constexpr std::size_t kScanCallEntries = 1024;
+  const std::size_t entries_per_page = ps_ / os_page_size();
+  harvest_runs_.assign(1, {first, last});
+  if (clock_.size() * kScanCallEntries < (last - first + 1) * entries_per_page) clock_.runs(harvest_runs_);
   std::lock_guard lk(scan_mu_);
   bool lost = false;
-  const long r = pagemap_walk<512>(pagemap_fd_, base_, base_ + cap_,
-                                   pm_scan_wp_matching | pm_scan_check_wpasync,
-                                   page_is_written | page_is_present, 0,
-                                   [&](const page_region& reg) {
-                                     const auto [a, b] = pages_of(reg);
-                                     for (std::size_t q = a; q <= b; ++q) {
-                                       if (!table_.note_written(q)) lost = true;
-                                     }
-                                   });
+  const auto note = [&](const page_region& reg) {
+    const auto [x, y] = pages_of(reg);
+    for (std::size_t q = x; q <= y; ++q) {
+      if (!table_.note_written(q)) lost = true;
+    }
+  };
+  constexpr std::uint64_t flags = pm_scan_wp_matching | pm_scan_check_wpasync;
+  constexpr std::uint64_t required = page_is_written | page_is_present;
+  long r = 0;
+  for (const auto& [a, b] : harvest_runs_) {
+    // A run's walk finds few regions: a small result buffer (the kernel allocates one of that
+    // size per call).
+    r = harvest_runs_.size() == 1
+            ? pagemap_walk<512>(pagemap_fd_, page_addr(a), page_addr(b + 1), flags, required, 0, note)
+            : pagemap_walk<32>(pagemap_fd_, page_addr(a), page_addr(b + 1), flags, required, 0, note);
+    if (r < 0) break;
+  }
   if (r < 0 || lost) {
     // Pages may have been re-protected without their write being recorded: every resident
     // page counts as written (safe; the next flush writes them all).

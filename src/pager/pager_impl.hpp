@@ -266,6 +266,7 @@ class pager_impl {
   std::size_t evict_batch_pages_ = 1;
   resident_clock clock_;  // the resident pages and the hand (resident_clock.hpp, C1-C2)
   std::size_t examined_since_harvest_ = ~std::size_t(0) / 2;  // evictor only
+  std::vector<std::pair<std::size_t, std::size_t>> harvest_runs_;  // evictor only: the walks
   // wp_async: held across every PAGEMAP_SCAN that write-protects pages again together with
   // the recording of what it found (harvest_writes, collect_dirty) and across the tear-free
   // copy (copy_and_verify), so no scan re-protects a page between another's protect and check.

@@ -30,10 +30,12 @@
 // Locks: mu_ is a leaf (nothing is taken while holding it).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "pager/anon_map.hpp"
@@ -89,6 +91,29 @@ class resident_clock {
   void claimed_out_of_order(std::size_t page) {
     ++stale(page);
     ++stale_total_;
+  }
+  // The smallest and largest page with an entry in the ring (live or stale); false when the
+  // ring is empty. O(ring).
+  bool span(std::size_t& first, std::size_t& last) const {
+    if (ring_.empty()) return false;
+    const auto [lo, hi] = std::minmax_element(ring_.begin(), ring_.end());
+    first = *lo;
+    last = *hi;
+    return true;
+  }
+  // The pages with an entry in the ring as sorted runs of consecutive pages [first, last].
+  // O(ring log ring).
+  void runs(std::vector<std::pair<std::size_t, std::size_t>>& out) const {
+    std::vector<std::size_t> p(ring_.begin(), ring_.end());
+    std::sort(p.begin(), p.end());
+    out.clear();
+    for (const std::size_t q : p) {
+      if (!out.empty() && q <= out.back().second + 1) {
+        out.back().second = std::max(out.back().second, q);
+      } else {
+        out.emplace_back(q, q);
+      }
+    }
   }
   // Puts a page back behind the hand: it is looked at again after every other page.
   void pass(std::size_t page) { ring_.push_back(page); }
