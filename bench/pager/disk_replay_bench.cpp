@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -51,6 +52,7 @@ int usage(const char* argv0, int rc) {
 // `n` one-page requests at random page offsets of fd, reading or writing `buf`.
 bool run_requests(int fd, bool write, std::uint64_t n, const config& c, unsigned seed, void* buf) {
   std::mt19937_64 rng(seed);
+  errno = 0;
   const std::uint64_t pages = c.file_bytes / c.page;
   for (std::uint64_t i = 0; i < n; ++i) {
     const off_t off = static_cast<off_t>(rng() % pages * c.page);
@@ -108,23 +110,23 @@ int main(int argc, char** argv) {
   }
   if (::fdatasync(fd) != 0) return 1;
 
-  std::atomic<bool> ok{true};
+  std::atomic<int> failed{0};  // the errno of a request that failed (EIO for a short one)
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < c.threads; ++t) {
     const std::uint64_t n = c.reads / c.threads + (t < c.reads % c.threads ? 1 : 0);
     ts.emplace_back([&, t, n] {
-      if (!run_requests(fd, false, n, c, 1000 + t, bufs[t])) ok = false;
+      if (!run_requests(fd, false, n, c, 1000 + t, bufs[t])) failed = errno != 0 ? errno : EIO;
     });
   }
   ts.emplace_back([&] {
-    if (!run_requests(fd, true, c.writes, c, 7, bufs[c.threads])) ok = false;
+    if (!run_requests(fd, true, c.writes, c, 7, bufs[c.threads])) failed = errno != 0 ? errno : EIO;
   });
   for (auto& t : ts) t.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (auto b : bufs) std::free(b);
-  if (!ok) {
-    std::fprintf(stderr, "disk_replay_bench: I/O on %s failed: %s\n", path.c_str(), std::strerror(errno));
+  if (failed != 0) {
+    std::fprintf(stderr, "disk_replay_bench: I/O on %s failed: %s\n", path.c_str(), std::strerror(failed));
     return 1;
   }
   std::printf("page,threads,file_bytes,reads,writes,seconds\n%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n",
