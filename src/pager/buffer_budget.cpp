@@ -156,6 +156,13 @@ void buffer_budget::release(std::size_t n) {
   if (waiters_.load(std::memory_order_acquire) > 0) notify_freed();
 }
 
+void buffer_budget::retake(std::size_t n) {
+  if (n == 0) return;
+  occupied_.fetch_add(static_cast<std::int64_t>(n), std::memory_order_acq_rel);
+  if (pool_) pool_->take_anyway(static_cast<std::int64_t>(n) * unit_, member_);
+  note_peak();
+}
+
 void buffer_budget::kick_evictor() {
   {
     std::lock_guard lk(evict_mu_);

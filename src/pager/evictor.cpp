@@ -26,14 +26,21 @@
 //      with zeros when the store has no data for the page, else by CRC32C against
 //      sparse_store::page_crc() — no I/O; only a store that cannot tell is read back
 //      (evict_verify_reads).
-//   5. write_victims: one store write_pages() batch (through a bounce buffer, never from a
-//      registered range); then release_victims keeps a copy of every victim in the victim
-//      cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on), drops
-//      the staging range with one MADV_DONTNEED, and only then marks the pages absent (kept)
-//      and wakes the faults waiting on them (they refill from the kept copy or the store,
-//      which both have the newest bytes now).
-//      On a store write error, restore_victims moves the staged pages back into the region,
-//      marked dirty, and the error is kept for the next flush() (error_channel.hpp).
+//   5. copy_out_victims: the pages to write are copied into a bounce buffer (the store never
+//      writes from a registered range); then lend_victim_slots keeps a copy of every victim in
+//      the victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is
+//      on), drops the staging range with one MADV_DONTNEED and gives the victims' buffer
+//      slots back at once: their bytes are out of the buffer now (in the bounce buffer, the
+//      store or the cache), so a fault waiting on a full buffer reads its page while the
+//      victims are written, not after (bench/README.md run U). The victims stay `evict`: a
+//      fault on one of them waits (I3) until step 6.
+//   6. write_victims: one store write_pages() batch from the bounce buffer; then
+//      release_victims marks the pages absent (kept) and wakes the faults waiting on them
+//      (they refill from the kept copy or the store, which both have the newest bytes now).
+//      On a store write error, restore_victims copies the pages that were to be written back
+//      into the region from the bounce buffer, marked dirty, taking their slots again beyond
+//      the buffer if need be (buffer_budget.hpp B2's exception); the error is kept for the
+//      next flush() (error_channel.hpp). The victims judged clean leave as in step 6.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -91,11 +98,13 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   if (ro_) return drop_victims(v);
   move_out_victims(v);
   const std::vector<std::size_t> out = victims_to_write(v);
+  copy_out_victims(v, out);
+  const std::vector<bool> kept = lend_victim_slots(v, out);
   if (!write_victims(v, out)) {
-    restore_victims(v);
-    return 0;
+    restore_victims(v, out, kept);
+    return 0;  // write-back fails: the evictor backs off (the clean victims did leave)
   }
-  return release_victims(v);
+  return release_victims(v, kept);
 }
 
 // ---- 1. choose and claim victims ------------------------------------------------------------
@@ -256,7 +265,7 @@ void pager_impl::claim_neighbours(std::size_t page, std::size_t want, victim_bat
 // ---- 2. read-only: just drop ----------------------------------------------------------------
 std::size_t pager_impl::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
-  const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, n);
+  const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, nullptr, n);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
     ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
   });
@@ -333,15 +342,41 @@ pager_impl::store_copy pager_impl::compare_with_store(std::size_t page, const st
   return crc32c(bytes, ps_) == *c ? store_copy::same : store_copy::differs;
 }
 
-// ---- 5. write back, then drop and release (or put back) -----------------------------------------
+// ---- 5. copy out, keep, drop the staging range and give the slots back -------------------------
+void pager_impl::copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::memcpy(evict_bounce_.data() + k * ps_, evict_staging_.slot(out[k]), ps_);
+  }
+}
+
+std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v,
+                                                const std::vector<std::size_t>& out) {
+  std::vector<bool> to_write(v.size(), false);
+  for (const std::size_t i : out) to_write[i] = true;
+  std::vector<std::size_t> pages, slots;
+  std::unique_ptr<bool[]> writing(new bool[v.size()]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.moved[i]) {
+      writing[pages.size()] = to_write[i];
+      pages.push_back(v.pages[i]);
+      slots.push_back(i);
+    }
+  }
+  const std::vector<bool> kept_moved = keep_victims(pages.data(), slots.data(), writing.get(), pages.size());
+  evict_staging_.drop(v.size());
+  budget_.release(pages.size());  // B1: these pages hold no slot from here to step 6
+  std::vector<bool> kept(v.size(), false);
+  for (std::size_t k = 0; k < slots.size(); ++k) kept[slots[k]] = kept_moved[k];
+  return kept;
+}
+
+// ---- 6. write back, then release (or put back) ----------------------------------------------
 bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
   if (out.empty()) return true;
   std::vector<page_write> writes;
   writes.reserve(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
-    std::byte* b = evict_bounce_.data() + k * ps_;
-    std::memcpy(b, evict_staging_.slot(out[k]), ps_);
-    writes.push_back({v.pages[out[k]], b});
+    writes.push_back({v.pages[out[k]], evict_bounce_.data() + k * ps_});
   }
   try {
     store_->write_pages(writes);
@@ -356,37 +391,54 @@ bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::siz
   return true;
 }
 
-void pager_impl::restore_victims(const victim_batch& v) {
-  // Nothing may be lost: every staged page goes back into the region, marked dirty.
-  evict_staging_.move_back(v.pages.data(), v.moved);
+void pager_impl::restore_victims(const victim_batch& v, const std::vector<std::size_t>& out,
+                                 const std::vector<bool>& kept) {
+  // Nothing may be lost: every page that was to be written goes back into the region from the
+  // bounce buffer, marked dirty, in a slot taken again (B2's exception: write-back fails).
+  // Its copy in the victim cache, if any, is never read: the page's word does not say `kept`
+  // (I7), and its next eviction keeps a new one.
+  budget_.retake(out.size());
+  std::vector<bool> written(v.size(), false);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::size_t page = v.pages[out[k]];
+    written[out[k]] = true;
+    const int rc = uffd_copy(uffd_, page_addr(page), evict_bounce_.data() + k * ps_, ps_, 0);
+    if (rc != 0) {
+      // The page's bytes are only in the bounce buffer, and the next batch reuses it.
+      std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu after a failed write-back: %s\n",
+                   name_.c_str(), page, std::strerror(rc));
+      std::abort();
+    }
+    release_owned(page, ps::evict, ps::dirty);
+    clock_.publish(page);  // C1: resident again
+  }
+  std::size_t freed = 0;
+  std::vector<std::size_t> left;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v.moved[i]) {
-      release_owned(v.pages[i], ps::evict, ps::dirty);
-      clock_.publish(v.pages[i]);  // C1: resident again
+    if (v.moved[i] && !written[i]) {  // judged clean: its bytes are the store's
+      finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
+      left.push_back(v.pages[i]);
+      ++freed;
     }
   }
+  c_.evictions.fetch_add(freed, std::memory_order_relaxed);
+  c_.evict_runs.fetch_add(runs_of(left), std::memory_order_relaxed);
 }
 
-std::size_t pager_impl::release_victims(const victim_batch& v) {
-  std::vector<std::size_t> pages, slots;
+std::size_t pager_impl::release_victims(const victim_batch& v, const std::vector<bool>& kept) {
+  std::vector<std::size_t> pages;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v.moved[i]) {
-      pages.push_back(v.pages[i]);
-      slots.push_back(i);
-    }
+    if (!v.moved[i]) continue;
+    finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
+    pages.push_back(v.pages[i]);
   }
-  const std::vector<bool> kept = keep_victims(pages.data(), slots.data(), pages.size());
-  evict_staging_.drop(v.size());
-  for (std::size_t k = 0; k < pages.size(); ++k) finish_eviction(pages[k], kept[k] ? ps::kept : 0);
-  const std::size_t freed = pages.size();
-  budget_.release(freed);
-  c_.evictions.fetch_add(freed, std::memory_order_relaxed);
+  c_.evictions.fetch_add(pages.size(), std::memory_order_relaxed);
   c_.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);
-  return freed;
+  return pages.size();
 }
 
 std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
-                                           std::size_t n) {
+                                           const bool* writing, std::size_t n) {
   std::vector<bool> kept(n, false);
   if (!victims_.is_open()) return kept;
   // victim_cache.hpp step 4: the copies faults took back go first, and before any keep() (a
@@ -396,9 +448,11 @@ std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::
   std::vector<std::size_t> given;
   given.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
-    // A page the store has no data for refills with zeros without looking at the cache
-    // (read_fills): a copy of it would be memory and a memcpy for nothing.
-    if (!store_->may_have_data(pages[k]) || !victims_.wants(pages[k])) continue;
+    // A page the store has no data for, and will have none for after this batch's write,
+    // refills with zeros without looking at the cache (read_fills): a copy of it would be
+    // memory and a memcpy for nothing.
+    const bool has_data = (writing && writing[k]) || store_->may_have_data(pages[k]);
+    if (!has_data || !victims_.wants(pages[k])) continue;
     victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
     given.push_back(pages[k]);
     kept[k] = true;

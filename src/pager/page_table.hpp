@@ -24,7 +24,9 @@
 //       wanted and wait for the owner.
 //   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor.
 //   I5  wp_sync: resident, not dirty, not owned ⇒ write-protected in the page tables.
-//   I6  occupied == number of filling + resident pages.
+//   I6  occupied == number of filling + resident pages, less the victims of an eviction
+//       batch whose bytes have left memory and whose slots were given back before their
+//       write-back (evictor.cpp step 5; buffer_budget.hpp B1): none while quiescent.
 //   I7  kept only on absent and filling pages, and only while the store's bytes for the page
 //       are the ones kept: set by the eviction that wrote or judged them (finish_eviction),
 //       cleared when the page is installed or poisoned. The store's copy of a page changes

@@ -300,15 +300,23 @@ class pager_impl {
   // for it, else CRC32C against page_crc(); unknown when the store cannot tell.
   enum class store_copy { same, differs, unknown };
   store_copy compare_with_store(std::size_t page, const std::byte* bytes);
-  // False (error recorded, write-back marked failing) when the store write throws.
+  // Step 5: the staged bytes of the pages to write (indexes `out`) into evict_bounce_.
+  void copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out);
+  // Step 5: keeps the moved victims in the victim cache, drops the staging range and gives
+  // their buffer slots back; per index into v, whether it was kept (for finish_eviction).
+  std::vector<bool> lend_victim_slots(const victim_batch& v, const std::vector<std::size_t>& out);
+  // Step 6: false (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
-  void restore_victims(const victim_batch& v);
-  std::size_t release_victims(const victim_batch& v);
-  // Victim cache steps 1-2 for those of pages[0..n) (sorted; their bytes in the store) that
-  // the store has data for and the cache wants, copied from staging slot slots[k], or from
-  // the region where slots is null (read-only): per page, whether it was kept (ps::kept for
+  void restore_victims(const victim_batch& v, const std::vector<std::size_t>& out,
+                       const std::vector<bool>& kept);
+  std::size_t release_victims(const victim_batch& v, const std::vector<bool>& kept);
+  // Victim cache steps 1-2 for those of pages[0..n) (sorted; their bytes in the store, or
+  // about to be where writing[k]) that the store has data for (or writing[k]) and the cache
+  // wants, copied from staging slot slots[k], or from the region where slots is null
+  // (read-only; writing null too): per page, whether it was kept (ps::kept for
   // finish_eviction). All false with no cache.
-  std::vector<bool> keep_victims(const std::size_t* pages, const std::size_t* slots, std::size_t n);
+  std::vector<bool> keep_victims(const std::size_t* pages, const std::size_t* slots,
+                                 const bool* writing, std::size_t n);
   // A victim has left the region: absent (with `kept`, I7), its waiting faults woken.
   void finish_eviction(std::size_t page, std::uint32_t kept);
   // Evicted pages kept where the kernel may take them back (victim_cache.hpp); open per

@@ -12,9 +12,11 @@
 // fault on the page copies it back instead of reading the store.
 //
 // Protocol (the page word's `kept` bit, page_table.hpp, says a copy was kept):
-//   1. keep(p, bytes): the evictor, owning the page (`evict`), after its bytes reached the
-//      store: copies them to mirror page p. A page the kernel dropped is re-allocated by the
-//      copy.
+//   1. keep(p, bytes): the evictor, owning the page (`evict`), once it has moved the page out
+//      and judged it: copies its bytes to mirror page p. A page the kernel dropped is
+//      re-allocated by the copy. The page's word says `kept` only after those bytes reached
+//      the store (finish_eviction); a copy whose write-back failed is never read, and the
+//      page's next eviction keeps a new one.
 //   2. give_back(pages, n): MADV_FREE on the mirror pages just kept, all of them with one
 //      process_madvise (one TLB flush for the batch).
 //   3. take(p, dst): a fault worker, owning the page (`filling`, kept set), asks the page

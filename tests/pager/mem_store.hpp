@@ -41,6 +41,7 @@ class mem_store : public sparse_store {
     std::vector<std::byte> root;
     std::set<std::uint64_t> fail_read;  // pages whose reads throw errc::io (EIO)
     std::atomic<bool> fail_writes{false};
+    std::atomic<std::uint64_t> failed_write_batches{0};  // write_pages() calls that threw
     std::atomic<bool> crc_unknown{false};  // page_crc() answers nullopt (a store without CRCs)
     std::atomic<std::uint64_t> reads{0}, writes{0};
     std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls (counted on entry)
@@ -87,7 +88,10 @@ class mem_store : public sparse_store {
   void write_pages(std::span<const page_write> batch) override {
     if (ro_) throw error(errc::read_only, path_, "write", "read-only");
     std::lock_guard lk(st_->mu);
-    if (st_->fail_writes) throw error(errc::io, path_, "write pages", "injected EIO", EIO);
+    if (st_->fail_writes) {
+      st_->failed_write_batches.fetch_add(1);
+      throw error(errc::io, path_, "write pages", "injected EIO", EIO);
+    }
     for (const auto& w : batch) {
       check(w.page);
       auto& v = st_->current[w.page];

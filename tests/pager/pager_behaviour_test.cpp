@@ -144,6 +144,79 @@ TEST(PagerWriteError, EvictionWriteFailureKeepsTheDataAndFlushThrows) {
   }
 }
 
+// The evictor gives a victim's buffer slot back before the victim's write-back (evictor.cpp
+// step 5); when that write then fails, the page comes back from the bounce buffer. Two
+// threads write round after round over 64 pages through a 4-page buffer while the store's
+// writes fail now and then, until 20 eviction writes have failed and 1 000 have landed:
+// whatever failed, the last value of every page reaches the store.
+TEST(PagerWriteError, EvictionWritesFailingOnAndOffUnderTwoWritersLoseNothing) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t kPages = 64;
+  constexpr std::uint64_t kFailed = 20, kLanded = 1000;
+  auto s = mem_store::create(kPages * kPs, kPs);
+  auto sh = s->state();
+  pager_options o;
+  o.buffer_size = 4 * kPs;
+  const auto value = [](std::size_t page, std::size_t round, unsigned t) {
+    return (page + 1) * 1000003u + round * 10 + t;
+  };
+  std::size_t rounds[2] = {0, 0};  // rounds each thread completed
+  {
+    pager pg(std::move(s), o);
+    watchdog wd(120);
+    std::atomic<bool> done{false};
+    std::thread toggler([&] {
+      for (unsigned k = 0; !done.load(); ++k) {
+        sh->fail_writes = k % 4 == 0;  // fail for 300 µs of every 1.2 ms
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+      sh->fail_writes = false;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < 2; ++t) {
+      ts.emplace_back([&, t] {
+        for (std::size_t r = 0;; ++r) {
+          for (std::size_t k = 0; k < kPages; ++k) {
+            const std::size_t p = (k * 7 + r + t * 13) % kPages;
+            std::atomic_ref<std::uint64_t> w(reinterpret_cast<std::uint64_t*>(pg.base() + p * kPs)[t]);
+            w.store(value(p, r, t), std::memory_order_relaxed);
+          }
+          rounds[t] = r + 1;
+          if ((sh->failed_write_batches.load() >= kFailed && pg.stats().evicted_dirty >= kLanded) ||
+              std::chrono::steady_clock::now() > deadline) {
+            break;
+          }
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    done = true;
+    toggler.join();
+    ASSERT_GE(sh->failed_write_batches.load(), kFailed) << "too few eviction writes failed";
+    ASSERT_GE(pg.stats().evicted_dirty, kLanded) << "the workload did not page";
+    // The errors kept by the evictor surface at a flush, each once; then it succeeds.
+    int tries = 0;
+    for (;; ++tries) {
+      ASSERT_LT(tries, 4);
+      try {
+        pg.flush({});
+        break;
+      } catch (const error& e) {
+        EXPECT_NE(std::string(e.what()).find("injected EIO"), std::string::npos) << e.what();
+      }
+    }
+  }
+  auto re = mem_store::reopen(sh);
+  std::size_t wrong = 0;
+  for (std::size_t p = 0; p < kPages; ++p) {
+    const std::vector<std::byte> page = re->committed_page(p);
+    const auto* w = reinterpret_cast<const std::uint64_t*>(page.data());
+    for (unsigned t = 0; t < 2; ++t) wrong += w[t] != value(p, rounds[t] - 1, t);
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << 2 * kPages << " words";
+}
+
 TEST(PagerFork, ChildTouchingTheRegionDiesWithSigsegv) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   pager pg(mem_store::create(16 * kPs, kPs));

@@ -30,30 +30,6 @@ double process_cpu_seconds() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-// Aborts the process (with a message) unless disarmed within `seconds`: a spin or a hang
-// fails the test instead of stalling the suite.
-class watchdog {
- public:
-  explicit watchdog(int seconds)
-      : th_([this, seconds] {
-          for (int i = 0; i < seconds * 10 && !done_.load(); ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          }
-          if (!done_.load()) {
-            std::fprintf(stderr, "watchdog: the workload did not finish in %d s\n", seconds);
-            std::abort();
-          }
-        }) {}
-  ~watchdog() {
-    done_ = true;
-    th_.join();
-  }
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread th_;
-};
-
 struct tiny_run {
   double cpu_s = 0;  // process CPU time (user + system) during the workload
   std::uint64_t pages_moved = 0;  // store page reads + writes

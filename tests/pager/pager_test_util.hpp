@@ -5,9 +5,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/test_util.hpp"
 #include "mem_store.hpp"
@@ -121,5 +126,29 @@ inline std::size_t mapped_bytes(const void* addr, std::size_t len) {
 }
 
 inline std::string tracking_name(dirty_tracking t) { return to_string(t); }
+
+// Aborts the process (with a message) unless disarmed within `seconds`: a spin or a hang
+// fails the test instead of stalling the suite.
+class watchdog {
+ public:
+  explicit watchdog(int seconds)
+      : th_([this, seconds] {
+          for (int i = 0; i < seconds * 10 && !done_.load(); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+          if (!done_.load()) {
+            std::fprintf(stderr, "watchdog: the workload did not finish in %d s\n", seconds);
+            std::abort();
+          }
+        }) {}
+  ~watchdog() {
+    done_ = true;
+    th_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread th_;
+};
 
 }  // namespace pheap::test
