@@ -39,8 +39,9 @@
 //      (they refill from the kept copy or the store, which both have the newest bytes now).
 //      On a store write error, restore_victims copies the pages that were to be written back
 //      into the region from the bounce buffer, marked dirty, taking their slots again beyond
-//      the buffer if need be (buffer_budget.hpp B2's exception); the error is kept for the
-//      next flush() (error_channel.hpp). The victims judged clean leave as in step 6.
+//      the buffer if need be (buffer_budget.hpp B2's exception), and release_victims lets
+//      the victims judged clean go as after a write; the error is kept for the next flush()
+//      (error_channel.hpp).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -101,8 +102,9 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   copy_out_victims(v, out);
   const std::vector<bool> kept = lend_victim_slots(v, out);
   if (!write_victims(v, out)) {
-    restore_victims(v, out, kept);
-    return 0;  // write-back fails: the evictor backs off (the clean victims did leave)
+    restore_victims(v, out);
+    (void)release_victims(v, kept);  // the victims judged clean leave all the same
+    return 0;  // write-back fails: the evictor backs off
   }
   return release_victims(v, kept);
 }
@@ -391,17 +393,15 @@ bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::siz
   return true;
 }
 
-void pager_impl::restore_victims(const victim_batch& v, const std::vector<std::size_t>& out,
-                                 const std::vector<bool>& kept) {
+void pager_impl::restore_victims(victim_batch& v, const std::vector<std::size_t>& out) {
   // Nothing may be lost: every page that was to be written goes back into the region from the
-  // bounce buffer, marked dirty, in a slot taken again (B2's exception: write-back fails).
-  // Its copy in the victim cache, if any, is never read: the page's word does not say `kept`
-  // (I7), and its next eviction keeps a new one.
+  // bounce buffer, marked dirty, in a slot taken again (B2's exception: write-back fails), and
+  // is no longer `moved` (release_victims leaves it alone). Its copy in the victim cache, if
+  // any, is never read: the page's word does not say `kept` (I7), and its next eviction keeps
+  // a new one.
   budget_.retake(out.size());
-  std::vector<bool> written(v.size(), false);
   for (std::size_t k = 0; k < out.size(); ++k) {
     const std::size_t page = v.pages[out[k]];
-    written[out[k]] = true;
     const int rc = uffd_copy(uffd_, page_addr(page), evict_bounce_.data() + k * ps_, ps_, 0);
     if (rc != 0) {
       // The page's bytes are only in the bounce buffer, and the next batch reuses it.
@@ -409,20 +409,10 @@ void pager_impl::restore_victims(const victim_batch& v, const std::vector<std::s
                    name_.c_str(), page, std::strerror(rc));
       std::abort();
     }
+    v.moved[out[k]] = false;
     release_owned(page, ps::evict, ps::dirty);
     clock_.publish(page);  // C1: resident again
   }
-  std::size_t freed = 0;
-  std::vector<std::size_t> left;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v.moved[i] && !written[i]) {  // judged clean: its bytes are the store's
-      finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
-      left.push_back(v.pages[i]);
-      ++freed;
-    }
-  }
-  c_.evictions.fetch_add(freed, std::memory_order_relaxed);
-  c_.evict_runs.fetch_add(runs_of(left), std::memory_order_relaxed);
 }
 
 std::size_t pager_impl::release_victims(const victim_batch& v, const std::vector<bool>& kept) {

@@ -307,8 +307,8 @@ class pager_impl {
   std::vector<bool> lend_victim_slots(const victim_batch& v, const std::vector<std::size_t>& out);
   // Step 6: false (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
-  void restore_victims(const victim_batch& v, const std::vector<std::size_t>& out,
-                       const std::vector<bool>& kept);
+  // After a failed write: the pages of `out` back into the region, dirty; no longer `moved`.
+  void restore_victims(victim_batch& v, const std::vector<std::size_t>& out);
   std::size_t release_victims(const victim_batch& v, const std::vector<bool>& kept);
   // Victim cache steps 1-2 for those of pages[0..n) (sorted; their bytes in the store, or
   // about to be where writing[k]) that the store has data for (or writing[k]) and the cache

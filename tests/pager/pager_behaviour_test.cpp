@@ -115,6 +115,20 @@ TEST(PagerReadError, NextFlushThrowsTheErrorOnceAndOtherPagesWork) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
+// Flushes until one succeeds, at most `tries` times; each that fails must report the injected
+// write error. Returns how many failed (`tries`: none succeeded).
+int flush_past_injected_errors(pager& pg, int tries) {
+  for (int k = 0; k < tries; ++k) {
+    try {
+      pg.flush({});
+      return k;
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find("injected EIO"), std::string::npos) << e.what();
+    }
+  }
+  return tries;
+}
+
 TEST(PagerWriteError, EvictionWriteFailureKeepsTheDataAndFlushThrows) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(64 * kPs, kPs);
@@ -128,16 +142,7 @@ TEST(PagerWriteError, EvictionWriteFailureKeepsTheDataAndFlushThrows) {
   sh->fail_writes = false;
   for (std::size_t p = 0; p < 64; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p + 1)) << p;
   // An eviction that failed after the first flush took the error reports it at the next one.
-  int tries = 0;
-  for (;; ++tries) {
-    ASSERT_LT(tries, 3);
-    try {
-      pg.flush({});
-      break;
-    } catch (const error& e) {
-      EXPECT_NE(std::string(e.what()).find("injected EIO"), std::string::npos) << e.what();
-    }
-  }
+  ASSERT_LT(flush_past_injected_errors(pg, 3), 3) << "no flush succeeded";
   auto re = mem_store::reopen(sh);
   for (std::size_t p = 0; p < 64; ++p) {
     ASSERT_EQ(re->committed_page(p)[0], std::byte(p + 1)) << p;
@@ -196,16 +201,7 @@ TEST(PagerWriteError, EvictionWritesFailingOnAndOffUnderTwoWritersLoseNothing) {
     ASSERT_GE(sh->failed_write_batches.load(), kFailed) << "too few eviction writes failed";
     ASSERT_GE(pg.stats().evicted_dirty, kLanded) << "the workload did not page";
     // The errors kept by the evictor surface at a flush, each once; then it succeeds.
-    int tries = 0;
-    for (;; ++tries) {
-      ASSERT_LT(tries, 4);
-      try {
-        pg.flush({});
-        break;
-      } catch (const error& e) {
-        EXPECT_NE(std::string(e.what()).find("injected EIO"), std::string::npos) << e.what();
-      }
-    }
+    ASSERT_LT(flush_past_injected_errors(pg, 4), 4) << "no flush succeeded";
   }
   auto re = mem_store::reopen(sh);
   std::size_t wrong = 0;
