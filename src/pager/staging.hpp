@@ -1,7 +1,7 @@
 // src/pager/staging.hpp — UFFDIO_MOVE staging: a private range, registered with the pager's
 // userfaultfd, into which region pages are moved so that no thread can write them while they
-// are judged or copied; they are then dropped (eviction) or moved back (flush copies, failed
-// write-back).
+// are judged or copied; they are then dropped (eviction: a failed write-back reinstalls its
+// pages from the evictor's bounce buffer, evictor.cpp step 6) or moved back (flush copies).
 //
 // Protocol:
 //   1. move_out(pages): one UFFDIO_MOVE per run of consecutive pages, page k to slot k. The
