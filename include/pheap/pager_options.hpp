@@ -39,7 +39,9 @@ struct pager_options {
   // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
   // often the application faults: SCALE-18 graph construction at half its datastore faulted
   // 542 k times at 0.95/0.90, 368 k at these defaults; bench/README.md run E) and frees a few
-  // percent per round, enough for one batched write-back.
+  // percent per round, enough for one batched write-back. A small buffer's watermarks are
+  // at least 2 pages (or 1/8 of it) below the buffer and 8 pages (or half of it) apart, so
+  // that it too evicts several pages per round before it is full (buffer_budget.hpp B7).
   double high_watermark = 0.99, low_watermark = 0.97;
   dirty_tracking tracking = dirty_tracking::automatic;
   unsigned fault_threads = 2;  // workers reading the uffd (1..64)

@@ -1,4 +1,4 @@
-// The bounded buffer's slots (see buffer_budget.hpp for the invariants B1-B3).
+// The bounded buffer's slots (see buffer_budget.hpp for the invariants B1-B7).
 #include "pager/buffer_budget.hpp"
 
 #include <algorithm>
@@ -38,10 +38,15 @@ void buffer_budget::configure(std::size_t region_pages, std::size_t buffer_pages
 
 void buffer_budget::retarget(std::size_t pages) {
   const std::size_t t = std::clamp(pages, std::min(min_pages, max_pages_), max_pages_);
+  // B7: the fractions, with a small buffer's gaps in pages (none where the region fits: the
+  // evictor never runs, and used may reach the target).
+  const bool evicting = t < region_pages_;
+  const std::size_t ahead = evicting ? std::min(kAheadPages, t / 8) : 0;
   const std::size_t high = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::ceil(high_fraction_ * static_cast<double>(t))), 1, t);
+      static_cast<std::size_t>(std::ceil(high_fraction_ * static_cast<double>(t))), 1, t - ahead);
+  const std::size_t round = evicting ? std::max<std::size_t>(1, std::min(kRoundPages, t / 2)) : 1;
   const std::size_t low = std::min<std::size_t>(
-      static_cast<std::size_t>(low_fraction_ * static_cast<double>(t)), high - 1);
+      static_cast<std::size_t>(low_fraction_ * static_cast<double>(t)), high - std::min(round, high));
   // Lowering: watermarks first, so that no grant sees a target below its high mark.
   low_pages_.store(low, std::memory_order_relaxed);
   high_pages_.store(high, std::memory_order_relaxed);

@@ -50,6 +50,18 @@
 //       refuses (never one within the smallest working buffer, B4) waits as at a full buffer, and the evictor then evicts at least one page per
 //       round for it (the pool is full: room comes only from evicting, its own or, after
 //       their next sample, the other members').
+//   B7  the watermarks are the configured fractions of the target (B4), but, where the target
+//       is smaller than the region, at least min(kAheadPages, target/8) pages below the
+//       target (the high one) and min(kRoundPages, target/2) pages apart (the low one below
+//       the high one; where the region fits, used may reach the target and no evictor runs
+//       to bring it down to a high watermark below it). Out of core
+//       the fractions give more (0.99 and 0.97 of a buffer of 800 pages or more); a small
+//       buffer gets eviction rounds of several pages that start before the buffer is full.
+//       At the fractions alone a buffer of 16 pages evicted one page per round once a fault
+//       waited, and the evictor spent its CPU on each round's fixed costs (a harvest, a
+//       staging drop, a TLB shootdown, a wake-up): 4 KiB pages, 16-page buffer, 77-81 µs of
+//       evictor CPU per eviction and 63-69 s against 26-34 µs and 32-35 s (bench/README.md
+//       run V).
 // Locks: free_mu_, evict_mu_ and retarget_mu_ are leaves (nothing is taken while holding them); the sampler
 // is called with no lock held.
 #pragma once
@@ -77,10 +89,13 @@ class buffer_budget {
   // The smallest buffer, in pages, of a region of at least that many pages: one page filling
   // while another leaves. The pager refuses smaller buffers (pager.cpp choose_buffer).
   static constexpr std::size_t min_pages = 2;
+  // B7: the smallest gaps, in pages, below the target (high watermark) and between the
+  // watermarks (the eviction round).
+  static constexpr std::size_t kAheadPages = 2, kRoundPages = 8;
 
   // Sizes the buffer for a region of `region_pages` pages: `buffer_pages` (≥ min_pages, or
   // the region when smaller), at most the region; the watermarks are fractions of it (high
-  // rounded up, at least 1; low below high). Called once, before any thread uses the budget.
+  // rounded up, at least 1; low below high; B7). Called once, before any thread uses the budget.
   void configure(std::size_t region_pages, std::size_t buffer_pages, double high_watermark,
                  double low_watermark);
   // The buffer configured at open: the maximum of the target (B4).

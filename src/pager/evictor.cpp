@@ -176,8 +176,15 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
 void pager_impl::harvest_writes() {
   // About eight times per revolution of the hand: often enough that a page written since the
   // hand last passed it is seen as referenced, rarely enough that the walk stays small per
-  // page evicted.
-  if (examined_since_harvest_ < clock_.size() / 8) return;
+  // page evicted. And never more than kEntriesPerExamined entries walked per page the hand
+  // examined: a ring of a few pages (a tiny buffer) is revolved by every batch, and harvesting
+  // it eight times per revolution walked its span once per page evicted, a third of the
+  // evictor's time at 4 KiB pages and 16 (bench/README.md run V). Such a ring's reference
+  // bits then say "written within the last few revolutions", where a larger ring's say
+  // "since the hand last passed"; out of core (a ring of thousands of pages over a span a
+  // few times its size) the first bound is the larger one and nothing changes.
+  constexpr std::size_t kEntriesPerExamined = 64;
+  if (examined_since_harvest_ < std::max(clock_.size() / 8, harvest_entries_ / kEntriesPerExamined)) return;
   examined_since_harvest_ = 0;
   // Only the pages in the ring are walked: every resident page but those installed since
   // take_published(), whose written bits stay in the page tables until the next harvest (or
@@ -194,6 +201,8 @@ void pager_impl::harvest_writes() {
   const std::size_t entries_per_page = ps_ / os_page_size();
   harvest_runs_.assign(1, {first, last});
   if (clock_.size() * kScanCallEntries < (last - first + 1) * entries_per_page) clock_.runs(harvest_runs_);
+  harvest_entries_ = harvest_runs_.size() == 1 ? (last - first + 1) * entries_per_page
+                                               : harvest_runs_.size() * kScanCallEntries;
   std::lock_guard lk(scan_mu_);
   bool lost = false;
   const auto note = [&](const page_region& reg) {

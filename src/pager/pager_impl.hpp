@@ -2,7 +2,7 @@
 //   uffd.{hpp,cpp}           OS boundary: userfaultfd acquisition, feature probe, the ioctls,
 //                            PAGEMAP_SCAN (pagemap_walk)
 //   page_table.hpp           the page word, its invariants I1-I6 and its named transitions
-//   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B3)
+//   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B7)
 //   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
 //                            move back
 //   victim_cache.{hpp,cpp}   evicted pages kept where the kernel may take them back (MADV_FREE)
@@ -267,6 +267,7 @@ class pager_impl {
   resident_clock clock_;  // the resident pages and the hand (resident_clock.hpp, C1-C2)
   std::size_t examined_since_harvest_ = ~std::size_t(0) / 2;  // evictor only
   std::vector<std::pair<std::size_t, std::size_t>> harvest_runs_;  // evictor only: the walks
+  std::size_t harvest_entries_ = 0;  // evictor only: the last harvest's cost, in entries walked
   // wp_async: held across every PAGEMAP_SCAN that write-protects pages again together with
   // the recording of what it found (harvest_writes, collect_dirty) and across the tear-free
   // copy (copy_and_verify), so no scan re-protects a page between another's protect and check.

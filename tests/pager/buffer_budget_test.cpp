@@ -84,16 +84,16 @@ TEST(BufferBudget, LendWaitsForTheEvictorToBringUsedDownToTheNewHighWatermark) {
   for (int i = 0; i < 78; ++i) ASSERT_TRUE(f.b.try_reserve_below_high());  // 78 of 80
   std::atomic<bool> returned{false};
   std::thread flusher([&] {
-    f.b.lend(10);  // new target 70, high watermark 70
+    f.b.lend(10);  // new target 70, high watermark 68 (B7: two pages below the target)
     returned = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  EXPECT_FALSE(returned.load()) << "lend() returned with 78 pages used above a high mark of 70";
-  f.b.release(8);  // the evictor's batch
+  EXPECT_FALSE(returned.load()) << "lend() returned with 78 pages used above a high mark of 68";
+  f.b.release(10);  // the evictor's batch
   f.b.notify_freed();
   flusher.join();
   EXPECT_TRUE(returned.load());
-  EXPECT_LE(f.b.used(), 70);
+  EXPECT_LE(f.b.used(), 68);
   f.b.give_back(10);
 }
 
@@ -109,7 +109,7 @@ TEST(BufferBudget, ARoundEndsUnkickedWhenTheOnlyWaitingFaultHasRoomAlready) {
   for (int attempt = 0; attempt < 20 && looked == 0; ++attempt) {
     std::atomic<bool> stop{false};
     buffer_budget b{stop};
-    b.configure(1000, 100, 0.99, 0.97);  // target 100, high 99, low 97
+    b.configure(1000, 100, 0.99, 0.97);  // target 100, high 98, low 90 (B7)
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(b.reserve());
     const auto t0 = clk::now();
     std::thread fault([&] { EXPECT_TRUE(b.reserve()); });  // the buffer is full: it waits, kicking
@@ -131,6 +131,60 @@ TEST(BufferBudget, ARoundEndsUnkickedWhenTheOnlyWaitingFaultHasRoomAlready) {
     for (int i = 0; i < 10; ++i) b.page_unpinned();
   }
   EXPECT_EQ(looked, 1) << "this thread never ran within 4 ms of the waiter's start";
+}
+
+// B7: a buffer of 16 pages at the default fractions (0.99, 0.97) had its high watermark at 16
+// and its low one at 15, so every round evicted one page, and only once a fault waited on the
+// full buffer. The evictor is now kicked two pages before the buffer is full and evicts eight.
+TEST(BufferBudget, ASmallBufferEvictsInRoundsOfSeveralPagesThatStartBeforeItIsFull) {
+  std::atomic<bool> stop{false};
+  buffer_budget b{stop};
+  b.configure(1000, 16, 0.99, 0.97);
+  for (int i = 0; i < 13; ++i) ASSERT_TRUE(b.try_reserve_below_target());
+  EXPECT_TRUE(b.evictor_idle()) << "kicked at 13 of 16 pages";
+  ASSERT_TRUE(b.try_reserve_below_target());
+  EXPECT_FALSE(b.evictor_idle()) << "not kicked at 14 of 16 pages";
+  EXPECT_EQ(b.to_evict(), 8u);
+  EXPECT_TRUE(b.try_reserve_below_target()) << "a fault must still fill the last two slots";
+  EXPECT_TRUE(b.try_reserve_below_target());
+  EXPECT_FALSE(b.try_reserve_below_target());
+}
+
+// ... and the fractions alone decide where they leave more: out of core the buffer stays as
+// full as the configuration says.
+TEST(BufferBudget, ALargeBufferKeepsItsConfiguredWatermarks) {
+  std::atomic<bool> stop{false};
+  buffer_budget b{stop};
+  b.configure(100000, 1000, 0.99, 0.97);
+  for (int i = 0; i < 989; ++i) ASSERT_TRUE(b.try_reserve_below_target());
+  EXPECT_TRUE(b.evictor_idle());
+  ASSERT_TRUE(b.try_reserve_below_target());
+  EXPECT_FALSE(b.evictor_idle());
+  EXPECT_EQ(b.to_evict(), 20u);
+}
+
+// The smallest buffers: two pages evict one at a time when full; four evict two.
+TEST(BufferBudget, TheSmallestBuffersKeepAtLeastOnePageAndEvictAtLeastOne) {
+  for (const std::size_t pages : {2u, 4u}) {
+    std::atomic<bool> stop{false};
+    buffer_budget b{stop};
+    b.configure(1000, pages, 0.99, 0.97);
+    for (std::size_t i = 0; i < pages; ++i) ASSERT_TRUE(b.try_reserve_below_target());
+    EXPECT_FALSE(b.try_reserve_below_target());
+    EXPECT_FALSE(b.evictor_idle());
+    EXPECT_EQ(b.to_evict(), pages / 2) << pages << " pages";
+  }
+}
+
+// Where the buffer holds the whole region no evictor runs, so nothing may wait for one to
+// bring used below the target (a high watermark two pages below it hung wait_evictor_idle()
+// with the 16-page region full).
+TEST(BufferBudget, ABufferThatHoldsTheWholeRegionIsIdleWhenFull) {
+  std::atomic<bool> stop{false};
+  buffer_budget b{stop};
+  b.configure(16, 16, 0.99, 0.97);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(b.try_reserve_below_high()) << i;
+  EXPECT_TRUE(b.evictor_idle());
 }
 
 }  // namespace

@@ -593,7 +593,8 @@ std::shared_ptr<mem_store::shared> numbered_store(std::size_t n) {
 // A fault that waited for a slot may be slow to wake after the evictor made room; the evictor
 // must not go on evicting a page per round for it meanwhile (that drained a 64-page buffer to
 // 14 pages in 23 of 50 runs of this loop). Each run reads 256 pages through 64 and then
-// finds the buffer at or above its low watermark.
+// finds the buffer at or above its low watermark (54 pages, buffer_budget.hpp B7) less the one
+// page (1/64 of the buffer) a run of neighbours may take a batch past it.
 TEST(PagerEviction, EvictionStopsAtTheLowWatermarkWhileAFaultIsSlowToWake) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto sh = numbered_store(512);
@@ -603,7 +604,7 @@ TEST(PagerEviction, EvictionStopsAtTheLowWatermarkWhileAFaultIsSlowToWake) {
     pager pg(mem_store::reopen(sh), o);
     for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
     paging::test_access::impl(pg).wait_evictor_idle();
-    ASSERT_GE(pg.stats().resident_pages, 61u) << "run " << run << ": " << pg.stats();
+    ASSERT_GE(pg.stats().resident_pages, 53u) << "run " << run << ": " << pg.stats();
   }
 }
 
@@ -677,7 +678,7 @@ TEST(PagerHints, PrefetchReadsDozensOfPagesPerStoreBatch) {
   EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, 0u) << pg.stats();
 }
 
-// Out of core the buffer sits at its high watermark: a prefetch then waits for the evictor to
+// Out of core the buffer sits near its high watermark: a prefetch then waits for the evictor to
 // make room instead of dropping its queue, and every queued page arrives.
 TEST(PagerHints, PrefetchAtAFullBufferWaitsForRoomInsteadOfDroppingTheQueue) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
@@ -687,7 +688,8 @@ TEST(PagerHints, PrefetchAtAFullBufferWaitsForRoomInsteadOfDroppingTheQueue) {
   pager pg(mem_store::reopen(sh), o);
   for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
   paging::test_access::impl(pg).wait_evictor_idle();
-  ASSERT_GE(pg.stats().resident_pages, 60u) << "the buffer should be at its high watermark: " << pg.stats();
+  // Between its watermarks (54 and 62 pages, B7): 32 more pages pass the high one.
+  ASSERT_GE(pg.stats().resident_pages, 54u) << "the buffer should be near full: " << pg.stats();
   const std::pair<std::size_t, std::size_t> r{400 * kPs, 32 * kPs};  // half the buffer
   pg.prefetch(std::span(&r, 1));
   ASSERT_TRUE(wait_prefetched(pg, 32)) << pg.stats();

@@ -190,13 +190,16 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
     ASSERT_EQ(mismatches_resident_first(pg, gen, &resident), 0u) << "generation " << gen << ": " << pg.stats();
     const pager_stats s1 = pg.stats();
     // Pages not resident when the copies went are read from the store, not hits. (MADV_PAGEOUT
-    // passes over a copy still in another CPU's LRU batch: a few may survive the drop.) A hit
-    // beyond those is a page refaulted in the pass, from the copy its eviction in the pass kept:
-    // faults past one per page that was not resident.
+    // passes over a copy still in another CPU's LRU batch: a few may survive the drop — up to 11
+    // of the 256 in 300 generations since the evictor keeps 8 copies per round (buffer_budget.hpp
+    // B7), up to 8 before; a drop that did nothing would leave over 200.) A hit beyond those is a
+    // page refaulted in the pass, from the copy its eviction in the pass kept: faults past one
+    // per page that was not resident.
+    constexpr std::size_t kMayOutliveTheDrop = kPages / 16;
     const std::uint64_t faults = (s1.read_faults + s1.write_faults) - (s0.read_faults + s0.write_faults);
     const std::uint64_t refaults = faults - std::min<std::uint64_t>(faults, kPages - resident);
-    EXPECT_GE(sh->reads - reads0, kPages - 32 - kPages / 32) << s1;
-    EXPECT_LE(s1.victim_hits - s0.victim_hits, kPages / 32 + refaults) << s1 << "; refaults " << refaults;
+    EXPECT_GE(sh->reads - reads0, kPages - 32 - kMayOutliveTheDrop) << s1;
+    EXPECT_LE(s1.victim_hits - s0.victim_hits, kMayOutliveTheDrop + refaults) << s1 << "; refaults " << refaults;
     // ...and writing a new generation into pages filled from the store keeps working.
     for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1 + gen + 1;
   }
