@@ -192,7 +192,7 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
     // Pages not resident when the copies went are read from the store, not hits. (MADV_PAGEOUT
     // passes over a copy still in another CPU's LRU batch: a few may survive the drop — up to 11
     // of the 256 in 300 generations since the evictor keeps 8 copies per round (buffer_budget.hpp
-    // B7), up to 8 before; a drop that did nothing would leave over 200.) A hit beyond those is a
+    // B7), where a bound of 8 held before; a drop that did nothing would leave over 200.) A hit beyond those is a
     // page refaulted in the pass, from the copy its eviction in the pass kept: faults past one
     // per page that was not resident.
     constexpr std::size_t kMayOutliveTheDrop = kPages / 16;
