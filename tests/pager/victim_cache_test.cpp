@@ -190,11 +190,11 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
     ASSERT_EQ(mismatches_resident_first(pg, gen, &resident), 0u) << "generation " << gen << ": " << pg.stats();
     const pager_stats s1 = pg.stats();
     // Pages not resident when the copies went are read from the store, not hits. (MADV_PAGEOUT
-    // passes over a copy still in another CPU's LRU batch: a few may survive the drop — up to 11
-    // of the 256 in 300 generations since the evictor keeps 8 copies per round (buffer_budget.hpp
-    // B7), where a bound of 8 held before; a drop that did nothing would leave over 200.) A hit beyond those is a
-    // page refaulted in the pass, from the copy its eviction in the pass kept: faults past one
-    // per page that was not resident.
+    // passes over a copy still in another CPU's LRU batch: a few may survive the drop — up to
+    // 11 of the 256 in 300 generations since the evictor keeps 8 copies per round
+    // (buffer_budget.hpp B7), where a bound of 8 held before; a drop that did nothing would
+    // leave over 200.) A hit beyond those is a page refaulted in the pass, from the copy its
+    // eviction in the pass kept: faults past one per page that was not resident.
     constexpr std::size_t kMayOutliveTheDrop = kPages / 16;
     const std::uint64_t faults = (s1.read_faults + s1.write_faults) - (s0.read_faults + s0.write_faults);
     const std::uint64_t refaults = faults - std::min<std::uint64_t>(faults, kPages - resident);
