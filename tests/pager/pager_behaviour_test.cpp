@@ -688,8 +688,9 @@ TEST(PagerHints, PrefetchAtAFullBufferWaitsForRoomInsteadOfDroppingTheQueue) {
   pager pg(mem_store::reopen(sh), o);
   for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
   paging::test_access::impl(pg).wait_evictor_idle();
-  // Between its watermarks (54 and 62 pages, B7): 32 more pages pass the high one.
-  ASSERT_GE(pg.stats().resident_pages, 54u) << "the buffer should be near full: " << pg.stats();
+  // Between its watermarks (54 and 62 pages, B7; 53 where a run of neighbours took the last
+  // batch one page past the low one): 32 more pages pass the high one.
+  ASSERT_GE(pg.stats().resident_pages, 53u) << "the buffer should be near full: " << pg.stats();
   const std::pair<std::size_t, std::size_t> r{400 * kPs, 32 * kPs};  // half the buffer
   pg.prefetch(std::span(&r, 1));
   ASSERT_TRUE(wait_prefetched(pg, 32)) << pg.stats();
