@@ -174,17 +174,26 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
 }
 
 void pager_impl::harvest_writes() {
-  // About eight times per revolution of the hand: often enough that a page written since the
-  // hand last passed it is seen as referenced, rarely enough that the walk stays small per
-  // page evicted. And never more than kEntriesPerExamined entries walked per page the hand
-  // examined: a ring of a few pages (a tiny buffer) is revolved by every batch, and harvesting
-  // it eight times per revolution walked its span once per page evicted, a third of the
-  // evictor's time at 4 KiB pages and 16 (bench/README.md run V). Such a ring's reference
-  // bits then say "written within the last few revolutions", where a larger ring's say
-  // "since the hand last passed"; out of core (a ring of thousands of pages over a span a
-  // few times its size) the first bound is the larger one and nothing changes.
+  // Twice per revolution of the hand: often enough that a page written within the last half
+  // revolution is seen as referenced, rarely enough that the walk stays small per page
+  // evicted. Each harvest also write-protects again every page written since the last one,
+  // and the application's next write to each such page is a minor fault (the kernel resolves
+  // it, wp_async, but it is a trap on the application's thread): eight harvests per
+  // revolution cost S18 1/4 about 2 M more minor faults per run than two (11.0 M against
+  // 9.0-9.1 M) and 7 % of its time, for as many store reads; the staler bits cost 3-13 % more
+  // store reads at 1/8 and 1/2 (bench/README.md run X). And never more than
+  // kEntriesPerExamined entries walked per page the hand examined: a ring of a few pages (a
+  // tiny buffer) is revolved by every batch, and harvesting it that often walked its span
+  // once per page evicted, a third of the evictor's time at 4 KiB pages and 16 (run V). Such
+  // a ring's reference bits then say "written within the last few revolutions"; out of core
+  // (a ring of thousands of pages over a span a few times its size) the first bound is the
+  // larger one.
+  constexpr std::size_t kHarvestsPerRevolution = 2;
   constexpr std::size_t kEntriesPerExamined = 64;
-  if (examined_since_harvest_ < std::max(clock_.size() / 8, harvest_entries_ / kEntriesPerExamined)) return;
+  if (examined_since_harvest_ < std::max(clock_.size() / kHarvestsPerRevolution,
+                                         harvest_entries_ / kEntriesPerExamined)) {
+    return;
+  }
   examined_since_harvest_ = 0;
   // Only the pages in the ring are walked: every resident page but those installed since
   // take_published(), whose written bits stay in the page tables until the next harvest (or
