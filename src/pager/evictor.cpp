@@ -8,7 +8,9 @@
 //      faults (wp_sync) and, in wp_async, by harvest_writes: a PAGEMAP_SCAN of the span of
 //      the hand's pages (or of each run of them, when they are few in a wide span) that moves
 //      the written bits of the page tables into the words (dirty|ref) and write-protects those
-//      pages again, so pages written since the hand last passed are kept. The hand costs O(1)
+//      pages again, twice per revolution of the hand: a page written between the last two
+//      harvests is kept, one written since the latest is not seen until the next (wp_sync
+//      sees every write at once). The hand costs O(1)
 //      per page looked at, whatever the capacity of the region. Each victim takes along up
 //      to kNeighbourRun pages on either side that are unreferenced victims-to-be as well
 //      (claim_neighbours), so victims leave in runs.
