@@ -463,9 +463,12 @@ std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::
     // memory and a memcpy for nothing.
     const bool has_data = (writing && writing[k]) || store_->may_have_data(pages[k]);
     if (!has_data || !victims_.wants(pages[k])) continue;
-    victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
     given.push_back(pages[k]);
     kept[k] = true;
+  }
+  victims_.prepare(given.data(), given.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    if (kept[k]) victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
   }
   victims_.give_back(given.data(), given.size(), n);
   c_.victims_kept.fetch_add(given.size(), std::memory_order_relaxed);

@@ -12,11 +12,34 @@
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 namespace pheap::paging {
 
 namespace {
 constexpr std::size_t kMaxIov = 512;  // runs per process_madvise (the kernel takes up to 1024)
+
+// Runs of consecutive pages in pages[0..n) (sorted), as iovecs over their mirror pages (page p
+// at base + p * ps): f is called with up to kMaxIov of them at a time, and the bytes they span.
+template <typename F>
+void for_runs(std::byte* base, std::size_t ps, const std::size_t* pages, std::size_t n, F&& f) {
+  iovec iov[kMaxIov];
+  std::size_t k = 0, bytes = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && pages[j] == pages[j - 1] + 1) ++j;
+    iov[k++] = {base + pages[i] * ps, (j - i) * ps};
+    bytes += (j - i) * ps;
+    if (k == kMaxIov) {
+      f(iov, k, bytes);
+      k = bytes = 0;
+    }
+    i = j;
+  }
+  if (k > 0) f(iov, k, bytes);
+}
 }  // namespace
 
 bool victim_cache::open(int pagemap_fd, std::size_t page_size, std::size_t pages) {
@@ -43,6 +66,10 @@ bool victim_cache::open(int pagemap_fd, std::size_t page_size, std::size_t pages
     if (::syscall(SYS_process_madvise, pidfd_, &probe, 1, MADV_FREE, 0u) < 0) {
       ::close(pidfd_);
       pidfd_ = -1;
+    } else {  // and MADV_POPULATE_WRITE (prepare())? The probe's page is dropped after.
+      populate_ = ::syscall(SYS_process_madvise, pidfd_, &probe, 1, MADV_POPULATE_WRITE, 0u) ==
+                  static_cast<long>(os_page_size());
+      (void)::madvise(map_.data(), os_page_size(), MADV_DONTNEED);
     }
   }
   ps_ = page_size;
@@ -58,6 +85,15 @@ bool victim_cache::wants(std::size_t page) const noexcept {
   return (page * 0x9E3779B97F4A7C15ull >> 32) % kSample == 0;
 }
 
+void victim_cache::prepare(const std::size_t* pages, std::size_t n) noexcept {
+  if (!populate_) return;
+  // Mirror pages still present (lazily freed, not yet taken) are only walked; the ones the
+  // kernel took are allocated, charged and zeroed here instead of in keep()'s fault.
+  for_runs(map_.data(), ps_, pages, n, [&](const iovec* iov, std::size_t k, std::size_t) {
+    (void)::syscall(SYS_process_madvise, pidfd_, iov, k, MADV_POPULATE_WRITE, 0u);
+  });
+}
+
 void victim_cache::keep(std::size_t page, const std::byte* bytes) noexcept {
   std::memcpy(mirror(page), bytes, ps_);
 }
@@ -71,10 +107,7 @@ void victim_cache::give_back(const std::size_t* pages, std::size_t n, std::size_
   // Where process_madvise refuses or stops short, one madvise per run; a run the kernel will
   // not free is dropped (MADV_DONTNEED): a copy the kernel cannot take back would be memory
   // outside every bound, and a dropped copy is only a miss (take() sees it gone).
-  iovec iov[kMaxIov];
-  std::size_t k = 0, bytes = 0;
-  auto submit = [&] {
-    if (k == 0) return;
+  for_runs(map_.data(), ps_, pages, n, [&](const iovec* iov, std::size_t k, std::size_t bytes) {
     const long r = pidfd_ >= 0 ? ::syscall(SYS_process_madvise, pidfd_, iov, k, MADV_FREE, 0u) : -1;
     if (r < 0 || static_cast<std::size_t>(r) != bytes) {
       for (std::size_t i = 0; i < k; ++i) {
@@ -83,17 +116,7 @@ void victim_cache::give_back(const std::size_t* pages, std::size_t n, std::size_
         }
       }
     }
-    k = bytes = 0;
-  };
-  for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;
-    while (j < n && pages[j] == pages[j - 1] + 1) ++j;
-    iov[k++] = {mirror(pages[i]), (j - i) * ps_};
-    bytes += (j - i) * ps_;
-    if (k == kMaxIov) submit();
-    i = j;
-  }
-  submit();
+  });
   kept_in_window_ += n;
   evicted_in_window_ += evicted;
   if (evicted_in_window_ >= kWindow && kept_in_window_ > 0) {

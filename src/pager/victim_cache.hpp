@@ -14,7 +14,11 @@
 // Protocol (the page word's `kept` bit, page_table.hpp, says a copy was kept):
 //   1. keep(p, bytes): the evictor, owning the page (`evict`), once it has moved the page out
 //      and judged it: copies its bytes to mirror page p. A page the kernel dropped is
-//      re-allocated by the copy. The page's word says `kept` only after those bytes reached
+//      re-allocated first, for the whole batch at once, by prepare() (one process_madvise
+//      with MADV_POPULATE_WRITE: zeroed frames, present and not the zero page, so a take()
+//      between prepare(p) and keep(p) would accept them; none can run, the evictor owns p
+//      from before prepare() to after finish_eviction), or by the copy's page fault where the
+//      kernel refuses that advice. The page's word says `kept` only after those bytes reached
 //      the store (finish_eviction); a copy whose write-back failed is never read, and the
 //      page's next eviction keeps a new one.
 //   2. give_back(pages, n): MADV_FREE on the mirror pages just kept, all of them with one
@@ -40,11 +44,12 @@
 //      evict_batch_mu_), drop_taken() before the batch's keep()s; and a page noted by take(p)
 //      was noted before its fill installed it, so before any later eviction of p could claim
 //      it. A later take() of the page finds no copy and reads the store.
-// Mirror page p is written only by keep(p), read only by take(p) and dropped only by take(p)
-// or drop_taken(); the page's owner bit (evict, filling) orders keep and take, step 4 the
-// drops, so only the list of noted pages needs a lock (give_back's MADV_FREE of a copy
-// dropped first is a no-op). Which victims are kept at all: wants()
-// (the policy below: all of them while enough come back, else a sample).
+// Mirror page p is written only by keep(p) (and zero-filled by prepare(p) where the kernel
+// took it), read only by take(p) and dropped only by take(p) or drop_taken(); the page's
+// owner bit (evict, filling) orders keep and take, step 4 the drops, so only the list of
+// noted pages needs a lock (give_back's MADV_FREE of a copy dropped first is a no-op). Which
+// victims are kept at all: wants() (the policy below: all of them while enough come back,
+// else a sample).
 //
 // Caveats:
 //   * The kept copies count as the process's resident memory until the kernel takes them:
@@ -53,6 +58,10 @@
 //   * Needs PAGEMAP_SCAN with PAGE_IS_PFNZERO (Linux 6.7+); open() fails without it and the
 //     pager runs without a cache.
 //   * A PAGEMAP_SCAN error in take() is a miss (the store has the bytes).
+//   * prepare() needs process_madvise to take MADV_POPULATE_WRITE for the caller itself
+//     (Linux 6.13+; probed at open()); without it keep() takes a page fault per mirror page
+//     the kernel took back: S18 graph construction at 1/8 of its datastore, about 2 µs of
+//     the evictor's CPU per eviction (bench/README.md, run Z).
 //   * Up to kPendingDrops taken copies wait for the next eviction batch to be dropped; while
 //     nothing is evicted (everything fits) they stay, lazily freed, for the kernel to take.
 #pragma once
@@ -79,6 +88,11 @@ class victim_cache {
 
   // Step 1 (evictor). wants(): whether to keep this page at all (the policy below).
   bool wants(std::size_t page) const noexcept;
+  // Before the keep()s of a batch: maps the mirror pages of pages[0..n) (sorted) that the
+  // kernel took back, all with one process_madvise(MADV_POPULATE_WRITE), so that keep()'s
+  // copy does not trap once per such page. Best effort: where the kernel refuses, keep()
+  // faults them in as before.
+  void prepare(const std::size_t* pages, std::size_t n) noexcept;
   void keep(std::size_t page, const std::byte* bytes) noexcept;
   // Step 2 (evictor): pages[0..n) sorted, kept out of `evicted` victims (for the policy).
   void give_back(const std::size_t* pages, std::size_t n, std::size_t evicted) noexcept;
@@ -121,6 +135,7 @@ class victim_cache {
   anon_map map_;
   int pagemap_fd_ = -1;
   int pidfd_ = -1;  // this process, for process_madvise (-1: madvise per run)
+  bool populate_ = false;  // process_madvise takes MADV_POPULATE_WRITE (prepare())
   std::size_t ps_ = 0;
 };
 

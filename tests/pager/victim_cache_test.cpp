@@ -173,6 +173,46 @@ TEST(VictimCache, TakenCopiesWaitForTheEvictorsNextBatchAndPastTheLimitAreDroppe
   ::close(pagemap);
 }
 
+TEST(VictimCache, PrepareMapsABatchsMirrorPagesBeforeTheCopiesSoKeepTakesNoPageFault) {
+  // The evictor's keep() into a mirror page the kernel took back (or never had) is a page
+  // fault per page unless prepare() mapped the batch's pages first, with one system call. A
+  // mirror page present and not the zero page (holds_copy_for_test) takes a write without a
+  // fault; the page tables say so whatever a sanitizer's shadow memory does to a fault count.
+  constexpr std::size_t n = 64;
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(pagemap, 0);
+  paging::victim_cache vc;
+  if (!vc.open(pagemap, kPs, 2 * n + 8)) {
+    ::close(pagemap);
+    GTEST_FAIL() << "PAGEMAP_SCAN cannot tell the zero page on this kernel (Linux 6.7+ can)";
+  }
+  // Two runs of pages (0..n/2 and n/2+8..n+8), as a batch's victims come; the pages between
+  // and after are not prepared and must stay unmapped.
+  std::vector<std::size_t> prepared;
+  for (std::size_t p = 0; p < n / 2; ++p) prepared.push_back(p);
+  for (std::size_t p = n / 2 + 8; p < n + 8; ++p) prepared.push_back(p);
+  for (std::size_t p = 0; p < 2 * n + 8; ++p) ASSERT_FALSE(vc.holds_copy_for_test(p)) << "page " << p;
+  vc.prepare(prepared.data(), prepared.size());
+  std::vector<bool> is_prepared(2 * n + 8, false);
+  for (const std::size_t p : prepared) is_prepared[p] = true;
+  for (std::size_t p = 0; p < 2 * n + 8; ++p) {
+    EXPECT_EQ(vc.holds_copy_for_test(p), is_prepared[p]) << "page " << p;
+  }
+  // The copies prepare() made room for are whole and come back byte for byte.
+  std::vector<std::byte> page(kPs), out(kPs);
+  for (const std::size_t p : prepared) {
+    std::memset(page.data(), static_cast<int>(p + 1), kPs);
+    vc.keep(p, page.data());
+  }
+  vc.give_back(prepared.data(), prepared.size(), prepared.size());
+  for (const std::size_t p : prepared) {
+    ASSERT_TRUE(vc.take(p, out.data())) << "page " << p;
+    EXPECT_EQ(out[0], static_cast<std::byte>(p + 1)) << "page " << p;
+    EXPECT_EQ(out[kPs - 1], static_cast<std::byte>(p + 1)) << "page " << p;
+  }
+  ::close(pagemap);
+}
+
 TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
