@@ -69,15 +69,20 @@ TEST(VictimCache, AnEvictedPageComesBackFromItsKeptCopyWithoutAStoreRead) {
   const pager_stats s0 = pg.stats();
   const std::uint64_t reads0 = sh->reads;
   for (int pass = 0; pass < 3; ++pass) ASSERT_EQ(mismatches(pg, 0), 0u) << "pass " << pass;
+  // (A batch counts its keeps before its evictions: read the counters between batches.)
+  paging::test_access::impl(pg).wait_evictor_idle();
   const pager_stats s1 = pg.stats();
   ASSERT_GT(s1.evictions - s0.evictions, 2 * kPages) << s1;
-  EXPECT_GE(s1.victims_kept, s1.evictions - 32) << s1;
+  // Every victim with data is kept. The only ones not kept are pages with nothing to keep:
+  // zero-filled ahead of the writes and evicted before the write reached them (on a loaded
+  // machine, dozens), each of which came back as zeros once more.
+  ASSERT_GE(s1.zero_fills, kPages) << s1;
+  EXPECT_LE(s1.evictions - s1.victims_kept, s1.zero_fills - kPages) << s1;
   // Nothing presses on memory here, so the kernel keeps the copies: every refill is a hit.
   // (A little slack for a machine short of memory.)
   EXPECT_GE(s1.victim_hits - s0.victim_hits, (s1.evictions - s0.evictions) * 9 / 10) << s1;
   EXPECT_LE(sh->reads - reads0, (s1.evictions - s0.evictions) / 10) << s1;
   EXPECT_EQ(sh->reads - reads0, s1.pages_read - s0.pages_read) << "store reads other than fills";
-  paging::test_access::impl(pg).wait_evictor_idle();
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
