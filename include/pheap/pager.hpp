@@ -29,8 +29,10 @@
 //     written during it are re-taken atomically with UFFDIO_MOVE; all_resident: pages are
 //     taken with UFFDIO_MOVE).
 //   * Eviction never loses a write: a victim is moved out of the region atomically
-//     (UFFDIO_MOVE into a private staging range) before its bytes are judged and written, and
-//     an access to it meanwhile waits in the fault handler until the store holds the bytes.
+//     (UFFDIO_MOVE into a private staging range) before its bytes are judged and written; an
+//     access to it meanwhile waits in the fault handler until the evictor holds a copy of the
+//     bytes to write, and is then filled from that copy while the write is in flight
+//     (pager_stats::write_back_hits), or from the store once it has landed.
 //   * Resident pages never exceed buffer pages plus pinned pages (fault workers wait for the
 //     evictor when the buffer is full).
 //   * Nothing on disk changes except through store().write_pages() (eviction, flush) and

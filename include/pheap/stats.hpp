@@ -32,6 +32,9 @@ struct pager_stats {
   // Pages filled from the victim cache instead (pheap/pager_options.hpp victim_cache): kept
   // copies of evicted pages that the kernel had not taken back. No store read.
   std::uint64_t victim_hits = 0;
+  // Pages filled from the evictor's copy of a victim whose write-back was still in flight,
+  // instead of waiting for the write to land. No store read.
+  std::uint64_t write_back_hits = 0;
   // Missing-page faults filled by the faulting thread itself (pager_options::fault_fill =
   // faulting_thread); their CPU time is the application's, not in fault_cpu_ns.
   std::uint64_t thread_fills = 0;

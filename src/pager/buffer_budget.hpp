@@ -10,8 +10,9 @@
 //       or eviction is in flight (page_table.hpp I6): slots are taken before the claim and
 //       returned after the page-table transition. One exception: the victims of the eviction
 //       batch in flight give their slots back as soon as their bytes have left memory
-//       (evictor.cpp step 5), before the write-back that lets them go absent; they are
-//       `resident | evict` without a slot until then (or take one again: retake()).
+//       (evictor.cpp step 5); those judged clean go absent just after that, and are
+//       `resident | evict` without a slot until then. (Those to write go absent just before,
+//       `writing`, and may take a slot again after a failed write-back: retake().)
 //   B2  a slot is granted only while used is below the limit asked for: the buffer for a
 //       fault (which waits for the evictor when the buffer is full), the high watermark for
 //       read-ahead and prefetch (which never wait). So resident pages never exceed the buffer
@@ -149,7 +150,8 @@ class buffer_budget {
   // Gives back n slots (pages that left memory, or claims that lost) and wakes waiting faults.
   void release(std::size_t n);
   // Takes n slots again, past the buffer if need be, for victims whose slots the evictor gave
-  // back before their write-back (B1) and whose write-back then failed (B2's exception).
+  // back before their write-back (evictor.cpp step 5) and whose write-back then failed (B2's
+  // exception).
   void retake(std::size_t n);
   std::int64_t used() const noexcept {
     return occupied_.load(std::memory_order_acquire) - pinned_.load(std::memory_order_acquire);

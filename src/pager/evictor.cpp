@@ -29,21 +29,26 @@
 //      sparse_store::page_crc() — no I/O; only a store that cannot tell is read back
 //      (evict_verify_reads).
 //   5. copy_out_victims: the pages to write are copied into a bounce buffer (the store never
-//      writes from a registered range); then lend_victim_slots keeps a copy of every victim in
-//      the victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is
-//      on), drops the staging range with one MADV_DONTNEED and gives the victims' buffer
-//      slots back at once: their bytes are out of the buffer now (in the bounce buffer, the
-//      store or the cache), so a fault waiting on a full buffer reads its page while the
-//      victims are written, not after (bench/README.md run U). The victims stay `evict`: a
-//      fault on one of them waits (I3) until step 6.
-//   6. write_victims: one store write_pages() batch from the bounce buffer; then
-//      release_victims marks the pages absent (kept) and wakes the faults waiting on them
-//      (they refill from the kept copy or the store, which both have the newest bytes now).
-//      On a store write error, restore_victims copies the pages that were to be written back
-//      into the region from the bounce buffer, marked dirty, taking their slots again beyond
-//      the buffer if need be (buffer_budget.hpp B2's exception), and release_victims lets
-//      the victims judged clean go as after a write; the error is kept for the next flush()
-//      (error_channel.hpp).
+//      writes from a registered range), which is published as the batch's write-back
+//      (write_back_pages_); then lend_victim_slots keeps a copy of every victim in the victim
+//      cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on), drops
+//      the staging range with one MADV_DONTNEED and gives the victims' buffer slots back at
+//      once: their bytes are out of the buffer now (in the bounce buffer, the store or the
+//      cache), so a fault waiting on a full buffer reads its page while the victims are
+//      written, not after (bench/README.md run U). let_victims_go then makes every victim
+//      absent and wakes the faults waiting on it (I3): the clean ones for good (the store has
+//      their bytes), the ones to write `writing` (I8). A fault on one of those fills it from
+//      the bounce buffer (copy_from_write_back) while its write is in flight, instead of
+//      waiting for the write: with a tiny buffer one fault in nine hit a victim, and waited
+//      ~100 µs for it (bench/README.md run AC).
+//   6. write_victims: one store write_pages() batch from the bounce buffer; then land_victims
+//      clears `writing` (an absent page gets `kept` now, I7) and wakes the faults that found
+//      the page refilling. On a store write error, restore_victims puts every page of the
+//      write back into the region from the bounce buffer, dirty, taking its slot again
+//      beyond the buffer if need be (buffer_budget.hpp B2's exception), or, where a fault has
+//      filled it again meanwhile, marks it dirty; the error is kept for the next flush()
+//      (error_channel.hpp). Either way the batch's write-back is unpublished last, once no
+//      page says `writing` (end_write_back).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -102,13 +107,18 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   move_out_victims(v);
   const std::vector<std::size_t> out = victims_to_write(v);
   copy_out_victims(v, out);
+  lend_for_write(v, out);
   const std::vector<bool> kept = lend_victim_slots(v, out);
-  if (!write_victims(v, out)) {
-    restore_victims(v, out);
-    (void)release_victims(v, kept);  // the victims judged clean leave all the same
-    return 0;  // write-back fails: the evictor backs off
+  let_clean_victims_go(v, out, kept);
+  const bool written = write_victims(v, out);
+  if (written) {
+    land_victims(v, out, kept);
+  } else {
+    restore_victims(v, out);  // the victims judged clean are gone all the same
   }
-  return release_victims(v, kept);
+  end_write_back();
+  const std::size_t n = count_evictions(v);
+  return written ? n : 0;  // write-back fails: the evictor backs off
 }
 
 // ---- 1. choose and claim victims ------------------------------------------------------------
@@ -364,11 +374,28 @@ pager_impl::store_copy pager_impl::compare_with_store(std::size_t page, const st
   return crc32c(bytes, ps_) == *c ? store_copy::same : store_copy::differs;
 }
 
-// ---- 5. copy out, keep, drop the staging range and give the slots back -------------------------
+// ---- 5. copy out, keep, drop the staging range, give the slots back, let the victims go ------
 void pager_impl::copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
   for (std::size_t k = 0; k < out.size(); ++k) {
     std::memcpy(evict_bounce_.data() + k * ps_, evict_staging_.slot(out[k]), ps_);
   }
+  // Published before any of them says `writing` (I8); `out` is sorted, and so are v.pages.
+  std::lock_guard lk(write_back_mu_);
+  assert(write_back_pages_.empty());
+  for (const std::size_t i : out) write_back_pages_.push_back(v.pages[i]);
+}
+
+bool pager_impl::copy_from_write_back(std::size_t page, std::byte* dst) {
+  std::lock_guard lk(write_back_mu_);
+  const auto it = std::lower_bound(write_back_pages_.begin(), write_back_pages_.end(), page);
+  if (it == write_back_pages_.end() || *it != page) return false;  // landed: the store has it
+  std::memcpy(dst, evict_bounce_.data() + static_cast<std::size_t>(it - write_back_pages_.begin()) * ps_, ps_);
+  return true;
+}
+
+void pager_impl::end_write_back() {
+  std::lock_guard lk(write_back_mu_);
+  write_back_pages_.clear();
 }
 
 std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v,
@@ -392,7 +419,22 @@ std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v,
   return kept;
 }
 
-// ---- 6. write back, then release (or put back) ----------------------------------------------
+void pager_impl::lend_for_write(const victim_batch& v, const std::vector<std::size_t>& out) {
+  for (const std::size_t i : out) {
+    if (table_.lend_for_write(v.pages[i]) & ps::wanted) wake_page(v.pages[i]);
+  }
+}
+
+void pager_impl::let_clean_victims_go(const victim_batch& v, const std::vector<std::size_t>& out,
+                                      const std::vector<bool>& kept) {
+  std::vector<bool> to_write(v.size(), false);
+  for (const std::size_t i : out) to_write[i] = true;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v.moved[i] && !to_write[i]) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
+  }
+}
+
+// ---- 6. write back, then land (or put back) -------------------------------------------------
 bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
   if (out.empty()) return true;
   std::vector<page_write> writes;
@@ -413,15 +455,28 @@ bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::siz
   return true;
 }
 
+void pager_impl::land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
+                              const std::vector<bool>& kept) {
+  for (const std::size_t i : out) {
+    if (table_.write_landed(v.pages[i], kept[i] ? ps::kept : 0) & ps::wanted) wake_page(v.pages[i]);
+  }
+}
+
 void pager_impl::restore_victims(victim_batch& v, const std::vector<std::size_t>& out) {
-  // Nothing may be lost: every page that was to be written goes back into the region from the
-  // bounce buffer, marked dirty, in a slot taken again (B2's exception: write-back fails), and
-  // is no longer `moved` (release_victims leaves it alone). Its copy in the victim cache, if
-  // any, is never read: the page's word does not say `kept` (I7), and its next eviction keeps
-  // a new one.
-  budget_.retake(out.size());
+  // Nothing may be lost: every page that was to be written and is still absent goes back into
+  // the region from the bounce buffer, dirty, in a slot taken again (B2's exception:
+  // write-back fails); one that a fault filled again from the bounce buffer meanwhile (I8) is
+  // marked dirty where it is. Neither counts as evicted (no longer `moved`). A copy in the
+  // victim cache is never read: the page's word does not say `kept` (I7), and its next
+  // eviction keeps a new one.
   for (std::size_t k = 0; k < out.size(); ++k) {
     const std::size_t page = v.pages[out[k]];
+    v.moved[out[k]] = false;
+    if (!table_.take_back_failed(page)) {
+      wake_page(page);
+      continue;
+    }
+    budget_.retake(1);
     const int rc = uffd_copy(uffd_, page_addr(page), evict_bounce_.data() + k * ps_, ps_, 0);
     if (rc != 0) {
       // The page's bytes are only in the bounce buffer, and the next batch reuses it.
@@ -429,18 +484,16 @@ void pager_impl::restore_victims(victim_batch& v, const std::vector<std::size_t>
                    name_.c_str(), page, std::strerror(rc));
       std::abort();
     }
-    v.moved[out[k]] = false;
-    release_owned(page, ps::evict, ps::dirty);
+    table_.install(page, ps::dirty);
     clock_.publish(page);  // C1: resident again
+    wake_page(page);
   }
 }
 
-std::size_t pager_impl::release_victims(const victim_batch& v, const std::vector<bool>& kept) {
+std::size_t pager_impl::count_evictions(const victim_batch& v) {
   std::vector<std::size_t> pages;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v.moved[i]) continue;
-    finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
-    pages.push_back(v.pages[i]);
+    if (v.moved[i]) pages.push_back(v.pages[i]);
   }
   c_.evictions.fetch_add(pages.size(), std::memory_order_relaxed);
   c_.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);

@@ -401,26 +401,35 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
 std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, std::size_t n,
                                                      bool fault, std::uint32_t tid,
                                                      std::byte* bounce) {
+  // A page whose eviction's write is in flight comes from the evictor's bounce buffer (I8:
+  // not the store, not zeros, which may be older), as long as the write has not landed.
   // Never-written pages come from the zero buffer; the others from the victim cache when it
   // kept them and the kernel has not taken them back (the page is ours, `filling`, so its
   // `kept` bit holds still: I7), else from the store, each into its bounce slot.
   std::vector<page_read> reads;
   std::vector<const std::byte*> src(n);
-  std::uint64_t hits = 0;
+  std::uint64_t hits = 0, write_back_hits = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::byte* const b = bounce + i * ps_;
+    const std::uint32_t w = table_.load(pages[i]);
+    if ((w & ps::writing) && copy_from_write_back(pages[i], b)) {
+      src[i] = b;
+      ++write_back_hits;
+      continue;
+    }
     if (!store_->may_have_data(pages[i])) {
       src[i] = zero_.data();
       continue;
     }
     src[i] = b;
-    if ((table_.load(pages[i]) & ps::kept) && victims_.take(pages[i], b)) {
+    if ((w & ps::kept) && victims_.take(pages[i], b)) {
       ++hits;
     } else {
       reads.push_back({pages[i], b});
     }
   }
   if (hits) c_.victim_hits.fetch_add(hits, std::memory_order_relaxed);
+  if (write_back_hits) c_.write_back_hits.fetch_add(write_back_hits, std::memory_order_relaxed);
   if (reads.empty()) return src;
   try {
     store_->read_pages(reads);

@@ -6,7 +6,8 @@
 //   2. Collect the candidate pages for the tracking mode (dirty_tracker.cpp).
 //   3. Per chunk of flush_batch_pages_ candidates (flush_chunk): claim them (`flush` bit;
 //      page_table::claim_flush skips pages the evictor owns — the evictor writes them and step
-//      4 waits for that), take a tear-free copy into the bounce buffer (per tracking mode,
+//      4 waits for that — and, for a page filled again while its eviction's write is in flight
+//      (I8), waits for that eviction batch first), take a tear-free copy into the bounce buffer (per tracking mode,
 //      dirty_tracker.cpp), write the chunk with one write_pages(), and only then release the
 //      claims, so a failed write marks them dirty before the evictor could drop them.
 //   4. Wait for an eviction batch in flight (its pages may hold writes older than this
@@ -79,10 +80,30 @@ std::uint64_t pager_impl::flush_ending(std::span<const std::byte> root, const ch
 }
 
 std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
-  std::vector<std::size_t> claimed;
+  std::vector<std::size_t> claimed, later;
   claimed.reserve(n);
+  const bool dirty_only = mode_ == dirty_tracking::wp_sync;
   for (std::size_t k = 0; k < n; ++k) {
-    if (table_.claim_flush(cand[k], mode_ == dirty_tracking::wp_sync)) claimed.push_back(cand[k]);
+    switch (table_.claim_flush(cand[k], dirty_only)) {
+      case flush_claim::claimed: claimed.push_back(cand[k]); break;
+      case flush_claim::skipped: break;
+      case flush_claim::in_write_back: later.push_back(cand[k]); break;
+    }
+  }
+  // Filled again while their eviction's write is in flight (I8): written after it lands, so
+  // that a write since the fill is not overwritten by the older bytes. A batch that begins
+  // meanwhile may take such a page again (then it writes the page itself and step 4 waits).
+  while (!later.empty()) {
+    { std::lock_guard b(evict_batch_mu_); }
+    std::vector<std::size_t> again;
+    for (const std::size_t p : later) {
+      switch (table_.claim_flush(p, dirty_only)) {
+        case flush_claim::claimed: claimed.push_back(p); break;
+        case flush_claim::skipped: break;
+        case flush_claim::in_write_back: again.push_back(p); break;
+      }
+    }
+    later.swap(again);
   }
   if (claimed.empty()) return 0;
   std::vector<std::byte*> dst(claimed.size());

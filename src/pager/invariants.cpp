@@ -1,6 +1,6 @@
 // The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
 // tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
-// against the budget's counters — invariants I1, I2, I6 and the state part of I7 of
+// against the budget's counters — invariants I1, I2, I6, the state part of I7 and I8 of
 // page_table.hpp.
 #include <chrono>
 #include <cstdio>
@@ -45,6 +45,7 @@ std::string pager_impl::check_invariants() const {
     };
     if (k == ps::filling) return bad("filling while quiescent");
     if (s & (ps::owned | ps::wanted)) return bad("owned/wanted while quiescent (I2)");
+    if (s & ps::writing) return bad("writing while quiescent (I8)");
     if (k != ps::resident && (s & ps::dirty)) return bad("dirty but not resident");
     if (k != ps::absent && (s & ps::kept)) return bad("kept but not absent (I7)");
     if ((s & ps::kept) && !victims_.is_open()) return bad("kept without a victim cache (I7)");

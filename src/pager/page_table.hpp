@@ -14,6 +14,9 @@
 //   bit  8    kept      absent or filling only: when the page was evicted, a copy of its bytes
 //                       (those the store has) was kept in the victim cache (victim_cache.hpp);
 //                       the kernel may have dropped it since
+//   bit  9    writing   absent, or filled again since: the page's eviction is writing its
+//                       bytes to the store right now, from the evictor's bounce buffer, which a
+//                       fill copies them from (I8; evictor.cpp steps 5-6)
 //   bits 16+  pin count
 //
 // Invariants (checked by pager_impl::check_invariants when the pager is quiescent, and by
@@ -24,9 +27,10 @@
 //       wanted and wait for the owner.
 //   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor.
 //   I5  wp_sync: resident, not dirty, not owned ⇒ write-protected in the page tables.
-//   I6  occupied == number of filling + resident pages, less the victims of an eviction
-//       batch whose bytes have left memory and whose slots were given back before their
-//       write-back (evictor.cpp step 5; buffer_budget.hpp B1): none while quiescent.
+//   I6  occupied == number of filling + resident pages, plus the victims of an eviction
+//       batch that went absent before lend_victim_slots gave their slots back (those to
+//       write), less those whose slots it gave back before they went absent (the clean ones;
+//       evictor.cpp step 5, buffer_budget.hpp B1): equal outside step 5.
 //   I7  kept only on absent and filling pages, and only while the store's bytes for the page
 //       are the ones kept: set by the eviction that wrote or judged them (finish_eviction),
 //       cleared when the page is installed or poisoned. The store's copy of a page changes
@@ -34,6 +38,15 @@
 //       sparse_store::discard of a released range, to zeros the region never promised: a
 //       resident page keeps its old bytes across a discard too, and a page the store no
 //       longer has data for is zero-filled without looking at the cache.)
+//   I8  writing only while the eviction batch that set it is between its step 5 and the end
+//       of its step 6, and only on a page that batch writes back: set when the page goes
+//       absent (lend_for_write), kept through a fill and its install, cleared when the write
+//       landed (write_landed) or failed (take_back_failed); none while quiescent. While it is
+//       set, the store's copy of the page is older than the page: a fill takes the bytes from
+//       the evictor's bounce buffer (pager_impl::copy_from_write_back), never from the store,
+//       the victim cache or the zero page; a flush does not claim the page (its write could
+//       land before the older one in flight: flush_claim::in_write_back); the evictor does not
+//       claim it either (evictable).
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
@@ -67,6 +80,7 @@ inline constexpr std::uint32_t wanted = 1u << 5;
 inline constexpr std::uint32_t ref = 1u << 6;
 inline constexpr std::uint32_t wpclear = 1u << 7;
 inline constexpr std::uint32_t kept = 1u << 8;
+inline constexpr std::uint32_t writing = 1u << 9;
 inline constexpr std::uint32_t owned = evict | flush | wpclear;
 inline constexpr std::uint32_t pin_shift = 16;
 inline constexpr std::uint32_t pin_one = 1u << pin_shift;
@@ -75,9 +89,10 @@ inline constexpr std::uint32_t pin_mask = 0xFFFFu << pin_shift;
 constexpr std::uint32_t kind(std::uint32_t s) { return s & kind_mask; }
 constexpr std::uint32_t pins(std::uint32_t s) { return s >> pin_shift; }
 constexpr std::uint32_t with_kind(std::uint32_t s, std::uint32_t k) { return (s & ~kind_mask) | k; }
-// The evictor may claim the page: resident, no owner (I2), not pinned (I4).
+// The evictor may claim the page: resident, no owner (I2), not pinned (I4), its last
+// eviction's write not in flight (I8).
 constexpr bool evictable(std::uint32_t s) {
-  return kind(s) == resident && !(s & owned) && pins(s) == 0;
+  return kind(s) == resident && !(s & (owned | writing)) && pins(s) == 0;
 }
 }  // namespace ps
 
@@ -88,6 +103,13 @@ enum class missing_fault {
   installed,     // resident since the fault was queued: wake it
   owner_wakes,   // evict/flush owns it; `wanted` is set and the owner wakes the fault (I3)
   absent,        // nobody has it: take a buffer slot, then claim_fill()
+};
+
+// What a flush does about a candidate page (page_table::claim_flush).
+enum class flush_claim {
+  claimed,        // resident → flush: copy it, write it, release
+  skipped,        // nothing to write, or the evictor owns it (it writes the page; flush step 4)
+  in_write_back,  // filled again while its eviction's write is in flight (I8): claim it after
 };
 
 // What a fault worker does about a write-protect fault (page_table::on_wp_fault).
@@ -217,13 +239,64 @@ class page_table {
     return s;
   }
 
+  // ---- write-back in flight (I8) -----------------------------------------------------------------
+  // evict → absent|writing, keeping only the pin count, once the page has left the region and
+  // its bytes are in the evictor's bounce buffer (evictor.cpp step 5): from here a fault fills
+  // it from there instead of waiting for the write (I8). Returns the word before: the caller
+  // wakes the page if it was `wanted` (I3).
+  std::uint32_t lend_for_write(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    assert((s & ps::evict) && ps::kind(s) == ps::resident);
+    while (!cas(i, s, (s & ps::pin_mask) | ps::absent | ps::writing)) {
+    }
+    return s;
+  }
+
+  // The write landed: `writing` and `wanted` cleared in whatever state the faults left the
+  // page; an absent one gets `kept` when the victim cache holds its bytes (I7: the store has
+  // them now too). Returns the word before: the caller wakes the page if it was `wanted`.
+  std::uint32_t write_landed(std::size_t i, std::uint32_t kept) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      assert(s & ps::writing);
+      std::uint32_t t = s & ~(ps::writing | ps::wanted);
+      if (ps::kind(s) == ps::absent) t |= kept;
+      if (cas(i, s, t)) return s;
+    }
+  }
+
+  // The write failed, so the page's newest bytes are in the region only (filled again) or in
+  // the bounce buffer only (absent). Waits out a fill first (a fill of a `writing` page copies
+  // from the bounce buffer, no I/O: I8). Then either marks a page filled again dirty, `writing`
+  // and `wanted` cleared (false: the caller wakes it), or claims an absent one for its
+  // reinstall, absent → filling with `writing`, `kept` and `wanted` cleared (true: the caller
+  // takes a slot, copies the bytes in, installs the page dirty and wakes it).
+  bool take_back_failed(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    for (;;) {
+      assert(s & ps::writing);
+      if (ps::kind(s) == ps::filling) {
+        wait_not_filling(i);
+        s = load(i);
+        continue;
+      }
+      if (ps::kind(s) == ps::absent) {
+        if (cas(i, s, ps::with_kind(s, ps::filling) & ~(ps::writing | ps::kept | ps::wanted))) return true;
+        continue;
+      }
+      assert(ps::kind(s) == ps::resident);
+      if (cas(i, s, (s & ~(ps::writing | ps::wanted)) | ps::dirty)) return false;
+    }
+  }
+
   // ---- flush -----------------------------------------------------------------------------------
   // A resident page → flush, dirty cleared (it is being taken for this epoch; a write after
   // the copy dirties it again). Waits out the passing states first: filling (its fill may have
-  // woken a writer whose write precedes the flush) and wpclear (I2). False when the page is
+  // woken a writer whose write precedes the flush) and wpclear (I2). Skipped when the page is
   // not resident, the evictor owns it (it writes the page itself; I2), or `dirty_only` and the
-  // page is clean.
-  bool claim_flush(std::size_t i, bool dirty_only) noexcept {
+  // page is clean; in_write_back when its eviction's write is in flight (I8: the caller waits
+  // for the batch, then asks again).
+  flush_claim claim_flush(std::size_t i, bool dirty_only) noexcept {
     std::uint32_t s = load(i);
     for (;;) {
       if (ps::kind(s) == ps::filling) {
@@ -231,15 +304,16 @@ class page_table {
         s = load(i);
         continue;
       }
-      if (ps::kind(s) != ps::resident || (s & ps::evict)) return false;
+      if (ps::kind(s) != ps::resident || (s & ps::evict)) return flush_claim::skipped;
+      if (s & ps::writing) return flush_claim::in_write_back;
       if (s & ps::wpclear) {
         std::this_thread::yield();
         s = load(i);
         continue;
       }
       assert(!(s & ps::flush));
-      if (dirty_only && !(s & ps::dirty)) return false;
-      if (cas(i, s, (s & ~ps::dirty) | ps::flush)) return true;
+      if (dirty_only && !(s & ps::dirty)) return flush_claim::skipped;
+      if (cas(i, s, (s & ~ps::dirty) | ps::flush)) return flush_claim::claimed;
     }
   }
 

@@ -117,6 +117,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
      << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
+     << " write-back " << s.write_back_hits
      << " | on the faulting thread " << s.thread_fills << (s.thread_fill ? "" : " (workers fill)")
      << " retries " << s.thread_fill_retries
      << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
@@ -621,6 +622,7 @@ pager_stats pager_impl::stats() const {
   s.evict_verify_reads = g(c_.evict_verify_reads);
   s.victims_kept = g(c_.victims_kept);
   s.victim_hits = g(c_.victim_hits);
+  s.write_back_hits = g(c_.write_back_hits);
   s.thread_fills = g(c_.thread_fills);
   s.thread_fill_retries = g(c_.thread_fill_retries);
   s.thread_fill = thread_fill_;

@@ -24,10 +24,12 @@
 //
 // Threads: `fault_threads` workers, one evictor, and whoever calls flush/pin/prefetch/stats.
 // Lock order (never the other way): flush_mu_ → evict_batch_mu_ → scan_mu_ → the error
-// channel's; the resident clock's and the buffer budget's locks are leaves.
-// Fault workers take none of these on the hot path; they only wait for a buffer slot
-// (buffer_budget), which the evictor frees without ever waiting on a worker, a flush or a
-// fault, so no cycle exists:
+// channel's; the resident clock's, the buffer budget's and write_back_mu_ are leaves.
+// Fault workers take none of these on the hot path (write_back_mu_ only to fill a page whose
+// write-back is in flight); they only wait for a buffer slot (buffer_budget), which the
+// evictor frees without ever waiting on a worker, a flush or a fault (after a failed
+// write-back it waits for the fills of its own victims, which copy from its bounce buffer and
+// hold their slots already), so no cycle exists:
 //   worker → (waits for) evictor → store I/O
 //   flush  → evictor (batch in progress) → store I/O;  flush → filling pages → store I/O
 #pragma once
@@ -67,7 +69,7 @@ namespace pheap::paging {
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
       pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0}, evict_runs{0},
-      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, thread_fills{0}, thread_fill_retries{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
+      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, write_back_hits{0}, thread_fills{0}, thread_fill_retries{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
       flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
@@ -301,16 +303,40 @@ class pager_impl {
   // for it, else CRC32C against page_crc(); unknown when the store cannot tell.
   enum class store_copy { same, differs, unknown };
   store_copy compare_with_store(std::size_t page, const std::byte* bytes);
-  // Step 5: the staged bytes of the pages to write (indexes `out`) into evict_bounce_.
+  // Step 5: the staged bytes of the pages to write (indexes `out`) into evict_bounce_, which
+  // is then published as the batch's write-back (write_back_pages_).
   void copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   // Step 5: keeps the moved victims in the victim cache, drops the staging range and gives
   // their buffer slots back; per index into v, whether it was kept (for finish_eviction).
   std::vector<bool> lend_victim_slots(const victim_batch& v, const std::vector<std::size_t>& out);
+  // Step 5, once their bytes are in the bounce buffer: the victims of `out` absent and
+  // `writing` (I8), their waiting faults woken.
+  void lend_for_write(const victim_batch& v, const std::vector<std::size_t>& out);
+  // Step 5, after lend_victim_slots: the other moved victims absent for good (with `kept`,
+  // I7), their waiting faults woken.
+  void let_clean_victims_go(const victim_batch& v, const std::vector<std::size_t>& out,
+                            const std::vector<bool>& kept);
   // Step 6: false (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
-  // After a failed write: the pages of `out` back into the region, dirty; no longer `moved`.
+  // After the write: `writing` cleared on the pages of `out` (absent ones `kept` per `kept`).
+  void land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
+                    const std::vector<bool>& kept);
+  // After a failed write: the pages of `out` back into the region, or marked dirty where a
+  // fault filled them again; no longer `moved`.
   void restore_victims(victim_batch& v, const std::vector<std::size_t>& out);
-  std::size_t release_victims(const victim_batch& v, const std::vector<bool>& kept);
+  // Unpublishes the batch's write-back, after land_victims or restore_victims.
+  void end_write_back();
+  // The moved victims counted as evictions (and their runs); returns how many.
+  std::size_t count_evictions(const victim_batch& v);
+  // A fill of a `writing` page (I8): its bytes from the batch's bounce buffer into dst; false
+  // when the write landed meanwhile (the store has them now).
+  bool copy_from_write_back(std::size_t page, std::byte* dst);
+  // The pages of the batch whose write is in flight, sorted; page write_back_pages_[k] is
+  // slot k of evict_bounce_. Written by the evictor in steps 5 and 6, read by fills of
+  // `writing` pages; both under write_back_mu_, which keeps the next batch's copy_out from
+  // overwriting a slot a fill is copying.
+  std::mutex write_back_mu_;
+  std::vector<std::size_t> write_back_pages_;
   // Victim cache steps 1-2 for those of pages[0..n) (sorted; their bytes in the store, or
   // about to be where writing[k]) that the store has data for (or writing[k]) and the cache
   // wants, copied from staging slot slots[k], or from the region where slots is null

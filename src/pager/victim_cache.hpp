@@ -16,11 +16,13 @@
 //      and judged it: copies its bytes to mirror page p. A page the kernel dropped is
 //      re-allocated first, for the whole batch at once, by prepare() (one process_madvise
 //      with MADV_POPULATE_WRITE: zeroed frames, present and not the zero page, so a take()
-//      between prepare(p) and keep(p) would accept them; none can run, the evictor owns p
-//      from before prepare() to after finish_eviction), or by the copy's page fault where the
-//      kernel refuses that advice. The page's word says `kept` only after those bytes reached
-//      the store (finish_eviction); a copy whose write-back failed is never read, and the
-//      page's next eviction keeps a new one.
+//      between prepare(p) and keep(p) would accept them; none can run: take(p) needs the
+//      word's `kept`, which it gets only after the keep), or by the copy's page fault where
+//      the kernel refuses that advice. The page's word says `kept` only after those bytes
+//      reached the store (finish_eviction, or write_landed for a page written back); a copy
+//      whose write-back failed is never read, nor one of a page that a fault filled again
+//      from the evictor's bounce buffer while its write was in flight (page_table.hpp I8),
+//      and the page's next eviction keeps a new one.
 //   2. give_back(pages, n): MADV_FREE on the mirror pages just kept, all of them with one
 //      process_madvise (one TLB flush for the batch).
 //   3. take(p, dst): a fault worker, owning the page (`filling`, kept set), asks the page

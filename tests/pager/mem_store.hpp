@@ -5,7 +5,9 @@
 // never-written pages, page_crc is the CRC32C of the current content, commit() publishes the
 // current content atomically with the root and returns epoch+1, and reopen() (a new handle on
 // the same shared state) sees the last commit only. Extras for tests: injected read errors per
-// page, failing writes, slow reads, a page_crc that cannot tell (crc_unknown), counters.
+// page, failing writes, slow reads, held writes (the next hold_writes write_pages() calls wait
+// for let_writes_go, before they look at fail_writes), a page_crc that cannot tell
+// (crc_unknown), counters.
 //
 // Pages are shared between the current and the committed map (copy on write): a commit copies
 // pointers, not bytes, and a write copies a page only while a commit still holds it. With 2 MiB
@@ -46,6 +48,9 @@ class mem_store : public sparse_store {
     std::atomic<std::uint64_t> reads{0}, writes{0};
     std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls (counted on entry)
     std::atomic<std::uint32_t> read_delay_ms{0};  // each read_pages() takes this long (a slow disk)
+    std::atomic<std::uint32_t> hold_writes{0};    // write_pages() calls still to hold
+    std::atomic<std::uint32_t> held_writes{0};    // write_pages() calls waiting now
+    std::atomic<bool> let_writes_go{false};
   };
 
   static std::unique_ptr<mem_store> create(std::uint64_t capacity, std::uint32_t page_size,
@@ -87,6 +92,14 @@ class mem_store : public sparse_store {
   }
   void write_pages(std::span<const page_write> batch) override {
     if (ro_) throw error(errc::read_only, path_, "write", "read-only");
+    std::uint32_t h = st_->hold_writes.load();
+    while (h > 0 && !st_->hold_writes.compare_exchange_weak(h, h - 1)) {
+    }
+    if (h > 0) {
+      st_->held_writes.fetch_add(1);
+      while (!st_->let_writes_go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      st_->held_writes.fetch_sub(1);
+    }
     std::lock_guard lk(st_->mu);
     if (st_->fail_writes) {
       st_->failed_write_batches.fetch_add(1);
