@@ -30,17 +30,17 @@
 //      (evict_verify_reads).
 //   5. copy_out_victims: the pages to write are copied into a bounce buffer (the store never
 //      writes from a registered range), which is published as the batch's write-back
-//      (write_back_pages_); then lend_victim_slots keeps a copy of every victim in the victim
-//      cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on), drops
-//      the staging range with one MADV_DONTNEED and gives the victims' buffer slots back at
-//      once: their bytes are out of the buffer now (in the bounce buffer, the store or the
+//      (write_back_pages_); lend_for_write makes them absent and `writing` (I8) and wakes the
+//      faults waiting on them (I3): from here a fault on one fills it from the bounce buffer
+//      (copy_from_write_back) while its write is in flight, instead of waiting for the write
+//      (with a tiny buffer the victims are often the pages the application touches next:
+//      bench/README.md run AC). Then lend_victim_slots keeps a copy of every victim in the
+//      victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on),
+//      drops the staging range with one MADV_DONTNEED and gives the victims' buffer slots back
+//      at once: their bytes are out of the buffer now (in the bounce buffer, the store or the
 //      cache), so a fault waiting on a full buffer reads its page while the victims are
-//      written, not after (bench/README.md run U). let_victims_go then makes every victim
-//      absent and wakes the faults waiting on it (I3): the clean ones for good (the store has
-//      their bytes), the ones to write `writing` (I8). A fault on one of those fills it from
-//      the bounce buffer (copy_from_write_back) while its write is in flight, instead of
-//      waiting for the write: with a tiny buffer one fault in nine hit a victim, and waited
-//      ~100 µs for it (bench/README.md run AC).
+//      written, not after (bench/README.md run U). let_clean_victims_go then makes the
+//      victims judged clean absent for good (the store has their bytes) and wakes theirs.
 //   6. write_victims: one store write_pages() batch from the bounce buffer; then land_victims
 //      clears `writing` (an absent page gets `kept` now, I7) and wakes the faults that found
 //      the page refilling. On a store write error, restore_victims puts every page of the
@@ -458,7 +458,11 @@ bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::siz
 void pager_impl::land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
                               const std::vector<bool>& kept) {
   for (const std::size_t i : out) {
-    if (table_.write_landed(v.pages[i], kept[i] ? ps::kept : 0) & ps::wanted) wake_page(v.pages[i]);
+    const std::uint32_t was = table_.write_landed(v.pages[i], kept[i] ? ps::kept : 0);
+    if (was & ps::wanted) wake_page(v.pages[i]);
+    // Filled again from the bounce buffer: its copy in the cache came back, as a take() would
+    // have (victim_cache.hpp step 4: counted, and dropped by the next batch).
+    if (kept[i] && ps::kind(was) != ps::absent) victims_.came_back(v.pages[i]);
   }
 }
 

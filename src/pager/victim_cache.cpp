@@ -144,6 +144,12 @@ bool victim_cache::take(std::size_t page, std::byte* dst) noexcept {
   std::memcpy(dst, m, ps_);
   // After the copy: still whole means no frame was dropped during the copy.
   if (!whole(m)) return false;
+  came_back(page);
+  return true;
+}
+
+void victim_cache::came_back(std::size_t page) noexcept {
+  const std::byte* m = mirror(page);
   taken_.fetch_add(1, std::memory_order_relaxed);
   // Step 4: the page is about to be resident again, so the copy would only hold room that the
   // kernel's reclaim then takes from older victims (bench/README.md, run N). Noted for the
@@ -152,11 +158,10 @@ bool victim_cache::take(std::size_t page, std::byte* dst) noexcept {
     std::lock_guard l(pending_mu_);
     if (npending_ < kPendingDrops) {
       pending_[npending_++] = page;
-      return true;
+      return;
     }
   }
   (void)::madvise(const_cast<std::byte*>(m), ps_, MADV_DONTNEED);
-  return true;
 }
 
 void victim_cache::drop_taken() noexcept {

@@ -45,7 +45,8 @@
 //      accept it. drop_taken() and keep() run on one thread at a time (the evictor, under
 //      evict_batch_mu_), drop_taken() before the batch's keep()s; and a page noted by take(p)
 //      was noted before its fill installed it, so before any later eviction of p could claim
-//      it. A later take() of the page finds no copy and reads the store.
+//      it (one noted by came_back(p), by the evictor in the batch that kept it, so before any
+//      later batch). A later take() of the page finds no copy and reads the store.
 // Mirror page p is written only by keep(p) (and zero-filled by prepare(p) where the kernel
 // took it), read only by take(p) and dropped only by take(p) or drop_taken(); the page's
 // owner bit (evict, filling) orders keep and take, step 4 the drops, so only the list of
@@ -102,6 +103,10 @@ class victim_cache {
   // was given; the copy is then noted for drop_taken() (or, with kPendingDrops noted already,
   // dropped here).
   bool take(std::size_t page, std::byte* dst) noexcept;
+  // Steps 3 and 4 for a page kept while its write-back was in flight and filled again from
+  // the evictor's bounce buffer meanwhile (evictor, when the write lands): counted as taken
+  // and noted for drop_taken() (or dropped here), as take() would have.
+  void came_back(std::size_t page) noexcept;
   // Step 4 (evictor, before the keep()s of a batch): drops the copies take() noted.
   void drop_taken() noexcept;
 
