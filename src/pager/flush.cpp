@@ -6,10 +6,11 @@
 //   2. Collect the candidate pages for the tracking mode (dirty_tracker.cpp).
 //   3. Per chunk of flush_batch_pages_ candidates (flush_chunk): claim them (`flush` bit;
 //      page_table::claim_flush skips pages the evictor owns — the evictor writes them and step
-//      4 waits for that — and, for a page filled again while its eviction's write is in flight
-//      (I8), waits for that eviction batch first), take a tear-free copy into the bounce buffer (per tracking mode,
-//      dirty_tracker.cpp), write the chunk with one write_pages(), and only then release the
-//      claims, so a failed write marks them dirty before the evictor could drop them.
+//      4 waits for that — and, for a page filled again while its eviction's write is in
+//      flight (I8), waits for that eviction batch first), take a tear-free copy into the
+//      bounce buffer (per tracking mode, dirty_tracker.cpp), write the chunk with one
+//      write_pages(), and only then release the claims, so a failed write marks them dirty
+//      before the evictor could drop them.
 //   4. Wait for an eviction batch in flight (its pages may hold writes older than this
 //      flush), report any store error recorded meanwhile, and commit.
 // A pager whose buffer follows a memory limit lends the bounce buffer's pages out of the
