@@ -389,7 +389,8 @@ bool pager_impl::copy_from_write_back(std::size_t page, std::byte* dst) {
   std::lock_guard lk(write_back_mu_);
   const auto it = std::lower_bound(write_back_pages_.begin(), write_back_pages_.end(), page);
   if (it == write_back_pages_.end() || *it != page) return false;  // landed: the store has it
-  std::memcpy(dst, evict_bounce_.data() + static_cast<std::size_t>(it - write_back_pages_.begin()) * ps_, ps_);
+  const auto slot = static_cast<std::size_t>(it - write_back_pages_.begin());
+  std::memcpy(dst, evict_bounce_.data() + slot * ps_, ps_);
   return true;
 }
 

@@ -281,7 +281,8 @@ class page_table {
         continue;
       }
       if (ps::kind(s) == ps::absent) {
-        if (cas(i, s, ps::with_kind(s, ps::filling) & ~(ps::writing | ps::kept | ps::wanted))) return true;
+        const std::uint32_t gone = ps::writing | ps::kept | ps::wanted;
+        if (cas(i, s, ps::with_kind(s, ps::filling) & ~gone)) return true;
         continue;
       }
       assert(ps::kind(s) == ps::resident);

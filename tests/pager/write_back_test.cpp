@@ -104,6 +104,17 @@ class WriteBackInFlight : public ::testing::TestWithParam<wb_param> {
     return f.get();
   }
 
+  // A victim p of the held batch (of `w`, all of them) read back, so filled from the evictor's
+  // copy, and written again: value(p, gen) is newer than the write in flight.
+  void write_a_victim_again_while_its_write_is_held(std::uint64_t gen, std::vector<std::size_t>& w,
+                                                    std::size_t& p) {
+    w = write_until_a_write_back_is_held();
+    ASSERT_FALSE(w.empty());
+    p = w.front();
+    ASSERT_TRUE(read_without_waiting_for_the_write(p).has_value());
+    *word(p) = value(p, gen);
+  }
+
   // The pages written so far, from a new handle on the last commit.
   void expect_committed(std::size_t changed, std::uint64_t gen_changed) {
     auto back = mem_store::reopen(st_);
@@ -146,11 +157,10 @@ TEST_P(WriteBackInFlight, AFaultOnAVictimWhoseWriteIsInFlightIsFilledFromTheEvic
 }
 
 TEST_P(WriteBackInFlight, WhenTheWriteFailsAVictimFilledAgainStaysDirtyAndTheOthersComeBackDirty) {
-  const std::vector<std::size_t> w = write_until_a_write_back_is_held();
-  ASSERT_FALSE(w.empty());
-  const std::size_t p = w.front();
-  ASSERT_TRUE(read_without_waiting_for_the_write(p).has_value());
-  *word(p) = value(p, 5);  // written since it came back: newer than the write in flight
+  std::vector<std::size_t> w;
+  std::size_t p = 0;
+  ASSERT_NO_FATAL_FAILURE(write_a_victim_again_while_its_write_is_held(5, w, p));
+  ASSERT_GE(w.size(), 2u) << "no other victim in the batch to check";
 
   st_->fail_writes = true;
   st_->let_writes_go = true;
@@ -179,11 +189,9 @@ TEST_P(WriteBackInFlight, WhenTheWriteFailsAVictimFilledAgainStaysDirtyAndTheOth
 }
 
 TEST_P(WriteBackInFlight, AFlushWritesAVictimFilledAndWrittenAgainAfterItsOlderWriteLands) {
-  const std::vector<std::size_t> w = write_until_a_write_back_is_held();
-  ASSERT_FALSE(w.empty());
-  const std::size_t p = w.front();
-  ASSERT_TRUE(read_without_waiting_for_the_write(p).has_value());
-  *word(p) = value(p, 9);
+  std::vector<std::size_t> w;
+  std::size_t p = 0;
+  ASSERT_NO_FATAL_FAILURE(write_a_victim_again_while_its_write_is_held(9, w, p));
 
   // The flush must not write p before the held write of its older bytes lands (that write
   // would then overwrite it). Give a wrong flush the time to do so before letting go.
