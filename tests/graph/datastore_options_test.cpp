@@ -19,11 +19,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
-// The fills run inside pheap's SIGBUS handler by design (pheap/pager.hpp, "Fills on the faulting
-// thread"); TSan calls each allocation there signal-unsafe. Data races are still reported.
-extern "C" const char* __tsan_default_options() { return "report_signal_unsafe=0"; }
-#endif
+// Under TSan, fills inside pheap's SIGBUS handler: tests/support/tsan_signal_fills.cpp.
 
 namespace pg = pheap::graph;
 

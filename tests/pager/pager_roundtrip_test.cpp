@@ -15,14 +15,7 @@
 #include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-// Fills on the faulting thread run the pager's fill — locks, allocation, store reads — inside
-// pheap's SIGBUS handler, by design (pheap/pager.hpp, "Fills on the faulting thread"). TSan
-// reports every allocation inside any signal handler as signal-unsafe; the rule guards against
-// a signal that interrupts malloc, and this SIGBUS only ever interrupts an access to the heap
-// region, which malloc never makes. Data races are still reported.
-extern "C" const char* __tsan_default_options() { return "report_signal_unsafe=0"; }
-#endif
+// Under TSan, fills inside pheap's SIGBUS handler: tests/support/tsan_signal_fills.cpp.
 
 namespace pheap::test {
 namespace {

@@ -11,12 +11,7 @@
 #include "pager/test_access.hpp"
 #include "pager_test_util.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-// The faulting-thread cases fill inside pheap's SIGBUS handler, by design (pheap/pager.hpp);
-// TSan reports each allocation there as signal-unsafe (faulting_thread_fill_test.cpp says why
-// that rule does not apply). Data races are still reported.
-extern "C" const char* __tsan_default_options() { return "report_signal_unsafe=0"; }
-#endif
+// Under TSan, fills inside pheap's SIGBUS handler: tests/support/tsan_signal_fills.cpp.
 
 namespace pheap::test {
 namespace {
