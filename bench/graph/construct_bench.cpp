@@ -158,7 +158,7 @@ struct result {
                 bytes_read = 0, bytes_written = 0, buffer_waits = 0, fault_ns = 0, evict_ns = 0,
                 evict_verify_reads = 0, fault_cpu_ns = 0, evict_cpu_ns = 0, buffer_bytes = 0,
                 buffer_lowest = 0, prefetched = 0, victim_hits = 0, evict_runs = 0,
-                write_faults = 0, thread_fill_retries = 0;
+                write_faults = 0, thread_fill_retries = 0, evict_waits = 0, write_back_hits = 0;
 };
 
 // Written by the running child (MAP_SHARED, set up before fork), read by the parent when the
@@ -238,6 +238,8 @@ void fill_pager(result& r, const pheap::pager_stats& p) {
   r.evict_runs = p.evict_runs;
   r.write_faults = p.write_faults;
   r.thread_fill_retries = p.thread_fill_retries;
+  r.evict_waits = p.evict_waits;
+  r.write_back_hits = p.write_back_hits;
 }
 
 // Samples the child's counters into g_prog every 0.5 s (and every --progress s prints them)
@@ -377,7 +379,8 @@ std::string encode(const result& r) {
     << r.evicted_dirty << ' ' << r.bytes_read << ' ' << r.bytes_written << ' ' << r.buffer_waits << ' '
     << r.fault_ns << ' ' << r.evict_ns << ' ' << r.evict_verify_reads << ' ' << r.fault_cpu_ns << ' '
     << r.evict_cpu_ns << ' ' << r.buffer_bytes << ' ' << r.buffer_lowest << ' ' << r.prefetched << ' ' << r.victim_hits << ' ' << r.evict_runs
-    << ' ' << r.write_faults << ' ' << r.thread_fill_retries;
+    << ' ' << r.write_faults << ' ' << r.thread_fill_retries << ' ' << r.evict_waits << ' '
+    << r.write_back_hits;
   return s.str();
 }
 void decode(std::istream& s, result& r) {
@@ -385,7 +388,7 @@ void decode(std::istream& s, result& r) {
       r.majflt >> r.io_read >> r.io_write >> r.faults >> r.zero_fills >> r.pages_read >> r.evictions >>
       r.evicted_dirty >> r.bytes_read >> r.bytes_written >> r.buffer_waits >> r.fault_ns >> r.evict_ns >>
       r.evict_verify_reads >> r.fault_cpu_ns >> r.evict_cpu_ns >> r.buffer_bytes >> r.buffer_lowest >> r.prefetched >> r.victim_hits >> r.evict_runs >>
-      r.write_faults >> r.thread_fill_retries;
+      r.write_faults >> r.thread_fill_retries >> r.evict_waits >> r.write_back_hits;
 }
 
 // ---- memory cgroup v1 ----------------------------------------------------------------------
@@ -801,6 +804,12 @@ int main(int argc, char** argv) {
         if (r.write_faults != 0) note += std::to_string(r.write_faults) + " of the faults writes; ";
         if (r.thread_fill_retries != 0) {
           note += std::to_string(r.thread_fill_retries) + " faulting-thread fills waited for the page; ";
+        }
+        if (r.evict_waits != 0) {
+          note += std::to_string(r.evict_waits) + " faults waited for the evictor; ";
+        }
+        if (r.write_back_hits != 0) {
+          note += std::to_string(r.write_back_hits) + " fills from a write-back in flight; ";
         }
         emit(sys, mode, page, budget, status, r, wall, note);
         if (mode == "incore" && sys == "mmap" && status == "ok" && final_bytes == 0) {

@@ -56,11 +56,17 @@ struct pager_stats {
   std::uint64_t evict_runs = 0;
   std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
   std::uint64_t victims_kept = 0;  // evicted pages whose copy went to the victim cache
+  // Missing-page faults that found their page in the middle of its eviction (moved out of the
+  // region, not yet let go) and waited for the evictor to let it go.
+  std::uint64_t evict_waits = 0;
   bool victim_cache = false;       // the victim cache is on
   std::uint64_t dirty_pages_written = 0;  // by flushes
   std::uint64_t bytes_written = 0;        // eviction + flush
   std::uint64_t flushes = 0;
   std::uint64_t flush_retakes = 0;  // pages re-taken with MOVE because a write raced the copy
+  // Dirty pages a flush found filled again while their eviction's write was in flight: each
+  // was written after that older write landed, the flush waiting for its eviction batch.
+  std::uint64_t flush_write_back_waits = 0;
   std::uint64_t buffer_waits = 0;   // faults that waited for the evictor
   std::uint64_t poisoned_pages = 0;
   std::uint64_t resident_pages = 0;

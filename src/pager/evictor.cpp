@@ -108,8 +108,8 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   const std::vector<std::size_t> out = victims_to_write(v);
   copy_out_victims(v, out);
   lend_for_write(v, out);
-  const std::vector<bool> kept = lend_victim_slots(v, out);
-  let_clean_victims_go(v, out, kept);
+  const std::vector<bool> kept = lend_victim_slots(v);
+  let_clean_victims_go(v, kept);
   const bool written = write_victims(v, out);
   if (written) {
     land_victims(v, out, kept);
@@ -320,7 +320,7 @@ void pager_impl::move_out_victims(victim_batch& v) {
 }
 
 // ---- 4. judge -------------------------------------------------------------------------------
-std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
+std::vector<std::size_t> pager_impl::victims_to_write(victim_batch& v) {
   std::vector<std::size_t> out;
   std::vector<std::size_t> verify;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -333,6 +333,8 @@ std::vector<std::size_t> pager_impl::victims_to_write(const victim_batch& v) {
   }
   if (!verify.empty()) add_changed(v, verify, out);
   std::sort(out.begin(), out.end());
+  v.write.assign(v.size(), false);
+  for (const std::size_t i : out) v.write[i] = true;
   return out;
 }
 
@@ -399,15 +401,12 @@ void pager_impl::end_write_back() {
   write_back_pages_.clear();
 }
 
-std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v,
-                                                const std::vector<std::size_t>& out) {
-  std::vector<bool> to_write(v.size(), false);
-  for (const std::size_t i : out) to_write[i] = true;
+std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v) {
   std::vector<std::size_t> pages, slots;
   std::unique_ptr<bool[]> writing(new bool[v.size()]);
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v.moved[i]) {
-      writing[pages.size()] = to_write[i];
+      writing[pages.size()] = v.write[i];
       pages.push_back(v.pages[i]);
       slots.push_back(i);
     }
@@ -426,12 +425,9 @@ void pager_impl::lend_for_write(const victim_batch& v, const std::vector<std::si
   }
 }
 
-void pager_impl::let_clean_victims_go(const victim_batch& v, const std::vector<std::size_t>& out,
-                                      const std::vector<bool>& kept) {
-  std::vector<bool> to_write(v.size(), false);
-  for (const std::size_t i : out) to_write[i] = true;
+void pager_impl::let_clean_victims_go(const victim_batch& v, const std::vector<bool>& kept) {
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v.moved[i] && !to_write[i]) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
+    if (v.moved[i] && !v.write[i]) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   }
 }
 

@@ -52,7 +52,8 @@ void pager_impl::sleep_for_page(std::size_t page) noexcept {
   // Look again, as a new fault would (which also marks an owned page `wanted` again: an owner
   // that took it after the last owner let go wakes on release too).
   const missing_fault now = table_.on_missing_fault(page);
-  if (now == missing_fault::being_filled || now == missing_fault::owner_wakes) {
+  if (now == missing_fault::being_filled || now == missing_fault::owner_wakes ||
+      now == missing_fault::evictor_wakes) {
     // A bound, not the expected wake-up: every way a wait ends wakes it, as a worker's faulting
     // thread has no bound at all in the kernel's queue.
     const timespec bound{0, 100000000};  // 100 ms
@@ -203,6 +204,9 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
     switch (table_.on_missing_fault(page)) {
       case missing_fault::being_filled:  // the filler's UFFDIO_COPY wakes this waiter
       case missing_fault::owner_wakes:   // the owner wakes it when it lets go (I3)
+        return missing_outcome::wait;
+      case missing_fault::evictor_wakes:  // as owner_wakes
+        c_.evict_waits.fetch_add(1, std::memory_order_relaxed);
         return missing_outcome::wait;
       case missing_fault::poisoned:  // raced with the poisoning; the retry gets SIGBUS
         wake_page(page);

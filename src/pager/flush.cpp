@@ -94,6 +94,7 @@ std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
   // Filled again while their eviction's write is in flight (I8): written after it lands, so
   // that a write since the fill is not overwritten by the older bytes. A batch that begins
   // meanwhile may take such a page again (then it writes the page itself and step 4 waits).
+  if (!later.empty()) c_.flush_write_back_waits.fetch_add(later.size(), std::memory_order_relaxed);
   while (!later.empty()) {
     { std::lock_guard b(evict_batch_mu_); }
     std::vector<std::size_t> again;

@@ -101,7 +101,8 @@ enum class missing_fault {
   being_filled,  // another worker fills it; its UFFDIO_COPY wakes this fault
   poisoned,      // wake: the retry gets SIGBUS
   installed,     // resident since the fault was queued: wake it
-  owner_wakes,   // evict/flush owns it; `wanted` is set and the owner wakes the fault (I3)
+  owner_wakes,   // a flush owns it; `wanted` is set and the owner wakes the fault (I3)
+  evictor_wakes, // the evictor owns it (moved out, not let go yet); as owner_wakes
   absent,        // nobody has it: take a buffer slot, then claim_fill()
 };
 
@@ -143,7 +144,9 @@ class page_table {
         case ps::poisoned: return missing_fault::poisoned;
         case ps::resident:
           if (!(s & (ps::evict | ps::flush))) return missing_fault::installed;
-          if (cas(i, s, s | ps::wanted)) return missing_fault::owner_wakes;
+          if (cas(i, s, s | ps::wanted)) {
+            return (s & ps::evict) ? missing_fault::evictor_wakes : missing_fault::owner_wakes;
+          }
           continue;
         default: return missing_fault::absent;
       }

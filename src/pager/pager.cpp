@@ -121,9 +121,11 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | on the faulting thread " << s.thread_fills << (s.thread_fill ? "" : " (workers fill)")
      << " retries " << s.thread_fill_retries
      << " | evictions " << s.evictions << " in " << s.evict_runs << " runs (dirty " << s.evicted_dirty << ", verified "
-     << s.evict_verify_reads << ", kept " << s.victims_kept << (s.victim_cache ? "" : ", no victim cache")
+     << s.evict_verify_reads << ", kept " << s.victims_kept << ", waited for " << s.evict_waits
+     << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
-     << " retakes " << s.flush_retakes << " | written " << s.bytes_written << " B"
+     << " retakes " << s.flush_retakes << " after write-back " << s.flush_write_back_waits
+     << " | written " << s.bytes_written << " B"
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
@@ -621,6 +623,7 @@ pager_stats pager_impl::stats() const {
   s.evict_runs = g(c_.evict_runs);
   s.evict_verify_reads = g(c_.evict_verify_reads);
   s.victims_kept = g(c_.victims_kept);
+  s.evict_waits = g(c_.evict_waits);
   s.victim_hits = g(c_.victim_hits);
   s.write_back_hits = g(c_.write_back_hits);
   s.thread_fills = g(c_.thread_fills);
@@ -631,6 +634,7 @@ pager_stats pager_impl::stats() const {
   s.bytes_written = g(c_.bytes_written);
   s.flushes = g(c_.flushes);
   s.flush_retakes = g(c_.flush_retakes);
+  s.flush_write_back_waits = g(c_.flush_write_back_waits);
   s.buffer_waits = budget_.waits();
   s.poisoned_pages = g(c_.poisoned_pages);
   s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, budget_.occupied()));

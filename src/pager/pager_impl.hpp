@@ -68,9 +68,11 @@ namespace pheap::paging {
 
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
-      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0}, evicted_dirty{0}, evict_runs{0},
-      evict_verify_reads{0}, victims_kept{0}, victim_hits{0}, write_back_hits{0}, thread_fills{0}, thread_fill_retries{0}, dirty_pages_written{0}, bytes_written{0}, flushes{0},
-      flush_retakes{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
+      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0},
+      evicted_dirty{0}, evict_runs{0}, evict_verify_reads{0}, victims_kept{0}, evict_waits{0},
+      victim_hits{0}, write_back_hits{0}, thread_fills{0}, thread_fill_retries{0},
+      dirty_pages_written{0}, bytes_written{0}, flushes{0}, flush_retakes{0},
+      flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
 };
 
 inline std::uint64_t now_ns() {
@@ -84,6 +86,7 @@ struct victim_batch {
   std::vector<std::size_t> pages;
   std::vector<bool> dirty;  // dirty as judged at claim time
   std::vector<bool> moved;  // arrived whole in the staging range (step 3)
+  std::vector<bool> write;  // to be written back, as judged at step 4 (victims_to_write)
   std::size_t size() const noexcept { return pages.size(); }
 };
 
@@ -294,8 +297,8 @@ class pager_impl {
   static constexpr std::size_t kNeighbourRun = 15;
   std::size_t drop_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
-  // Indexes into v of the pages to write back, sorted.
-  std::vector<std::size_t> victims_to_write(const victim_batch& v);
+  // Indexes into v of the pages to write back, sorted; v.write flags the same pages.
+  std::vector<std::size_t> victims_to_write(victim_batch& v);
   // Adds to `out` those of `verify` (judged clean) whose staged bytes differ from the store's.
   void add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                    std::vector<std::size_t>& out);
@@ -308,14 +311,13 @@ class pager_impl {
   void copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   // Step 5: keeps the moved victims in the victim cache, drops the staging range and gives
   // their buffer slots back; per index into v, whether it was kept (for finish_eviction).
-  std::vector<bool> lend_victim_slots(const victim_batch& v, const std::vector<std::size_t>& out);
+  std::vector<bool> lend_victim_slots(const victim_batch& v);
   // Step 5, once their bytes are in the bounce buffer: the victims of `out` absent and
   // `writing` (I8), their waiting faults woken.
   void lend_for_write(const victim_batch& v, const std::vector<std::size_t>& out);
   // Step 5, after lend_victim_slots: the other moved victims absent for good (with `kept`,
   // I7), their waiting faults woken.
-  void let_clean_victims_go(const victim_batch& v, const std::vector<std::size_t>& out,
-                            const std::vector<bool>& kept);
+  void let_clean_victims_go(const victim_batch& v, const std::vector<bool>& kept);
   // Step 6: false (error recorded, write-back marked failing) when the store write throws.
   bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   // After the write: `writing` cleared on the pages of `out` (absent ones `kept` per `kept`).

@@ -110,6 +110,16 @@ class WriteBackInFlight : public ::testing::TestWithParam<wb_param> {
     *word(p) = value(p, gen);
   }
 
+  // Whether the store's current (uncommitted) copy of page p starts with v.
+  bool store_holds(std::size_t p, std::uint64_t v) {
+    std::lock_guard lk(st_->mu);
+    const auto it = st_->current.find(p);
+    if (it == st_->current.end()) return false;
+    std::uint64_t got;
+    std::memcpy(&got, it->second->data(), sizeof got);
+    return got == v;
+  }
+
   // The pages written so far, from a new handle on the last commit.
   void expect_committed(std::size_t changed, std::uint64_t gen_changed) {
     auto back = mem_store::reopen(st_);
@@ -189,14 +199,25 @@ TEST_P(WriteBackInFlight, AFlushWritesAVictimFilledAndWrittenAgainAfterItsOlderW
   ASSERT_NO_FATAL_FAILURE(write_a_victim_again_while_its_write_is_held(9, w, p));
 
   // The flush must not write p before the held write of its older bytes lands (that write
-  // would then overwrite it). Give a wrong flush the time to do so before letting go.
-  const std::uint64_t writes0 = st_->writes.load();
+  // would then overwrite it). Let go only once the flush has either set p aside to write after
+  // the batch (flush_write_back_waits) or written it to the store (wrong): no time window.
+  const std::uint64_t waits0 = pg_->stats().flush_write_back_waits;
   auto f = std::async(std::launch::async, [this] { return pg_->flush({}); });
-  const auto window = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-  while (st_->writes.load() == writes0 && std::chrono::steady_clock::now() < window) {
+  const auto hang = std::chrono::steady_clock::now() + kHang;
+  bool hung = false;
+  while (pg_->stats().flush_write_back_waits == waits0 && !store_holds(p, value(p, 9))) {
+    if (std::chrono::steady_clock::now() > hang) {
+      hung = true;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  const bool written_early = store_holds(p, value(p, 9));
+  const std::uint64_t waits = pg_->stats().flush_write_back_waits - waits0;
   st_->let_writes_go = true;
+  ASSERT_FALSE(hung) << "the flush neither wrote page " << p << " nor waited: " << pg_->stats();
+  EXPECT_FALSE(written_early) << "the flush wrote page " << p << " before its older write landed";
+  EXPECT_EQ(waits, 1u);
   ASSERT_EQ(f.wait_for(kHang), std::future_status::ready);
   f.get();
   EXPECT_EQ(read(p), value(p, 9));
