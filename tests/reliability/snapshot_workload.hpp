@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -252,8 +253,10 @@ class workload {
     base_version_[i] = version;
   }
 
-  // flush() recording the window of the epoch it produced.
+  // flush() recording the window of the epoch it produced. Flushes run concurrently with each
+  // other, but not while a hold_flushes() lock lives.
   u64 recorded_flush() {
+    std::shared_lock gate(flush_gate_);
     auto lo = read(done_);
     const u64 e = m_.flush();
     file(e, std::move(lo), read(started_));
@@ -267,6 +270,10 @@ class workload {
     file(e, std::move(lo), read(started_));
     return e;
   }
+
+  // Holds every recorded_flush() back (writers that flush wait) while the lock lives, so that a
+  // snapshot taken under it can be measured before the source writes its files again.
+  std::unique_lock<std::shared_mutex> hold_flushes() { return std::unique_lock(flush_gate_); }
 
   // The window of epoch e; waits (bounded) for the flush that produced it to file it.
   std::optional<window> window_of(u64 e, std::chrono::milliseconds wait = std::chrono::seconds(30)) {
@@ -360,6 +367,7 @@ class workload {
   std::unique_ptr<std::atomic<u64>[]> started_, done_;
   std::vector<u64> base_version_;
   std::mutex mu_;
+  std::shared_mutex flush_gate_;  // recorded_flush shared, hold_flushes exclusive
   std::condition_variable cv_;
   std::map<u64, window> windows_;
   std::vector<std::string> errors_;
