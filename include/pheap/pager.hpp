@@ -118,7 +118,10 @@
 //   * Victim cache (pager_options::victim_cache; on by default only for an automatic buffer
 //     under a memory cgroup): evicted pages are also kept, once their bytes are in the store,
 //     in a private mirror of the region handed to the kernel with MADV_FREE, and a fault on
-//     such a page copies it back instead of reading the store (pager_stats::victim_hits).
+//     such a page copies it back instead of reading the store (pager_stats::victim_hits). A page
+//     that comes back this way (or from its eviction's write in flight) was evicted while in
+//     use — the evictor's clock sees writes, not reads — and the clock passes it over once
+//     more before it may be evicted again.
 //     The copies are the process's resident memory (RSS) until the kernel takes them, which it
 //     does without I/O whenever memory is short (they count as inactive file pages, so the
 //     automatic buffer treats them as reclaimable, as it does the page cache); they are not

@@ -419,6 +419,7 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
     if ((w & ps::writing) && copy_from_write_back(pages[i], b)) {
       src[i] = b;
       ++write_back_hits;
+      table_.note_came_back(pages[i], kCameBackTurns);
       continue;
     }
     if (!store_->may_have_data(pages[i])) {
@@ -428,6 +429,7 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
     src[i] = b;
     if ((w & ps::kept) && victims_.take(pages[i], b)) {
       ++hits;
+      table_.note_came_back(pages[i], kCameBackTurns);
     } else {
       reads.push_back({pages[i], b});
     }

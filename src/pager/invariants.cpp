@@ -1,6 +1,6 @@
 // The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
 // tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
-// against the budget's counters — invariants I1, I2, I6, the state part of I7 and I8 of
+// against the budget's counters — invariants I1, I2, I6, the state part of I7, I8 and I9 of
 // page_table.hpp.
 #include <chrono>
 #include <cstdio>
@@ -49,6 +49,7 @@ std::string pager_impl::check_invariants() const {
     if (k != ps::resident && (s & ps::dirty)) return bad("dirty but not resident");
     if (k != ps::absent && (s & ps::kept)) return bad("kept but not absent (I7)");
     if ((s & ps::kept) && !victims_.is_open()) return bad("kept without a victim cache (I7)");
+    if (k != ps::resident && ps::turns(s) > 0) return bad("turns of the hand but not resident (I9)");
     if (k == ps::resident) ++occupied;
     if (ps::pins(s) > 0) ++pinned;
     if (have_present) {

@@ -17,6 +17,10 @@
 //   bit  9    writing   absent, or filled again since: the page's eviction is writing its
 //                       bytes to the store right now, from the evictor's bounce buffer, which a
 //                       fill copies them from (I8; evictor.cpp steps 5-6)
+//   bits 10-11 turns    turns of the clock hand still owed to a page that came back soon
+//                       after its eviction (its fill took the victim cache's copy or the
+//                       evictor's bounce buffer): the hand passes it that many more times
+//                       before it may claim it (evictor.cpp step 1, I9)
 //   bits 16+  pin count
 //
 // Invariants (checked by pager_impl::check_invariants when the pager is quiescent, and by
@@ -47,6 +51,10 @@
 //       the victim cache or the zero page; a flush does not claim the page (its write could
 //       land before the older one in flight: flush_claim::in_write_back); the evictor does not
 //       claim it either (evictable).
+//   I9  turns only on filling and resident pages: set by note_came_back on a filling page,
+//       spent one per pass of the hand (spend_turn), zeroed by claim_evict and when a fill
+//       installs nothing; the evictor claims no page that still has turns (evictable()
+//       allows it; claim_victims and claim_neighbours pass such a page over).
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
@@ -81,6 +89,9 @@ inline constexpr std::uint32_t ref = 1u << 6;
 inline constexpr std::uint32_t wpclear = 1u << 7;
 inline constexpr std::uint32_t kept = 1u << 8;
 inline constexpr std::uint32_t writing = 1u << 9;
+inline constexpr std::uint32_t turns_shift = 10;
+inline constexpr std::uint32_t turns_mask = 3u << turns_shift;
+inline constexpr std::uint32_t max_turns = 3;
 inline constexpr std::uint32_t owned = evict | flush | wpclear;
 inline constexpr std::uint32_t pin_shift = 16;
 inline constexpr std::uint32_t pin_one = 1u << pin_shift;
@@ -88,6 +99,7 @@ inline constexpr std::uint32_t pin_mask = 0xFFFFu << pin_shift;
 
 constexpr std::uint32_t kind(std::uint32_t s) { return s & kind_mask; }
 constexpr std::uint32_t pins(std::uint32_t s) { return s >> pin_shift; }
+constexpr std::uint32_t turns(std::uint32_t s) { return (s & turns_mask) >> turns_shift; }
 constexpr std::uint32_t with_kind(std::uint32_t s, std::uint32_t k) { return (s & ~kind_mask) | k; }
 // The evictor may claim the page: resident, no owner (I2), not pinned (I4), its last
 // eviction's write not in flight (I8).
@@ -176,6 +188,17 @@ class page_table {
   // wakes the page (a fault that saw `filling` waits for an install that will not come).
   void abandon_fill(std::size_t i) noexcept { leave_filling(i, ps::absent); }
 
+  // A filling page whose bytes came from the victim cache or from its eviction's write in
+  // flight (I7, I8): it was evicted while still in use, and gets `turns` more passes of the
+  // hand once installed (I9; install keeps them).
+  void note_came_back(std::size_t i, std::uint32_t turns) noexcept {
+    assert(turns <= ps::max_turns);
+    std::uint32_t s = load(i);
+    assert(ps::kind(s) == ps::filling);
+    while (!cas(i, s, (s & ~ps::turns_mask) | (turns << ps::turns_shift))) {
+    }
+  }
+
   // filling → poisoned, after UFFDIO_POISON installed the poison marker; the caller releases
   // the slot (I6: a poisoned page holds no memory). kept cleared (I7).
   void mark_poisoned(std::size_t i) noexcept { leave_filling(i, ps::poisoned); }
@@ -215,13 +238,19 @@ class page_table {
   // Second chance: clears `ref` if the word is still `seen` (one attempt; losing a race only
   // means the page is looked at again on the next pass).
   void clear_ref(std::size_t i, std::uint32_t seen) noexcept { (void)cas(i, seen, seen & ~ps::ref); }
+  // The hand passes a page with turns left: one fewer (I9), if the word is still `seen` (one
+  // attempt, as clear_ref).
+  void spend_turn(std::size_t i, std::uint32_t seen) noexcept {
+    assert(ps::turns(seen) > 0);
+    (void)cas(i, seen, seen - (1u << ps::turns_shift));
+  }
 
   // An evictable page (resident, unowned: I2, unpinned: I4) → evict, ref cleared. `was` gets
   // the word before the claim (its dirty bit).
   bool claim_evict(std::size_t i, std::uint32_t& was) noexcept {
     std::uint32_t s = load(i);
     while (ps::evictable(s)) {
-      if (cas(i, s, (s | ps::evict) & ~ps::ref)) {
+      if (cas(i, s, (s | ps::evict) & ~(ps::ref | ps::turns_mask))) {
         was = s;
         return true;
       }
@@ -375,11 +404,12 @@ class page_table {
                                          std::memory_order_acquire);
   }
   // filling → `k`, the pin count kept; `kept` too only when going back to absent (the fill
-  // changed nothing, I7).
+  // changed nothing, I7); turns never (I9).
   void leave_filling(std::size_t i, std::uint32_t k) noexcept {
     std::uint32_t s = load(i);
     assert(ps::kind(s) == ps::filling);
-    while (!cas(i, s, k == ps::absent ? ps::with_kind(s, k) : ps::with_kind(s, k) & ~ps::kept)) {
+    while (!cas(i, s, (k == ps::absent ? ps::with_kind(s, k) : ps::with_kind(s, k) & ~ps::kept) &
+                          ~ps::turns_mask)) {
     }
   }
 

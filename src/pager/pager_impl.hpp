@@ -295,6 +295,9 @@ class pager_impl {
   // evict_batch_pages_).
   void claim_neighbours(std::size_t page, std::size_t want, victim_batch& v, bool dirty_ok);
   static constexpr std::size_t kNeighbourRun = 15;
+  // Turns of the hand owed to a page that came back from the victim cache or a write-back in
+  // flight (page_table.hpp I9; evictor.cpp step 1).
+  static constexpr std::uint32_t kCameBackTurns = 1;
   std::size_t drop_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
   // Indexes into v of the pages to write back, sorted; v.write flags the same pages.

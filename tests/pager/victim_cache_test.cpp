@@ -255,6 +255,90 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
   EXPECT_EQ(mismatches(again, 3), 0u);
 }
 
+// The clock sees writes and fills, not reads, so a page the application only reads is an
+// unreferenced clean page to it, chosen first. When such a page comes back from its copy soon
+// after its eviction, the fill gives it kCameBackTurns more passes of the hand (page_table.hpp
+// I9). The words: the turns survive the install and the clearing of the fill's reference, go
+// one per pass of the hand, and neither a claim nor a fill that installs nothing leaves any.
+TEST(VictimCache, APageThatCameBackKeepsItsTurnsThroughItsInstallAndLosesThemOnlyToTheHand) {
+  namespace ps = paging::ps;
+  paging::page_table t(3);
+  ASSERT_TRUE(t.claim_fill(0));
+  t.note_came_back(0, 2);
+  t.install(0, ps::ref);
+  std::uint32_t w = t.load(0);
+  EXPECT_EQ(ps::kind(w), ps::resident);
+  EXPECT_TRUE(w & ps::ref);
+  EXPECT_EQ(ps::turns(w), 2u);
+  t.clear_ref(0, w);  // the hand's first pass: the fill's reference
+  EXPECT_EQ(ps::turns(t.load(0)), 2u);
+  t.spend_turn(0, t.load(0));
+  EXPECT_EQ(ps::turns(t.load(0)), 1u);
+  EXPECT_EQ(t.load(0) & ~ps::turns_mask, ps::resident) << "nothing else changed";
+  t.spend_turn(0, t.load(0));
+  EXPECT_EQ(t.load(0), ps::resident);
+  // A claim leaves no turns behind (a page that did not move out is published again as any).
+  ASSERT_TRUE(t.claim_fill(1));
+  t.note_came_back(1, ps::max_turns);
+  t.install(1, ps::ref);
+  std::uint32_t was = 0;
+  ASSERT_TRUE(t.claim_evict(1, was));
+  EXPECT_EQ(ps::turns(was), ps::max_turns);
+  EXPECT_EQ(ps::turns(t.load(1)), 0u);
+  // Nor does a fill that installed nothing (I9: turns only on filling and resident pages).
+  ASSERT_TRUE(t.claim_fill(2));
+  t.note_came_back(2, 1);
+  t.abandon_fill(2);
+  EXPECT_EQ(t.load(2), ps::absent);
+}
+
+// And in a pager: a page that came back from its copy has its turns, and the hand spends them:
+// a stream of new pages turning the ring over takes it out within a few revolutions, as it
+// does a page filled right after it from nothing.
+TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRingTurns) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  // 64 KiB pages: a zero fill is one page (a fault's zero fill ahead covers 64 KiB), so the
+  // stream turns the ring over one page per fault.
+  constexpr std::size_t kBig = 65536, kRegion = 512, kBuffer = 32, kWritten = 64;
+  auto s = mem_store::create(kRegion * kBig, kBig);
+  pager_options o = with_cache(victim_caching::on);
+  o.buffer_size = kBuffer * kBig;
+  pager pg(std::move(s), o);
+  ASSERT_TRUE(pg.stats().victim_cache);
+  auto& impl = paging::test_access::impl(pg);
+  const auto at = [&](std::size_t p) { return reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kBig); };
+  // (A fill wakes the faulting thread before its page's word says resident: `filling` is not
+  // gone.)
+  const auto gone = [&](std::size_t p) { return paging::ps::kind(impl.table_.load(p)) == paging::ps::absent; };
+  for (std::size_t p = 0; p < kWritten; ++p) *at(p) = p * 7 + 1;  // most evicted, kept
+  pg.flush({});  // the ones still resident are clean now, as every page below
+  std::size_t next = 2 * kWritten;  // pages never written (zero fills) take the buffer over
+  for (; next < 2 * kWritten + 2 * kBuffer; ++next) (void)*at(next);
+  impl.wait_evictor_idle();
+  std::size_t a = kWritten;
+  for (std::size_t p = 0; p < kWritten && a == kWritten; ++p) {
+    if (gone(p) && (impl.table_.load(p) & paging::ps::kept) && impl.victims_.holds_copy_for_test(p)) a = p;
+  }
+  ASSERT_LT(a, kWritten) << "no evicted page with its copy: " << pg.stats();
+  const std::uint64_t hits = pg.stats().victim_hits;
+  ASSERT_EQ(*at(a), a * 7 + 1);
+  ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
+  EXPECT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
+  const std::size_t b = next;  // filled right after it, from nothing
+  std::size_t b_gone = 0, a_gone = 0;
+  for (; next < kRegion && (a_gone == 0 || b_gone == 0); ++next) {
+    (void)*at(next);
+    if (b_gone == 0 && gone(b)) b_gone = next - b + 1;
+    if (a_gone == 0 && gone(a)) a_gone = next - b + 1;
+  }
+  ASSERT_GT(b_gone, 0u) << "the page filled after it never left: " << pg.stats();
+  ASSERT_GT(a_gone, 0u) << "the page that came back never left: its turns were not spent; " << pg.stats();
+  EXPECT_LE(a_gone, b_gone + (paging::pager_impl::kCameBackTurns + 2) * kBuffer)
+      << "left " << a_gone << " pages into the stream, the page filled after it " << b_gone;
+  impl.wait_evictor_idle();
+  EXPECT_EQ(impl.check_invariants(), "");
+}
+
 TEST(VictimCache, APageWrittenAfterItCameBackFromItsCopyIsKeptAgainWithTheNewBytes) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
