@@ -8,34 +8,8 @@
 #   S18 at 1/4: run M's protocol (bench/results/2026-11-27-graph-defaults/run.sh, which runs
 #     <checkout>/build/bench/graph/graph_construct_bench, so each build's own checkout runs it),
 #     pheap defaults then mmap-random per call -> construct.csv (labels AF-base-…, AF-new-…).
-# Usage: run.sh BASE_CHECKOUT NEW_CHECKOUT ROUNDS   (checkouts with build/ built)
-# RUN_PARTS ("tiny s18" by default) picks the parts; RUN_SUFFIX is appended to the CSV names
-# and labels.
+# Usage: run.sh BASE_CHECKOUT NEW_CHECKOUT ROUNDS   (checkouts with build/ built; run AC's script,
+# its CSVs written here, its labels AF-…)
 set -euo pipefail
-base=$1 new=$2 rounds=$3
 here=$(cd "$(dirname "$0")" && pwd)
-parts=${RUN_PARTS:-tiny s18} sfx=${RUN_SUFFIX:-}
-if [[ " $parts " == *" tiny "* ]]; then
-echo "build,round,page,buffer_pages,pheap_s,pages_read,pages_written,fault_s,in_fault,disk1_s,disk2_s" > "$here/tiny$sfx.csv"
-for r in $(seq 1 "$rounds"); do
-  for b in base new; do
-    co=$base; [ $b = new ] && co=$new
-    "$here/../2026-11-28-tiny-concurrency/run.sh" "$co/build" 1 | tail -n +2 | sed "s/^1,/$b,$r,/" >> "$here/tiny$sfx.csv"
-  done
-done
-fi
-[[ " $parts " == *" s18 "* ]] || exit 0
-for r in $(seq 1 "$rounds"); do
-  for b in base new; do
-    co=$base; [ $b = new ] && co=$new
-    # run M's script from the build's checkout; mmap-random only once per round (after base)
-    if [ $b = base ]; then
-      RUN_OUT=$here/construct$sfx.csv RUN_LABEL=AF$sfx-base-r$r RUN_TIMEOUT=400 "$co/bench/results/2026-11-27-graph-defaults/run.sh" 18 quarter 1 135847936
-    else
-      (cd "$co" && bin=build/bench/graph/graph_construct_bench &&
-       "$bin" --scale 18 --threads 2 --page-sizes 4096 --modes quarter --timeout 400 --slack-mib 32 \
-         --dir /tmp --buffer auto --csv "$here/construct$sfx.csv" --datastore-bytes 135847936 \
-         --systems uffd --label "AF$sfx-new-r$r-defaults" | tail -1)
-    fi
-  done
-done
+RUN_DIR=$here RUN_TAG=AF exec "$here/../2026-11-29-write-back-fills/run.sh" "$@"

@@ -10,10 +10,11 @@
 #     pheap defaults then mmap-random per call -> construct.csv (labels AC-base-…, AC-new-…).
 # Usage: run.sh BASE_CHECKOUT NEW_CHECKOUT ROUNDS   (checkouts with build/ built)
 # RUN_PARTS ("tiny s18" by default) picks the parts; RUN_SUFFIX is appended to the CSV names
-# and labels (a second S18 run on a later build: RUN_PARTS=s18 RUN_SUFFIX=2).
+# and labels (a second S18 run on a later build: RUN_PARTS=s18 RUN_SUFFIX=2). Later A/B runs
+# of this protocol set RUN_DIR (where the CSVs go) and RUN_TAG (the labels' letters, AC here).
 set -euo pipefail
 base=$1 new=$2 rounds=$3
-here=$(cd "$(dirname "$0")" && pwd)
+here=${RUN_DIR:-$(cd "$(dirname "$0")" && pwd)} tag=${RUN_TAG:-AC}
 parts=${RUN_PARTS:-tiny s18} sfx=${RUN_SUFFIX:-}
 if [[ " $parts " == *" tiny "* ]]; then
 echo "build,round,page,buffer_pages,pheap_s,pages_read,pages_written,fault_s,in_fault,disk1_s,disk2_s" > "$here/tiny$sfx.csv"
@@ -30,12 +31,12 @@ for r in $(seq 1 "$rounds"); do
     co=$base; [ $b = new ] && co=$new
     # run M's script from the build's checkout; mmap-random only once per round (after base)
     if [ $b = base ]; then
-      RUN_OUT=$here/construct$sfx.csv RUN_LABEL=AC$sfx-base-r$r RUN_TIMEOUT=400 "$co/bench/results/2026-11-27-graph-defaults/run.sh" 18 quarter 1 135847936
+      RUN_OUT=$here/construct$sfx.csv RUN_LABEL=$tag$sfx-base-r$r RUN_TIMEOUT=400 "$co/bench/results/2026-11-27-graph-defaults/run.sh" 18 quarter 1 135847936
     else
       (cd "$co" && bin=build/bench/graph/graph_construct_bench &&
        "$bin" --scale 18 --threads 2 --page-sizes 4096 --modes quarter --timeout 400 --slack-mib 32 \
          --dir /tmp --buffer auto --csv "$here/construct$sfx.csv" --datastore-bytes 135847936 \
-         --systems uffd --label "AC$sfx-new-r$r-defaults" | tail -1)
+         --systems uffd --label "$tag$sfx-new-r$r-defaults" | tail -1)
     fi
   done
 done
