@@ -159,7 +159,13 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
   // Clean pages first: up to `lookahead` pages past the hand are looked at for clean ones;
   // the dirty ones seen on the way are taken, oldest first, only when the clean ones do not
   // fill the batch. At most 2 + kCameBackTurns passes over the ring (the first may only clear
-  // refs, the next ones spend the turns of pages that came back: I9).
+  // refs, the next ones spend the turns of pages that came back: I9); that bound is also what
+  // lets a fault waiting for a slot go on whatever the turns (a hand that passed a page over
+  // without spending its turn would leave a buffer of pages that came back with no victim).
+  // A turn keeps a page for one more revolution where a batch is small against the ring (out
+  // of core: rounds of 2 % of the buffer, B7); in a ring of a few dozen pages whose pages are
+  // mostly referenced the hand may go round within one batch and spend the turn and claim the
+  // page in it (tests/pager/victim_cache_test.cpp, the test of this order, uses 128 pages).
   const std::size_t lookahead = std::max<std::size_t>(64, want * 8);
   const std::size_t limit = (2 + kCameBackTurns) * clock_.size();
   std::vector<std::size_t> dirty_seen;

@@ -339,6 +339,73 @@ TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRin
   EXPECT_EQ(impl.check_invariants(), "");
 }
 
+// The hand's order (evictor.cpp step 1): a page that came back from its copy and one filled
+// right after it from the store are the same to the clock but for the first one's turn, so the
+// second leaves first and the first is still resident when it goes. A hand that ignored the
+// turn would claim the first one before the second or with it (they are next to each other in
+// the ring, both clean and unreferenced once the hand has passed them).
+TEST(VictimCache, APageThatCameBackFromItsCopyOutlivesAPageFilledAfterItFromTheStore) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  // 64 KiB pages: a zero fill is one page, so the stream below turns the ring over one page
+  // per fault. No read-ahead: each fill below is one page.
+  constexpr std::size_t kBig = 65536, kBuffer = 128, kWritten = 256, kRegion = 2 * kWritten + 6 * kBuffer;
+  auto s = mem_store::create(kRegion * kBig, kBig);
+  pager_options o = with_cache(victim_caching::on);
+  o.buffer_size = kBuffer * kBig;
+  o.read_ahead = 0;
+  pager pg(std::move(s), o);
+  ASSERT_TRUE(pg.stats().victim_cache);
+  auto& impl = paging::test_access::impl(pg);
+  const auto at = [&](std::size_t p) { return reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kBig); };
+  const auto kind = [&](std::size_t p) { return paging::ps::kind(impl.table_.load(p)); };
+  const auto kept = [&](std::size_t p) {
+    return kind(p) == paging::ps::absent && (impl.table_.load(p) & paging::ps::kept) &&
+           impl.victims_.holds_copy_for_test(p);
+  };
+  for (std::size_t p = 0; p < kWritten; ++p) *at(p) = p * 7 + 1;
+  pg.flush({});
+  std::size_t next = 2 * kWritten;
+  for (; next < 2 * kWritten + 2 * kBuffer; ++next) (void)*at(next);
+  impl.wait_evictor_idle();
+  // a from the first quarter, c from the last: more than a run of neighbours apart
+  // (claim_neighbours takes clean pages next to a victim). c's copy goes, as under memory
+  // pressure, so c comes back from the store, without a turn. (MADV_PAGEOUT passes over a
+  // copy still in another CPU's LRU batch: the first page whose copy did go is c.)
+  std::size_t a = kWritten, c = kWritten;
+  for (std::size_t p = 0; p < kWritten / 4 && a == kWritten; ++p) {
+    if (kept(p)) a = p;
+  }
+  for (std::size_t p = kWritten; p-- > 3 * kWritten / 4 && c == kWritten;) {
+    if (!kept(p)) continue;
+    impl.victims_.drop_for_test(p, 1);
+    if (!impl.victims_.holds_copy_for_test(p)) c = p;
+  }
+  ASSERT_LT(a, kWritten) << "no evicted page with its copy in the first quarter: " << pg.stats();
+  ASSERT_LT(c, kWritten) << "no evicted page in the last quarter whose copy could be dropped: " << pg.stats();
+  const std::uint64_t hits = pg.stats().victim_hits, reads = pg.stats().pages_read;
+  ASSERT_EQ(*at(a), a * 7 + 1);
+  ASSERT_EQ(*at(c), c * 7 + 1);
+  ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
+  ASSERT_EQ(pg.stats().pages_read, reads + 1) << "page " << c << " came back from the store";
+  ASSERT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
+  ASSERT_EQ(paging::ps::turns(impl.table_.load(c)), 0u);
+  bool c_gone = false;
+  for (; next < kRegion && !c_gone; ++next) {
+    (void)*at(next);
+    c_gone = kind(c) == paging::ps::absent;
+    if (c_gone) {
+      const std::uint32_t w = impl.table_.load(a);
+      EXPECT_TRUE(paging::ps::kind(w) == paging::ps::resident && !(w & paging::ps::evict))
+          << "page " << a << " (came back from its copy) left with or before page " << c
+          << " (filled after it from the store), " << next - 2 * kWritten - 2 * kBuffer
+          << " pages into the stream";
+    }
+  }
+  ASSERT_TRUE(c_gone) << "page " << c << " never left: " << pg.stats();
+  impl.wait_evictor_idle();
+  EXPECT_EQ(impl.check_invariants(), "");
+}
+
 TEST(VictimCache, APageWrittenAfterItCameBackFromItsCopyIsKeptAgainWithTheNewBytes) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
