@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run AG (issue 16): a compressed victim ring (rejected). BUILD is a build of this commit with
-# compressed-ring.patch applied (git apply) (cmake -S . -B build, ninja -C build
-# bench/graph/graph_construct_bench); PHEAP_EXP_PACKED is the ring's share of the automatic
+# Run AG (issue 16): a compressed victim ring (rejected). BUILD_DIR: the build of a tree at
+# 51a5c08 (the run's; the patch applies to later commits too) with compressed-ring.patch applied
+# (git apply compressed-ring.patch; cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo;
+# ninja -C build bench/graph/graph_construct_bench). PHEAP_EXP_PACKED is the ring's share of the automatic
 # buffer in thousandths (unset or 0: no ring, the pager as committed), PHEAP_EXP_PACKED_LEVEL
 # zstd's level. S18 at 1/4 per edge, this pager only, interleaved, each run in its own v1
 # cgroup of the budget + 32 MiB (graph_construct_bench's own).
