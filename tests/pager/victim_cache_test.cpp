@@ -59,6 +59,42 @@ pager_options with_cache(victim_caching v) {
   return o;
 }
 
+// A pager of 64 KiB pages with the victim cache on, whose pages [0, written) were written,
+// flushed and, as pages from 2 * written on (never written) took the buffer over, mostly
+// evicted with their copies kept. 64 KiB: a zero fill is one page (a fault's zero fill ahead
+// covers 64 KiB), so the stream of never-written pages turns the ring over one page per fault.
+struct evicted_big_pages {
+  static constexpr std::size_t kBig = 65536;
+  static pager_options options(std::size_t buffer) {
+    pager_options o = with_cache(victim_caching::on);
+    o.buffer_size = buffer * kBig;
+    return o;
+  }
+  evicted_big_pages(std::size_t region, std::size_t buffer, std::size_t written)
+      : pg(mem_store::create(region * kBig, kBig), options(buffer)),
+        impl(paging::test_access::impl(pg)),
+        next(2 * written) {
+    for (std::size_t p = 0; p < written; ++p) *at(p) = p * 7 + 1;
+    pg.flush({});  // the ones still resident are clean now, as every page below
+    for (; next < 2 * written + 2 * buffer; ++next) (void)*at(next);
+    impl.wait_evictor_idle();
+  }
+  volatile std::uint64_t* at(std::size_t p) {
+    return reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kBig);
+  }
+  // (A fill wakes the faulting thread before its page's word says resident: `filling` is not
+  // gone.)
+  std::uint32_t kind(std::size_t p) const { return paging::ps::kind(impl.table_.load(p)); }
+  // Evicted, with its copy in the victim cache.
+  bool kept(std::size_t p) const {
+    return kind(p) == paging::ps::absent && (impl.table_.load(p) & paging::ps::kept) &&
+           impl.victims_.holds_copy_for_test(p);
+  }
+  pager pg;
+  paging::pager_impl& impl;
+  std::size_t next;  // the first page of the stream not touched yet
+};
+
 TEST(VictimCache, AnEvictedPageComesBackFromItsKeptCopyWithoutAStoreRead) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto s = mem_store::create(kPages * kPs, kPs);
@@ -297,39 +333,26 @@ TEST(VictimCache, APageThatCameBackKeepsItsTurnsThroughItsInstallAndLosesThemOnl
 // does a page filled right after it from nothing.
 TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRingTurns) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  // 64 KiB pages: a zero fill is one page (a fault's zero fill ahead covers 64 KiB), so the
-  // stream turns the ring over one page per fault.
-  constexpr std::size_t kBig = 65536, kRegion = 512, kBuffer = 32, kWritten = 64;
-  auto s = mem_store::create(kRegion * kBig, kBig);
-  pager_options o = with_cache(victim_caching::on);
-  o.buffer_size = kBuffer * kBig;
-  pager pg(std::move(s), o);
+  constexpr std::size_t kRegion = 512, kBuffer = 32, kWritten = 64;
+  evicted_big_pages r(kRegion, kBuffer, kWritten);
+  pager& pg = r.pg;
   ASSERT_TRUE(pg.stats().victim_cache);
-  auto& impl = paging::test_access::impl(pg);
-  const auto at = [&](std::size_t p) { return reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kBig); };
-  // (A fill wakes the faulting thread before its page's word says resident: `filling` is not
-  // gone.)
-  const auto gone = [&](std::size_t p) { return paging::ps::kind(impl.table_.load(p)) == paging::ps::absent; };
-  for (std::size_t p = 0; p < kWritten; ++p) *at(p) = p * 7 + 1;  // most evicted, kept
-  pg.flush({});  // the ones still resident are clean now, as every page below
-  std::size_t next = 2 * kWritten;  // pages never written (zero fills) take the buffer over
-  for (; next < 2 * kWritten + 2 * kBuffer; ++next) (void)*at(next);
-  impl.wait_evictor_idle();
+  auto& impl = r.impl;
   std::size_t a = kWritten;
   for (std::size_t p = 0; p < kWritten && a == kWritten; ++p) {
-    if (gone(p) && (impl.table_.load(p) & paging::ps::kept) && impl.victims_.holds_copy_for_test(p)) a = p;
+    if (r.kept(p)) a = p;
   }
   ASSERT_LT(a, kWritten) << "no evicted page with its copy: " << pg.stats();
   const std::uint64_t hits = pg.stats().victim_hits;
-  ASSERT_EQ(*at(a), a * 7 + 1);
+  ASSERT_EQ(*r.at(a), a * 7 + 1);
   ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
   EXPECT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
-  const std::size_t b = next;  // filled right after it, from nothing
+  const std::size_t b = r.next;  // filled right after it, from nothing
   std::size_t b_gone = 0, a_gone = 0;
-  for (; next < kRegion && (a_gone == 0 || b_gone == 0); ++next) {
-    (void)*at(next);
-    if (b_gone == 0 && gone(b)) b_gone = next - b + 1;
-    if (a_gone == 0 && gone(a)) a_gone = next - b + 1;
+  for (; r.next < kRegion && (a_gone == 0 || b_gone == 0); ++r.next) {
+    (void)*r.at(r.next);
+    if (b_gone == 0 && r.kind(b) == paging::ps::absent) b_gone = r.next - b + 1;
+    if (a_gone == 0 && r.kind(a) == paging::ps::absent) a_gone = r.next - b + 1;
   }
   ASSERT_GT(b_gone, 0u) << "the page filled after it never left: " << pg.stats();
   ASSERT_GT(a_gone, 0u) << "the page that came back never left: its turns were not spent; " << pg.stats();
@@ -346,58 +369,42 @@ TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRin
 // the ring, both clean and unreferenced once the hand has passed them).
 TEST(VictimCache, APageThatCameBackFromItsCopyOutlivesAPageFilledAfterItFromTheStore) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  // 64 KiB pages: a zero fill is one page, so the stream below turns the ring over one page
-  // per fault. No read-ahead: each fill below is one page.
-  constexpr std::size_t kBig = 65536, kBuffer = 128, kWritten = 256, kRegion = 2 * kWritten + 6 * kBuffer;
-  auto s = mem_store::create(kRegion * kBig, kBig);
-  pager_options o = with_cache(victim_caching::on);
-  o.buffer_size = kBuffer * kBig;
-  o.read_ahead = 0;
-  pager pg(std::move(s), o);
+  constexpr std::size_t kBuffer = 128, kWritten = 256, kRegion = 2 * kWritten + 6 * kBuffer;
+  evicted_big_pages r(kRegion, kBuffer, kWritten);
+  pager& pg = r.pg;
   ASSERT_TRUE(pg.stats().victim_cache);
-  auto& impl = paging::test_access::impl(pg);
-  const auto at = [&](std::size_t p) { return reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kBig); };
-  const auto kind = [&](std::size_t p) { return paging::ps::kind(impl.table_.load(p)); };
-  const auto kept = [&](std::size_t p) {
-    return kind(p) == paging::ps::absent && (impl.table_.load(p) & paging::ps::kept) &&
-           impl.victims_.holds_copy_for_test(p);
-  };
-  for (std::size_t p = 0; p < kWritten; ++p) *at(p) = p * 7 + 1;
-  pg.flush({});
-  std::size_t next = 2 * kWritten;
-  for (; next < 2 * kWritten + 2 * kBuffer; ++next) (void)*at(next);
-  impl.wait_evictor_idle();
+  auto& impl = r.impl;
   // a from the first quarter, c from the last: more than a run of neighbours apart
   // (claim_neighbours takes clean pages next to a victim). c's copy goes, as under memory
   // pressure, so c comes back from the store, without a turn. (MADV_PAGEOUT passes over a
   // copy still in another CPU's LRU batch: the first page whose copy did go is c.)
   std::size_t a = kWritten, c = kWritten;
   for (std::size_t p = 0; p < kWritten / 4 && a == kWritten; ++p) {
-    if (kept(p)) a = p;
+    if (r.kept(p)) a = p;
   }
   for (std::size_t p = kWritten; p-- > 3 * kWritten / 4 && c == kWritten;) {
-    if (!kept(p)) continue;
+    if (!r.kept(p)) continue;
     impl.victims_.drop_for_test(p, 1);
     if (!impl.victims_.holds_copy_for_test(p)) c = p;
   }
   ASSERT_LT(a, kWritten) << "no evicted page with its copy in the first quarter: " << pg.stats();
   ASSERT_LT(c, kWritten) << "no evicted page in the last quarter whose copy could be dropped: " << pg.stats();
   const std::uint64_t hits = pg.stats().victim_hits, reads = pg.stats().pages_read;
-  ASSERT_EQ(*at(a), a * 7 + 1);
-  ASSERT_EQ(*at(c), c * 7 + 1);
+  ASSERT_EQ(*r.at(a), a * 7 + 1);
+  ASSERT_EQ(*r.at(c), c * 7 + 1);
   ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
   ASSERT_EQ(pg.stats().pages_read, reads + 1) << "page " << c << " came back from the store";
   ASSERT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
   ASSERT_EQ(paging::ps::turns(impl.table_.load(c)), 0u);
   bool c_gone = false;
-  for (; next < kRegion && !c_gone; ++next) {
-    (void)*at(next);
-    c_gone = kind(c) == paging::ps::absent;
+  for (; r.next < kRegion && !c_gone; ++r.next) {
+    (void)*r.at(r.next);
+    c_gone = r.kind(c) == paging::ps::absent;
     if (c_gone) {
       const std::uint32_t w = impl.table_.load(a);
       EXPECT_TRUE(paging::ps::kind(w) == paging::ps::resident && !(w & paging::ps::evict))
           << "page " << a << " (came back from its copy) left with or before page " << c
-          << " (filled after it from the store), " << next - 2 * kWritten - 2 * kBuffer
+          << " (filled after it from the store), " << r.next - 2 * kWritten - 2 * kBuffer
           << " pages into the stream";
     }
   }
