@@ -142,11 +142,13 @@
 //     construction, 64 MiB for 64 GiB at 4 KiB pages); ≤ 64 bytes per buffer page of
 //     bookkeeping (the evictor's clock), and 1 byte per page of the region where the evictor
 //     took a page along with a neighbouring victim (a mapping touched likewise); bounce
-//     buffers of one flush batch (≤ 16 MiB), two eviction batches (≤ 8 MiB each; the second
-//     is touched only for stores without page_crc), 1 + read_ahead pages per fault thread and
-//     64 KiB of zeros; with an automatic buffer each batch is at most 1/16 of the memory
-//     limit. UFFDIO_MOVE staging ranges hold buffer pages only (a moved page keeps its slot
-//     until it leaves memory). The store's own: its page map
+//     buffers of one flush batch (≤ 16 MiB) and one eviction batch (≤ 8 MiB), the evicted
+//     pages' frames the eviction's UFFDIO_MOVE staging range keeps mapped between emptyings
+//     (at most an eviction batch and at most 256 KiB: one TLB shootdown for several small
+//     batches), 1 + read_ahead pages per fault thread and 64 KiB of zeros; with an automatic
+//     buffer each batch is at most 1/16 of the memory limit. Otherwise the staging ranges
+//     hold buffer pages only (a page moved there keeps its slot until its bytes are out of
+//     the buffer). The store's own: its page map
 //     (sparse_store.hpp, ≈ 5-14 bytes per page of loaded map blocks) and, with the io_uring
 //     engine, one ring per thread that does I/O (a few pages each) plus the kernel's io-wq
 //     workers, which the kernel bounds per ring (IORING_REGISTER_IOWQ_MAX_WORKERS; pheap does

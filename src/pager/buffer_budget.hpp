@@ -9,8 +9,9 @@
 //   B1  occupied ≥ filling + resident pages at every instant, equal when no fill, poisoning
 //       or eviction is in flight (page_table.hpp I6): slots are taken before the claim and
 //       returned after the page-table transition. One exception: the victims of the eviction
-//       batch in flight give their slots back as soon as their bytes have left memory
-//       (evictor.cpp step 5); those judged clean go absent just after that, and are
+//       batch in flight give their slots back as soon as their bytes are out of the buffer
+//       (evictor.cpp step 5; frames the staging range keeps a while are pheap's own memory
+//       outside it, staging.hpp step 3); those judged clean go absent just after that, and are
 //       `resident | evict` without a slot until then. (Those to write go absent just before,
 //       `writing`, and may take a slot again after a failed write-back: retake().)
 //   B2  a slot is granted only while used is below the limit asked for: the buffer for a

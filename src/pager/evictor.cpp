@@ -41,8 +41,9 @@
 //      (with a tiny buffer the victims are often the pages the application touches next:
 //      bench/README.md run AC). Then lend_victim_slots keeps a copy of every victim in the
 //      victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on),
-//      drops the staging range with one MADV_DONTNEED and gives the victims' buffer slots back
-//      at once: their bytes are out of the buffer now (in the bounce buffer, the store or the
+//      drops the batch's staging slots (emptied with one MADV_DONTNEED for several small
+//      batches, staging.hpp step 3: the frames kept meanwhile count outside the buffer) and
+//      gives the victims' buffer slots back at once: their bytes are out of the buffer now (in the bounce buffer, the store or the
 //      cache), so a fault waiting on a full buffer reads its page while the victims are
 //      written, not after (bench/README.md run U). let_clean_victims_go then makes the
 //      victims judged clean absent for good (the store has their bytes) and wakes theirs.
@@ -364,7 +365,9 @@ void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_
       case store_copy::same: break;
       case store_copy::differs: out.push_back(i); break;
       case store_copy::unknown:
-        reads.push_back({v.pages[i], verify_bounce_.data() + reads.size() * ps_});
+        // Into the eviction's bounce buffer: free until step 5 (the last batch's write-back
+        // ended with it, write_back_pages_ is empty), and these reads are compared by then.
+        reads.push_back({v.pages[i], evict_bounce_.data() + reads.size() * ps_});
         read_back.push_back(i);
         break;
     }

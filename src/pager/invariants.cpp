@@ -1,7 +1,7 @@
 // The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
 // tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
 // against the budget's counters — invariants I1, I2, I6, the state part of I7, I8 and I9 of
-// page_table.hpp.
+// page_table.hpp — and the eviction staging range's frames against their bound.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -65,6 +65,16 @@ std::string pager_impl::check_invariants() const {
   if (pinned != budget_.pinned()) {
     return "pinned counter " + std::to_string(budget_.pinned()) + " != pinned pages " +
            std::to_string(pinned);
+  }
+  // Between batches the eviction's staging range keeps at most `retain` dropped frames
+  // mapped, the bound pheap's memory outside the buffer counts (staging.hpp step 3).
+  if (evict_staging_.is_open() && pagemap_fd_ >= 0) {
+    const std::size_t frames = evict_staging_.staged_frames();
+    const std::size_t bound = evict_staging_.retain() * (ps_ / os_page_size());
+    if (frames > bound) {
+      return "eviction staging range holds " + std::to_string(frames) + " frames, more than the " +
+             std::to_string(bound) + " it may keep (staging.hpp step 3)";
+    }
   }
   return {};
 }

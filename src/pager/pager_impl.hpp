@@ -278,7 +278,14 @@ class pager_impl {
   // copy (copy_and_verify), so no scan re-protects a page between another's protect and check.
   std::mutex scan_mu_;
   staging evict_staging_;  // victims are moved here, judged and written
-  anon_map evict_bounce_, verify_bounce_;
+  // Dropped victim frames the staging range may keep mapped (staging.hpp step 3): one
+  // emptying for several small batches. At most a batch, and at most 256 KiB.
+  std::size_t evict_retain_pages() const noexcept {
+    return std::min(evict_batch_pages_, std::max<std::size_t>(1, (std::size_t{256} << 10) / ps_));
+  }
+  // The pages to write, copied out of the staging range (step 5); before that, in the same
+  // batch, the pages read back to judge a victim (step 4, stores without page_crc).
+  anon_map evict_bounce_;
   bounce_pool thread_bounce_;  // fills on the faulting thread (thread_fill_): a slot per fill
   void evictor_main();
   // Evicts up to `want` pages; returns how many were freed. The steps, in order:

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -15,13 +16,16 @@
 namespace pheap::paging {
 
 void staging::open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
-                   std::size_t slots, const std::string& name) {
-  map_ = anon_map(slots * page_size, true);
+                   std::size_t slots, std::size_t retain, const std::string& name) {
+  map_ = anon_map((slots + retain) * page_size, true);
   uffd_register(uffd, map_.p, map_.len, UFFDIO_REGISTER_MODE_MISSING, name);
   uffd_ = uffd;
   pagemap_fd_ = pagemap_fd;
   region_ = region;
   ps_ = page_size;
+  slots_ = slots;
+  retain_ = retain;
+  start_ = 0;
   name_ = name;
 }
 
@@ -30,6 +34,8 @@ void staging::close() noexcept {
 }
 
 std::vector<bool> staging::move_out(const std::size_t* pages, std::size_t n) {
+  // start_ ≤ retain_ (drop) and n ≤ slots_: the batch fits behind the dropped frames.
+  if (start_ + n > slots_ + retain_) empty_dropped();
   for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
     std::size_t done = 0;
     (void)uffd_move(uffd_, slot(i), page_addr(pages[i]), (j - i) * ps_, &done);
@@ -37,7 +43,21 @@ std::vector<bool> staging::move_out(const std::size_t* pages, std::size_t n) {
   return arrived(pages, n);
 }
 
-void staging::drop(std::size_t n) noexcept { ::madvise(map_.p, n * ps_, MADV_DONTNEED); }
+void staging::drop(std::size_t n) noexcept {
+  start_ += n;
+  if (start_ > retain_) empty_dropped();
+}
+
+void staging::empty_dropped() noexcept {
+  if (start_ > 0) ::madvise(map_.p, start_ * ps_, MADV_DONTNEED);
+  start_ = 0;
+}
+
+std::size_t staging::staged_frames() const {
+  std::vector<bool> frames;
+  present_frames(map_.data(), map_.len, frames);
+  return static_cast<std::size_t>(std::count(frames.begin(), frames.end(), true));
+}
 
 void staging::present_frames(const std::byte* addr, std::size_t len,
                              std::vector<bool>& out) const {
@@ -105,7 +125,7 @@ void staging::move_back(const std::size_t* pages, const std::vector<bool>& moved
                    pages[i], std::strerror(rc));
     }
   }
-  drop(n);
+  ::madvise(slot(0), n * ps_, MADV_DONTNEED);  // the batch's slots are empty again at once
 }
 
 }  // namespace pheap::paging

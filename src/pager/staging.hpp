@@ -12,8 +12,14 @@
 //      ioctl's result: on Linux 6.18 it was seen to return EEXIST (move = -EEXIST) for a page it
 //      had moved, while PAGEMAP_SCAN write-protected ptes concurrently (wp_async). A UPage that
 //      arrived in part is moved back frame by frame, so every UPage ends up whole on one side.
-//   3. drop(n) (the bytes are in the store) or move_back(pages, moved) (they are not, or were
-//      only copied): afterwards the range is empty again.
+//   3. drop(n) (the bytes are out of the frames: in the store, a bounce buffer or the victim
+//      cache) or move_back(pages, moved) (they are not, or were only copied). move_back
+//      empties the batch's slots at once. drop only moves the batch's start past them: the
+//      frames stay mapped until more than `retain` of them are behind it, and then one
+//      MADV_DONTNEED empties them all. Emptying costs a TLB shootdown, whatever the length,
+//      an IPI to every CPU running the process on this VM; a tiny buffer's evictor moves out
+//      two or three pages per batch, and emptying per batch was 9 % of its CPU
+//      (bench/README.md run AC's profile). The next batch starts at the first empty slot.
 //
 // Caveats:
 //   * The range is registered MISSING only so that UFFDIO_MOVE may target it; the pager never
@@ -21,6 +27,10 @@
 //     zeros by the fault worker).
 //   * A PAGEMAP_SCAN failure here aborts the process: without knowing where a page is, any
 //     next step could lose data.
+//   * Memory: at most `retain` frames stay mapped after drop(); they are pheap's own memory
+//     outside the buffer (their pages have given their slots back), and the pager counts
+//     them beside its bounce buffers (pager.cpp own_bytes_outside_buffer). staged_frames()
+//     says how many are mapped; check_invariants holds it to `retain` when quiescent.
 //   * Not thread-safe: each range has one user at a time (the evictor under its batch lock, a
 //     flush under flush_mu_).
 #pragma once
@@ -36,16 +46,18 @@ namespace pheap::paging {
 class staging {
  public:
   staging() = default;
-  // Maps `slots` UPages of `page_size` bytes and registers them with `uffd` (MISSING mode),
-  // to stage pages of the region at `region`. `pagemap_fd` must stay open while the range is
-  // used. Throws like uffd_register, naming `name`.
+  // Maps `slots` + `retain` UPages of `page_size` bytes and registers them with `uffd`
+  // (MISSING mode), to stage batches of up to `slots` pages of the region at `region`,
+  // keeping up to `retain` dropped frames mapped (step 3). `pagemap_fd` must stay open while
+  // the range is used. Throws like uffd_register, naming `name`.
   void open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
-            std::size_t slots, const std::string& name);
+            std::size_t slots, std::size_t retain, const std::string& name);
   // Unregisters the range from the uffd (the mapping goes with the object).
   void close() noexcept;
   bool is_open() const noexcept { return map_.p != nullptr; }
 
-  std::byte* slot(std::size_t k) const noexcept { return map_.data() + k * ps_; }
+  // Slot k of the batch in progress (slot 0 is the batch's start, step 3).
+  std::byte* slot(std::size_t k) const noexcept { return map_.data() + (start_ + k) * ps_; }
   // Steps 1-2: moves pages[0..n) (sorted, n ≤ slots) to slots 0..n; says per slot whether the
   // whole UPage arrived (a page that did not stays in the region, untouched).
   std::vector<bool> move_out(const std::size_t* pages, std::size_t n);
@@ -53,11 +65,16 @@ class staging {
   // still staged after that (a move back that failed, or failed in part), and empties the
   // range.
   void move_back(const std::size_t* pages, const std::vector<bool>& moved);
-  // Step 3: empties slots 0..n (their pages are in the store now).
+  // Step 3: the batch's slots 0..n are done with (their bytes are elsewhere now); their
+  // frames are emptied with the next MADV_DONTNEED, at once if more than `retain` are waiting.
   void drop(std::size_t n) noexcept;
+  // Frames mapped in the range now, from PAGEMAP_SCAN (the invariant checker, tests).
+  std::size_t staged_frames() const;
+  std::size_t retain() const noexcept { return retain_; }
 
  private:
   std::byte* page_addr(std::size_t p) const noexcept { return region_ + p * ps_; }
+  void empty_dropped() noexcept;
   std::vector<bool> arrived(const std::size_t* pages, std::size_t slots);
   // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
   void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
@@ -66,6 +83,8 @@ class staging {
   int uffd_ = -1, pagemap_fd_ = -1;
   std::byte* region_ = nullptr;
   std::size_t ps_ = 0;
+  std::size_t slots_ = 0, retain_ = 0;
+  std::size_t start_ = 0;  // the batch's slot 0; the frames of the slots before it are dropped
   std::string name_;
 };
 
