@@ -134,6 +134,7 @@ bool buffer_budget::reserve() {
   waiters_.fetch_add(1);
   bool ok = false;
   for (;;) {
+    note_if_short();
     kick_evictor();
     if (try_reserve(target_pages())) {
       ok = true;
@@ -153,6 +154,13 @@ bool buffer_budget::reserve() {
   }
   waiters_.fetch_sub(1);
   return ok;
+}
+
+void buffer_budget::note_if_short() noexcept {
+  // Held down below its own maximum, and below a fair share: the others hold the rest.
+  if (!pool_ || target_pages() >= max_pages_) return;
+  const int n = pool_->members();
+  if (n > 1 && pooled() < pool_->cap() / n) pool_->note_wanting(member_);  // B6, P3
 }
 
 void buffer_budget::release(std::size_t n) {

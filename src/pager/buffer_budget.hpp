@@ -51,7 +51,10 @@
 //       and gives them back when the slot is released or the budget goes; a grant the pool
 //       refuses (never one within the smallest working buffer, B4) waits as at a full buffer, and the evictor then evicts at least one page per
 //       round for it (the pool is full: room comes only from evicting, its own or, after
-//       their next sample, the other members').
+//       their next sample, the other members'). A budget that needs slots it cannot have (a
+//       fault waits, or the evictor runs) while it holds less than the pool's cap / members,
+//       below its own maximum, tells the pool so (P3's contention, as a refusal would): the
+//       others come down to their fair share at their next sample.
 //   B7  the watermarks are the configured fractions of the target (B4), but, where the target
 //       is smaller than the region, at least min(kAheadPages, target/8) pages below the
 //       target (the high one) and min(kRoundPages, target/2) pages apart (the low one below
@@ -137,6 +140,12 @@ class buffer_budget {
   limit_pool* pool() const noexcept { return pool_.get(); }
   int member() const noexcept { return member_; }
   std::int64_t unit() const noexcept { return unit_; }
+  // B6, P3: tells the pool this budget is short when it is held below its own maximum and
+  // below cap / members (the others hold the rest). Called where it needs a slot it cannot
+  // have: a fault that waits, and every round of the evictor (which runs because the
+  // target is reached: a budget kept at a target the others leave it evicts without its
+  // faults ever waiting).
+  void note_if_short() noexcept;
 
   // ---- slots -------------------------------------------------------------------------------
   // A slot for a fault: waits for the evictor while the buffer is full (B2). False only when

@@ -89,6 +89,7 @@ void pager_impl::evictor_main() {
         if (stop_.load()) return;
         const std::size_t excess = budget_.to_evict();
         if (excess == 0) break;
+        budget_.note_if_short();  // limit_pool.hpp P3: evicting below a fair share
         const std::size_t want = std::min(excess, evict_batch_pages_);
         const std::uint64_t t0 = now_ns();
         const std::size_t freed = evict_batch(want);

@@ -280,12 +280,16 @@ bool limit_pool::take(std::int64_t bytes, int member) noexcept {
   const std::int64_t after = st().held.fetch_add(bytes, std::memory_order_acq_rel) + bytes;
   if (after > cap()) {
     st().held.fetch_sub(bytes, std::memory_order_acq_rel);
-    st().refused_member.store(member, std::memory_order_relaxed);
-    st().refused_ns.store(ns_of(std::chrono::steady_clock::now()), std::memory_order_release);
+    note_wanting(member);
     return false;
   }
   st().slots[member].held.fetch_add(bytes, std::memory_order_relaxed);
   return true;
+}
+
+void limit_pool::note_wanting(int member) noexcept {
+  st().refused_member.store(member, std::memory_order_relaxed);
+  st().refused_ns.store(ns_of(std::chrono::steady_clock::now()), std::memory_order_release);
 }
 
 void limit_pool::take_anyway(std::int64_t bytes, int member) noexcept {

@@ -20,7 +20,14 @@
 //   P3  fair shares under contention: while another member was refused within the last
 //       kContention, a member's target is at most cap / members, so the one that filled first
 //       gives back what a newcomer needs; without contention a member may hold what the others
-//       leave (an idle member keeps what it holds: its pages are its working set).
+//       leave (an idle member keeps what it holds: its pages are its working set). A member
+//       that needs slots (its fault waits, its evictor runs) while it holds less than
+//       cap / members, below its own maximum, counts as refused too (note_wanting): its own
+//       target, the cap less what the others hold, stops it before it asks the pool, so a
+//       newcomer that samples in step with the others is never refused by P1 and would keep
+//       the little they leave it (two pagers of one cgroup: 40 and 10
+//       MiB, PagerBudget.TwoAutomaticBuffers…, when the pagers' own memory was counted 2 MiB
+//       tighter).
 //   P4  a member whose process died without leaving (SIGKILL, OOM kill) is found by the next
 //       reap() of any member (its process is gone, a zombie, or another process with its pid)
 //       and what it held is given back.
@@ -99,6 +106,9 @@ class limit_pool {
   void set_cap(std::int64_t bytes) noexcept;
   std::int64_t cap() const noexcept;
 
+  // P3: `member` needs slots while it holds less than cap / members: recorded as a
+  // refusal of it.
+  void note_wanting(int member) noexcept;
   // P3: a member other than `member` was refused within kContention of `now`.
   bool contended_by_other(int member, std::chrono::steady_clock::time_point now) const noexcept;
 

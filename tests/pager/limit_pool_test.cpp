@@ -90,6 +90,59 @@ TEST(LimitPool, ABudgetAlwaysGetsItsSmallestWorkingBufferEvenFromAFullPool) {
   EXPECT_EQ(pool->held(), 50 + 100 * static_cast<std::int64_t>(buffer_budget::min_pages));
 }
 
+// P3 without a refusal: a newcomer whose target (what the others leave it) stops it before it
+// asks the pool is never refused by P1, yet it is short of its fair share; a fault of it that
+// waits for a slot must count as contention, so that the member that filled first comes down
+// to cap / members at its next sample. And a budget at its own maximum is not short: its
+// wait is no one else's doing.
+TEST(LimitPool, AFaultWaitingBelowItsFairShareCountsAsContentionForTheOthers) {
+  std::atomic<bool> stop{false};
+  auto pool = std::make_shared<limit_pool>();
+  pool->set_cap(100 * 100);  // room for 100 slots of 100 bytes
+  buffer_budget first(stop), newcomer(stop);
+  first.configure(1000, 90, 1.0, 0.9);
+  newcomer.configure(1000, 90, 1.0, 0.9);
+  ASSERT_TRUE(first.share(pool, 100, 0));
+  ASSERT_TRUE(newcomer.share(pool, 100, 0));
+  for (int i = 0; i < 80; ++i) ASSERT_TRUE(first.try_reserve_below_target()) << i;
+  // The newcomer's sample leaves it what the first does not hold: 20 slots.
+  newcomer.follow([](std::size_t) { return std::size_t{20}; }, std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  newcomer.follow_limit();
+  ASSERT_EQ(newcomer.target_pages(), 20u);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(newcomer.try_reserve_below_target()) << i;
+  EXPECT_FALSE(pool->contended_by_other(newcomer.member(), clk::now()));  // nothing refused
+  std::atomic<bool> waited{false};
+  std::thread fault([&] { waited = newcomer.reserve(); });  // waits: no evictor frees a slot
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(pool->contended_by_other(first.member(), clk::now()))
+      << "20 of 100 slots and waiting: the first should come down to its fair share";
+  EXPECT_FALSE(pool->contended_by_other(newcomer.member(), clk::now()));
+  stop = true;
+  newcomer.notify_freed();
+  fault.join();
+  EXPECT_FALSE(waited.load());
+}
+
+TEST(LimitPool, AFaultWaitingAtItsOwnMaximumIsNoContention) {
+  std::atomic<bool> stop{false};
+  auto pool = std::make_shared<limit_pool>();
+  pool->set_cap(100 * 100);
+  buffer_budget first(stop), small(stop);
+  first.configure(1000, 90, 1.0, 0.9);
+  small.configure(1000, 20, 1.0, 0.9);  // a buffer of 20 slots at most, by its own option
+  ASSERT_TRUE(first.share(pool, 100, 0));
+  ASSERT_TRUE(small.share(pool, 100, 0));
+  for (int i = 0; i < 80; ++i) ASSERT_TRUE(first.try_reserve_below_target()) << i;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(small.try_reserve_below_target()) << i;
+  std::thread fault([&] { (void)small.reserve(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(pool->contended_by_other(first.member(), clk::now()));
+  stop = true;
+  small.notify_freed();
+  fault.join();
+}
+
 // The name of a limit no other test uses, so that the shared pool is this test's own.
 std::string unique_limit(const char* what) {
   return std::string("cgroup v1 /limit_pool_test/") + what + "/" + std::to_string(::getpid());
