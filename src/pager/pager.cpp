@@ -321,12 +321,12 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 // The pager's memory outside the buffer that is not yet in use when the buffer is sized: the
 // bounce buffers of flush and eviction (a batch each; the eviction's also takes a batch's
 // verification reads), the dropped victim frames the staging range keeps (staging.hpp step
-// 3; at most a batch, counted as one), one bounce per fault thread (1 + read_ahead pages), the
-// zero page. (The page table grows with the pages used, 1/1024 of them at 4 KiB pages: the
-// reserve and the follower's samples cover it.)
+// 3), one bounce per fault thread (1 + read_ahead pages), the zero page. (The page table
+// grows with the pages used, 1/1024 of them at 4 KiB pages: the reserve and the follower's
+// samples cover it.)
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
-  return (flush_batch_pages_ + 2 * evict_batch_pages_ + fault_threads_ * worker_bounce_pages() +
-          zero_ahead_pages_) *
+  return (flush_batch_pages_ + evict_batch_pages_ + evict_retain_pages() +
+          fault_threads_ * worker_bounce_pages() + zero_ahead_pages_) *
          std::uint64_t(ps_);
 }
 
