@@ -43,9 +43,9 @@
 //      victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on),
 //      drops the batch's staging slots (emptied with one MADV_DONTNEED for several small
 //      batches, staging.hpp step 3: the frames kept meanwhile count outside the buffer) and
-//      gives the victims' buffer slots back at once: their bytes are out of the buffer now (in the bounce buffer, the store or the
-//      cache), so a fault waiting on a full buffer reads its page while the victims are
-//      written, not after (bench/README.md run U). let_clean_victims_go then makes the
+//      gives the victims' buffer slots back at once: their bytes are out of the buffer now
+//      (in the bounce buffer, the store or the cache), so a fault waiting on a full buffer
+//      reads its page while the victims are written, not after (bench/README.md run U). let_clean_victims_go then makes the
 //      victims judged clean absent for good (the store has their bytes) and wakes theirs.
 //   6. write_victims: one store write_pages() batch from the bounce buffer; then land_victims
 //      clears `writing` (an absent page gets `kept` now, I7) and wakes the faults that found

@@ -25,8 +25,8 @@
 //       cap / members, below its own maximum, counts as refused too (note_wanting): its own
 //       target, the cap less what the others hold, stops it before it asks the pool, so a
 //       newcomer that samples in step with the others is never refused by P1 and would keep
-//       the little they leave it (two pagers of one cgroup: 40 and 10
-//       MiB, PagerBudget.TwoAutomaticBuffers…, when the pagers' own memory was counted 2 MiB
+//       the little they leave it (two pagers of one cgroup held 40 and 10 MiB in
+//       PagerBudget.TwoAutomaticBuffers… once the pagers' own memory was counted 2 MiB
 //       tighter).
 //   P4  a member whose process died without leaving (SIGKILL, OOM kill) is found by the next
 //       reap() of any member (its process is gone, a zombie, or another process with its pid)

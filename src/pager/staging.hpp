@@ -16,8 +16,8 @@
 //      cache) or move_back(pages, moved) (they are not, or were only copied). move_back
 //      empties the batch's slots at once. drop only moves the batch's start past them: the
 //      frames stay mapped until more than `retain` of them are behind it, and then one
-//      MADV_DONTNEED empties them all. Emptying costs a TLB shootdown, whatever the length,
-//      an IPI to every CPU running the process on this VM; a tiny buffer's evictor moves out
+//      MADV_DONTNEED empties them all. Emptying costs a TLB shootdown, whatever the length:
+//      an IPI to the other CPUs running the process, a trap to the host on this VM; a tiny buffer's evictor moves out
 //      two or three pages per batch, and emptying per batch was 9 % of its CPU
 //      (bench/README.md run AC's profile). The next batch starts at the first empty slot.
 //
@@ -27,10 +27,11 @@
 //     zeros by the fault worker).
 //   * A PAGEMAP_SCAN failure here aborts the process: without knowing where a page is, any
 //     next step could lose data.
-//   * Memory: at most `retain` frames stay mapped after drop(); they are pheap's own memory
+//   * Memory: at most `retain` UPages stay mapped after drop(); they are pheap's own memory
 //     outside the buffer (their pages have given their slots back), and the pager counts
 //     them beside its bounce buffers (pager.cpp own_bytes_outside_buffer). staged_frames()
-//     says how many are mapped; check_invariants holds it to `retain` when quiescent.
+//     says how many 4 KiB frames are mapped; check_invariants holds them to `retain` UPages
+//     when quiescent.
 //   * Not thread-safe: each range has one user at a time (the evictor under its batch lock, a
 //     flush under flush_mu_).
 #pragma once
@@ -63,10 +64,11 @@ class staging {
   std::vector<bool> move_out(const std::size_t* pages, std::size_t n);
   // Step 3: moves every slot that `moved` says arrived back to its page, copies in any frame
   // still staged after that (a move back that failed, or failed in part), and empties the
-  // range.
+  // batch's slots.
   void move_back(const std::size_t* pages, const std::vector<bool>& moved);
   // Step 3: the batch's slots 0..n are done with (their bytes are elsewhere now); their
-  // frames are emptied with the next MADV_DONTNEED, at once if more than `retain` are waiting.
+  // frames are emptied with the next MADV_DONTNEED, at once if more than `retain` UPages are
+  // waiting.
   void drop(std::size_t n) noexcept;
   // Frames mapped in the range now, from PAGEMAP_SCAN (the invariant checker, tests).
   std::size_t staged_frames() const;
