@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -34,8 +35,8 @@ void staging::close() noexcept {
 }
 
 std::vector<bool> staging::move_out(const std::size_t* pages, std::size_t n) {
-  // start_ ≤ retain_ (drop) and n ≤ slots_: the batch fits behind the dropped frames.
-  if (start_ + n > slots_ + retain_) empty_dropped();
+  // drop() keeps start_ ≤ retain_, and a batch has n ≤ slots_: it fits behind the frames kept.
+  assert(start_ <= retain_ && n <= slots_);
   for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
     std::size_t done = 0;
     (void)uffd_move(uffd_, slot(i), page_addr(pages[i]), (j - i) * ps_, &done);

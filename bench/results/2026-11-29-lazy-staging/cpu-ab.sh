@@ -2,7 +2,7 @@
 # Run AI, part 2: the evictor's CPU per eviction and the process's CPU (user + system, /usr/bin/time) at
 # tiny buffers, base and new alternating (base first in odd rounds), graph_construct_bench as in
 # run T (R-MAT SCALE 11, 2 threads, edge by edge, fixed buffer). No disk replay.
-# ab.sh BASE_BUILD NEW_BUILD ROUNDS "PAGE:PAGES ..."  -> CSV on stdout
+#   cpu-ab.sh BASE_BUILD NEW_BUILD ROUNDS "PAGE:PAGES ..."  -> CSV on stdout
 set -euo pipefail
 base=$1 new=$2 rounds=$3 points=$4
 w=$(mktemp -d /tmp/pheap-abw.XXXXXX); trap 'rm -rf "$w"' EXIT
@@ -13,7 +13,6 @@ for r in $(seq 1 "$rounds"); do
     order="base new"; [ $((r % 2)) = 0 ] && order="new base"
     for b in $order; do
       d=$base; [ $b = new ] && d=$new
-      t0=$(awk '{print $14+$15+$16+$17}' /proc/self/stat)
       line=$( { /usr/bin/time -f "CPU %U %S" "$d/bench/graph/graph_construct_bench" --scale 11 --threads 2 --systems uffd \
         --page-sizes "$page" --modes incore --buffer $((page * n)) --timeout 300 \
         --dir "$w" 2>&1 1>&3 | grep '^CPU' ; } 3> "$w/out.csv" )
