@@ -1,7 +1,8 @@
 // Runs a program under mpirun for the mpi tests: `mpirun --oversubscribe -np N` (plus
-// --allow-run-as-root when root), output to a log, optional environment passed to every rank
-// with -x, and the pid of mpirun for kills from outside; or as one plain process. mpirun's path comes from CMake
-// (MPIEXEC_EXECUTABLE); when it is missing the tests skip — and fail under CI=true.
+// --allow-run-as-root when root) with its own session directory, output to a log, optional
+// environment passed to every rank with -x, and the pid of mpirun for kills from outside; or
+// as one plain process. mpirun's path comes from CMake (MPIEXEC_EXECUTABLE); when it is
+// missing the tests skip — and fail under CI=true.
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -55,10 +58,24 @@ inline pid_t spawn_program(std::vector<std::string> argv, const std::string& log
   return pid;
 }
 
+// A fresh directory beside `log` for one mpirun's session files (orte_tmpdir_base). Open MPI
+// 4.x otherwise puts every job of a user in /tmp/ompi.<host>.<uid>, and two mpiruns that start
+// at once race to create it: one fails in orte_init with "mkdir ... File exists"
+// (open-mpi/ompi#8510), which ctest -j2 hit. The directory is under the test's own temp_dir,
+// removed with it; kept short because PMIx puts unix sockets (108-byte paths) below it.
+inline std::string mpi_session_base(const std::string& log) {
+  std::string tmpl = std::filesystem::path(log).parent_path().string() + "/ompi-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  }
+  return tmpl;
+}
+
 // Starts `program args...` under mpirun with np ranks; stdout and stderr go to `log`.
 inline pid_t spawn_mpi(int np, const std::string& program, const std::vector<std::string>& args,
                        const std::string& log, const env_list& env = {}) {
-  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)};
+  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(np),
+                                   "--mca", "orte_tmpdir_base", mpi_session_base(log)};
   if (::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"-x", k + "=" + v});
 #if defined(__SANITIZE_ADDRESS__)
