@@ -31,6 +31,9 @@ step("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER}" -B "${WORK}/cons
      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
      "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
 step("build the consumer" ${CMAKE_COMMAND} --build "${WORK}/consumer")
+# An MPI consumer (a singleton MPI_Init) keeps Open MPI's session files in WORK, not in the
+# /tmp/ompi.<host>.<uid> that mpiruns of tests running beside it race to create (mpi_runner.hpp).
+set(ENV{OMPI_MCA_orte_tmpdir_base} "${WORK}")
 step("run the consumer" "${WORK}/consumer/app" "${WORK}/datastore")
 if(NOT step_output MATCHES "${EXPECT_REGEX}")
   message(FATAL_ERROR "consumer output does not match /${EXPECT_REGEX}/:\n${step_output}")
