@@ -4,8 +4,12 @@
 // Contract:
 //   * Fault workers (a fill whose store read failed: the page is poisoned, the access gets
 //     SIGBUS) and the evictor (a write-back that failed: the pages stay resident and dirty)
-//     have no caller to throw to; they record() the error here. flush()'s own store errors
-//     are thrown to its caller directly and never pass through the channel.
+//     have no caller to throw to; they record() the error here, and only once the data it
+//     concerns is protected (poisoned; dirty again, evictor.cpp step 6): a flush may take
+//     the error at its step 1 while the batch that recorded it still runs, and so collect
+//     nothing of that batch. (Recorded before its pages were dirty again, the error let the
+//     next flush succeed without them.) flush()'s own store errors are thrown to its caller
+//     directly and never pass through the channel.
 //   * The channel keeps the first error recorded since it was last emptied; later ones are
 //     dropped (the data they concern stays protected: poisoned, or resident and dirty for the
 //     next write).

@@ -52,9 +52,10 @@
 //      the page refilling. On a store write error, restore_victims puts every page of the
 //      write back into the region from the bounce buffer, dirty, taking its slot again
 //      beyond the buffer if need be (buffer_budget.hpp B2's exception), or, where a fault has
-//      filled it again meanwhile, marks it dirty; the error is kept for the next flush()
-//      (error_channel.hpp). Either way the batch's write-back is unpublished last, once no
-//      page says `writing` (end_write_back).
+//      filled it again meanwhile, marks it dirty; only then is the error kept for the next
+//      flush() (error_channel.hpp), which may take it without waiting for this batch.
+//      Either way the batch's write-back is unpublished last, once no page says `writing`
+//      (end_write_back).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -117,11 +118,16 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
   lend_for_write(v, out);
   const std::vector<bool> kept = lend_victim_slots(v);
   let_clean_victims_go(v, kept);
-  const bool written = write_victims(v, out);
+  const std::exception_ptr failed = write_victims(v, out);
+  const bool written = !failed;
   if (written) {
     land_victims(v, out, kept);
   } else {
     restore_victims(v, out);  // the victims judged clean are gone all the same
+    // Only now, with every page of the write dirty again: a flush that reports the error
+    // (its step 1 does not wait for this batch) must leave them to the next flush, and a
+    // flush that collected its pages before they were dirty must see the error at step 4.
+    errors_.record(failed);
   }
   end_write_back();
   const std::size_t n = count_evictions(v);
@@ -453,8 +459,8 @@ void pager_impl::let_clean_victims_go(const victim_batch& v, const std::vector<b
 }
 
 // ---- 6. write back, then land (or put back) -------------------------------------------------
-bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
-  if (out.empty()) return true;
+std::exception_ptr pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+  if (out.empty()) return nullptr;
   std::vector<page_write> writes;
   writes.reserve(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
@@ -463,14 +469,13 @@ bool pager_impl::write_victims(const victim_batch& v, const std::vector<std::siz
   try {
     store_->write_pages(writes);
   } catch (...) {
-    errors_.record(std::current_exception());
     budget_.set_writeback_failing(true);
-    return false;
+    return std::current_exception();
   }
   budget_.set_writeback_failing(false);
   c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
   c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
-  return true;
+  return nullptr;
 }
 
 void pager_impl::land_victims(const victim_batch& v, const std::vector<std::size_t>& out,

@@ -2,7 +2,8 @@
 //
 // Protocol (pager_impl::flush):
 //   1. Report a store error that fault workers or the evictor recorded since the last flush
-//      (error_channel.hpp), before writing anything.
+//      (error_channel.hpp), before writing anything. Its pages are dirty again by then, left
+//      for the next flush.
 //   2. Collect the candidate pages for the tracking mode (dirty_tracker.cpp).
 //   3. Per chunk of flush_batch_pages_ candidates (flush_chunk): claim them (`flush` bit;
 //      page_table::claim_flush skips pages the evictor owns — the evictor writes them and step

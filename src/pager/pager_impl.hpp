@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -328,8 +329,9 @@ class pager_impl {
   // Step 5, after lend_victim_slots: the other moved victims absent for good (with `kept`,
   // I7), their waiting faults woken.
   void let_clean_victims_go(const victim_batch& v, const std::vector<bool>& kept);
-  // Step 6: false (error recorded, write-back marked failing) when the store write throws.
-  bool write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
+  // Step 6: the store write's error (write-back marked failing), or null when it landed.
+  // Not recorded yet: evict_batch records it once restore_victims made the pages dirty again.
+  std::exception_ptr write_victims(const victim_batch& v, const std::vector<std::size_t>& out);
   // After the write: `writing` cleared on the pages of `out` (absent ones `kept` per `kept`).
   void land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
                     const std::vector<bool>& kept);

@@ -149,6 +149,54 @@ TEST(PagerWriteError, EvictionWriteFailureKeepsTheDataAndFlushThrows) {
   }
 }
 
+// A failed write-back's error reaches the channel only once the batch has made its pages dirty
+// again (evictor.cpp step 6), because a flush may take the error at its step 1 while that
+// batch still runs. When the evictor recorded first, a flush taking the error in between left
+// the batch's pages clean and `writing` for the next flush, which collected nothing of them
+// and then committed without them (found by CI: the test above, once in a few hundred runs).
+// The race needs the evictor to stall between the two, so two threads spin beside it; each
+// round, on a new pager, writes every page with write-back failing, and the first flush that
+// succeeds after writes work again must commit every page. (Before the fix: 8 % of the test
+// above under two spinning processes.)
+TEST(PagerWriteError, AFlushThatTakesAnEvictionsErrorLeavesThatEvictionsPagesToTheNextFlush) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t kPages = 64;
+  const int rounds = sanitized_or(200, 40);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> spinners;
+  for (int t = 0; t < 2; ++t) {
+    spinners.emplace_back([&] {
+      while (!done.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  int rounds_with_failed_write_back = 0;
+  for (int r = 0; r < rounds && !::testing::Test::HasFailure(); ++r) {
+    auto s = mem_store::create(kPages * kPs, kPs);
+    auto sh = s->state();
+    pager_options o;
+    o.buffer_size = 8 * kPs;
+    pager pg(std::move(s), o);
+    const auto value = [r](std::size_t p) { return std::byte(static_cast<unsigned>(p * 7 + r * 13 + 1)); };
+    sh->fail_writes = true;
+    for (std::size_t p = 0; p < kPages; ++p) pg.base()[p * kPs] = value(p);
+    // 56 evictions to make room, none of whose writes can land: some batch has failed by now.
+    if (sh->failed_write_batches.load() > 0) ++rounds_with_failed_write_back;
+    EXPECT_THROW(pg.flush({}), error) << "round " << r;
+    sh->fail_writes = false;
+    for (std::size_t p = 0; p < kPages; ++p) ASSERT_EQ(pg.base()[p * kPs], value(p)) << "round " << r << " page " << p;
+    ASSERT_LT(flush_past_injected_errors(pg, 3), 3) << "round " << r << ": no flush succeeded";
+    const mem_store view(sh, true);
+    for (std::size_t p = 0; p < kPages; ++p) {
+      ASSERT_EQ(view.committed_page(p)[0], value(p)) << "round " << r << " page " << p;
+    }
+  }
+  done = true;
+  for (auto& t : spinners) t.join();
+  // Every round went through failed evictions, not only the flush's own failed write.
+  EXPECT_EQ(rounds_with_failed_write_back, rounds);
+}
+
 // The evictor gives a victim's buffer slot back before the victim's write-back (evictor.cpp
 // step 5); when that write then fails, the page comes back from the bounce buffer. Two
 // threads write round after round over 64 pages through a 4-page buffer while the store's
