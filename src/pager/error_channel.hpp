@@ -5,7 +5,8 @@
 //   * Fault workers (a fill whose store read failed: the page is poisoned, the access gets
 //     SIGBUS) and the evictor (a write-back that failed: the pages stay resident and dirty)
 //     have no caller to throw to; they record() the error here, and only once the data it
-//     concerns is protected (poisoned; dirty again, evictor.cpp step 6): a flush may take
+//     concerns is safe (a failed read: the page is `filling`, the worker's, until poisoned;
+//     a failed write-back: its pages dirty again, evictor.cpp step 6): a flush may take
 //     the error at its step 1 while the batch that recorded it still runs, and so collect
 //     nothing of that batch. (Recorded before its pages were dirty again, the error let the
 //     next flush succeed without them.) flush()'s own store errors are thrown to its caller
