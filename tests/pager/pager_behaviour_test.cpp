@@ -162,14 +162,22 @@ TEST(PagerWriteError, AFlushThatTakesAnEvictionsErrorLeavesThatEvictionsPagesToT
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   constexpr std::size_t kPages = 64;
   const int rounds = sanitized_or(200, 40);
-  std::atomic<bool> done{false};
-  std::vector<std::thread> spinners;
-  for (int t = 0; t < 2; ++t) {
-    spinners.emplace_back([&] {
-      while (!done.load(std::memory_order_relaxed)) {
+  struct spinners {  // stopped and joined however the test leaves (an ASSERT returns early)
+    std::atomic<bool> done{false};
+    std::vector<std::thread> threads;
+    spinners() {
+      for (int t = 0; t < 2; ++t) {
+        threads.emplace_back([this] {
+          while (!done.load(std::memory_order_relaxed)) {
+          }
+        });
       }
-    });
-  }
+    }
+    ~spinners() {
+      done = true;
+      for (auto& t : threads) t.join();
+    }
+  } spin;
   int rounds_with_failed_write_back = 0;
   for (int r = 0; r < rounds && !::testing::Test::HasFailure(); ++r) {
     auto s = mem_store::create(kPages * kPs, kPs);
@@ -177,7 +185,8 @@ TEST(PagerWriteError, AFlushThatTakesAnEvictionsErrorLeavesThatEvictionsPagesToT
     pager_options o;
     o.buffer_size = 8 * kPs;
     pager pg(std::move(s), o);
-    const auto value = [r](std::size_t p) { return std::byte(static_cast<unsigned>(p * 7 + r * 13 + 1)); };
+    // Never zero: a page of zeros would count as clean against a store that has nothing.
+    const auto value = [r](std::size_t p) { return std::byte(static_cast<unsigned>(1 + (p * 7 + r * 13) % 255)); };
     sh->fail_writes = true;
     for (std::size_t p = 0; p < kPages; ++p) pg.base()[p * kPs] = value(p);
     // 56 evictions to make room, none of whose writes can land: some batch has failed by now.
@@ -191,8 +200,6 @@ TEST(PagerWriteError, AFlushThatTakesAnEvictionsErrorLeavesThatEvictionsPagesToT
       ASSERT_EQ(view.committed_page(p)[0], value(p)) << "round " << r << " page " << p;
     }
   }
-  done = true;
-  for (auto& t : spinners) t.join();
   // Every round went through failed evictions, not only the flush's own failed write.
   EXPECT_EQ(rounds_with_failed_write_back, rounds);
 }
