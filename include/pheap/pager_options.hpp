@@ -34,7 +34,10 @@ struct pager_options {
   // construction (the memory cgroup's, v2 or v1, else 1/4 of RAM) after the memory already in
   // use, a headroom and pheap's own memory outside the buffer, then following the limit at
   // run time below that (pheap/pager.hpp, "Automatic buffer"); pager_stats::buffer_source
-  // and buffer_target_source say where the numbers came from.
+  // and buffer_target_source say where the numbers came from. A buffer of a few pages works
+  // at the pace of its store reads, one per fault, plus one eviction per fault. Each eviction
+  // is a TLB shootdown, an IPI on a VM. bench/README.md run AL: 1.02-1.21x the floor of the
+  // userfaultfd mechanism, which is itself 1.05-1.29x the disk alone for the same I/O there.
   std::size_t buffer_size = 0;
   // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
   // often the application faults: SCALE-18 graph construction at half its datastore faulted
