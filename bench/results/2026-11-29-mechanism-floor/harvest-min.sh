@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
+# Run AL's experiment not kept: a minimum of HMIN pages examined between two harvests of
+# written bits, read from PHEAP_EXP_HARVEST_MIN by a build with harvest-min.patch applied
+# (the variable exists nowhere else). For each round and point, one graph_construct_bench run
+# per value, alternating, as in run T (R-MAT SCALE 11, 2 threads, fixed buffer). CSV on stdout.
+#   harvest-min.sh ROUNDS "PAGE:PAGES ..." "HMIN ..."   (from the checkout, build/ built)
 set -euo pipefail
 rounds=$1 points=$2 vals=$3
-w=$(mktemp -d /tmp/pheap-habw.XXXXXX); trap 'rm -rf "$w"' EXIT
+w=$(mktemp -d "${TMPDIR:-/tmp}/pheap-habw.XXXXXX"); trap 'rm -rf "$w"' EXIT
 echo "round,hmin,page,buffer_pages,status,ingest_s,pages_read,evictions,evict_cpu_us_per_eviction,fault_s,process_cpu_s,minflt"
 for r in $(seq 1 "$rounds"); do
   for pt in $points; do
