@@ -74,7 +74,9 @@ std::unique_ptr<store_impl> store_impl::open_dir(const std::string& dir, const s
   // Lock first, then read: the superblock cannot change under a shared or exclusive lock.
   auto lock = eng->open(super_path, io::open_mode::read_only);
   lock_datastore(*lock, dir, opt.read_only, opt.read_only ? "open read-only" : "open");
-  return attach(std::move(eng), dir, std::move(lock), opt.read_only, opt.max_epoch);
+  auto s = attach(std::move(eng), dir, std::move(lock), opt.read_only, opt.max_epoch);
+  if (opt.read_only && opt.page_cache_reads) s->segs_.read_through_page_cache();  // none open yet
+  return s;
 }
 
 }  // namespace pheap::store

@@ -10,6 +10,11 @@
 // same page, which the pager never issues, is looked up and read once more before a mismatch
 // is reported.)
 //
+// Runs. Pages of a batch that are consecutive in one home of one segment and consecutive in
+// the caller's memory are read with one request (add_coalesced), at most kMaxReadRequest
+// bytes: a pager's read-ahead or prefetch batch of 512 consecutive 4 KiB pages is a few large
+// requests in flight at once, not 512 small ones. Each page is still verified on its own.
+//
 // Reads work on a poisoned store: a failed write published nothing (write_path.cpp), so every
 // version the map holds was fully written.
 #include <cstring>
@@ -23,6 +28,22 @@
 namespace pheap::store {
 
 void store_impl::read_pages(std::span<const page_read> batch) { read_impl(batch, true); }
+
+// One request for a run: `r` continues the last request when it reads the next bytes of the
+// same file into the next bytes of memory (consecutive pages in one home, into consecutive
+// buffer slots: the pager's batches are both), up to kMaxReadRequest bytes.
+void store_impl::add_coalesced(std::vector<io::read_request>& reqs, const io::read_request& r) {
+  if (!reqs.empty()) {
+    io::read_request& last = reqs.back();
+    if (last.f == r.f && last.offset + last.len == r.offset &&
+        static_cast<std::byte*>(last.buf) + last.len == static_cast<std::byte*>(r.buf) &&
+        last.len + r.len <= kMaxReadRequest) {
+      last.len += r.len;
+      return;
+    }
+  }
+  reqs.push_back(r);
+}
 
 void store_impl::read_impl(std::span<const page_read> batch, bool retry) {
   for (const auto& r : batch) check_page(r.page, r.buf, "read_pages");
@@ -53,11 +74,12 @@ void store_impl::read_impl(std::span<const page_read> batch, bool retry) {
         std::vector<io::read_request> reqs;
         for (std::size_t i = first; i < end; ++i) {
           const std::size_t k = which[i];
-          reqs.push_back({files[i].get(), segs_.offset_of(pages[k], copies[k].home), batch[k].buf,
-                          page_size_});
+          add_coalesced(reqs, {files[i].get(), segs_.offset_of(pages[k], copies[k].home),
+                               batch[k].buf, page_size_});
         }
         eng_->read(reqs);
-        stat_pages_read_ += reqs.size();
+        stat_pages_read_ += end - first;
+        stat_read_requests_ += reqs.size();
         for (std::size_t i = first; i < end; ++i) verify(batch[which[i]], copies[which[i]], *files[i], retry);
       });
 }

@@ -89,8 +89,9 @@ std::shared_ptr<io::file> segment_files::open_checked(std::uint64_t seg,
   if (!eng_.exists(path)) {
     throw error(errc::corrupt, path, "open segment", "missing segment file, " + why_needed);
   }
-  const auto mode = (read_only_ ? io::open_mode::read_only : io::open_mode::read_write) |
-                    io::open_mode::direct;
+  const auto mode = read_only_ ? (cached_reads_ ? io::open_mode::read_only
+                                               : io::open_mode::read_only | io::open_mode::direct)
+                              : io::open_mode::read_write | io::open_mode::direct;
   std::shared_ptr<io::file> f = open_file(path, mode, patient);
   const std::uint64_t size = eng_.size(*f);
   if (size != file_size()) {

@@ -18,7 +18,8 @@
 // leftover ".creating" file (crash) is replaced by the next creation of that segment.
 //
 // Files are opened lazily, on the first read or write of one of their pages, with
-// open_mode::direct (page data bypasses the page cache), and checked once then: size, header.
+// open_mode::direct (page data bypasses the page cache; buffered instead for a read-only
+// store that reads through the page cache), and checked once then: size, header.
 // Open files are kept, up to a budget derived from RLIMIT_NOFILE (a quarter of what is left
 // after 64 descriptors for everything else, at least 2; a direct-mode file takes two); beyond
 // it, and whenever an open fails for want of descriptors (EMFILE/ENFILE), kept files no call
@@ -48,6 +49,9 @@ class segment_files {
  public:
   segment_files(io::engine& eng, std::string dir, const uuid& id, std::uint32_t page_size,
                 std::uint64_t segment_size, std::uint64_t segment_count, bool read_only);
+  // Read-only, before the first segment is opened: segments are opened buffered (their
+  // data read through the page cache, store_options::page_cache_reads), not direct.
+  void read_through_page_cache() noexcept { cached_reads_ = read_only_; }
 
   std::uint64_t pages_per_segment() const { return pages_per_segment_; }
   std::uint64_t segment_count() const { return files_.size(); }
@@ -111,6 +115,7 @@ class segment_files {
   std::uint64_t segment_size_;
   std::uint64_t pages_per_segment_;
   bool read_only_;
+  bool cached_reads_ = false;
   mutable std::shared_mutex mu_;  // files_ (the pointers)
   std::vector<std::shared_ptr<io::file>> files_;
   std::size_t kept_ = 0;    // non-null entries of files_

@@ -45,6 +45,7 @@ bool store_impl::prepared() const { return prepared_.load(std::memory_order_acqu
 store_stats store_impl::stats() const {
   store_stats s;
   s.pages_read = stat_pages_read_;
+  s.read_requests = stat_read_requests_;
   s.zero_pages_read = stat_zero_pages_;
   s.pages_written = stat_pages_written_;
   s.commits = stat_commits_;

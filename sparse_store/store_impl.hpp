@@ -98,6 +98,8 @@ class store_impl final : public sparse_store {
 
   // read_path.cpp
   void read_impl(std::span<const page_read> batch, bool retry);
+  static constexpr std::size_t kMaxReadRequest = std::size_t{1} << 20;  // bytes of one coalesced read
+  static void add_coalesced(std::vector<io::read_request>& reqs, const io::read_request& r);
   void verify(const page_read& r, const page_map::copy& c, const io::file& f, bool retry);
 
   // commit.cpp — the steps of FORMAT.md "Commit"
@@ -179,7 +181,7 @@ class store_impl final : public sparse_store {
   mutable std::mutex poison_mu_;
   std::string poison_cause_;
 
-  std::atomic<std::uint64_t> stat_pages_read_{0}, stat_zero_pages_{0}, stat_pages_written_{0},
+  std::atomic<std::uint64_t> stat_pages_read_{0}, stat_read_requests_{0}, stat_zero_pages_{0}, stat_pages_written_{0},
       stat_commits_{0}, stat_map_bytes_{0}, stat_freed_pages_{0}, stat_commit_ns_{0};
 };
 

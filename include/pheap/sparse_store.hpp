@@ -78,6 +78,11 @@ struct store_options {
 
   // Open parameters.
   bool read_only = false;  // never writes
+  // Read-only stores: segment data is read through the kernel's page cache (buffered reads)
+  // instead of O_DIRECT, so it stays in DRAM for the next process that reads it (at the
+  // price of the page cache holding it beside the caller's buffer). Ignored by read-write
+  // stores, which read and write O_DIRECT. Checksums are verified either way.
+  bool page_cache_reads = false;
   std::shared_ptr<io::engine> engine;  // null → io::default_engine()
   // The highest epoch the caller accepts (two-phase commit, see prepare()): open picks the
   // newest durable epoch not above it. A read-write open that accepts a prepared epoch

@@ -13,6 +13,9 @@ namespace pheap {
 
 struct store_stats {
   std::uint64_t pages_read = 0;        // pages read from segment files (and verified)
+  // Read requests those pages took: runs of pages consecutive on disk and in the caller's
+  // memory are one request (pages_read / read_requests is the mean run).
+  std::uint64_t read_requests = 0;
   std::uint64_t zero_pages_read = 0;   // pages without data served as zeros without I/O
   std::uint64_t pages_written = 0;     // page copies written to segment files
   std::uint64_t commits = 0;
@@ -46,9 +49,23 @@ struct pager_stats {
   // resolved to it); false: by the fault workers.
   bool thread_fill = false;
   std::uint64_t bytes_read = 0;
+  // Read-ahead (pheap/pager.hpp, "Read-ahead"): pages read from the store by read-ahead
+  // windows; the windows runs of faults earned, their pages (markers not counted), and of
+  // those the pages the application went past with a later fault of the same stream.
+  // read_ahead_planned − read_ahead_passed bounds the pages read ahead in vain from above.
   std::uint64_t read_ahead_pages = 0;
+  std::uint64_t read_ahead_windows = 0;
+  std::uint64_t read_ahead_planned = 0;
+  std::uint64_t read_ahead_passed = 0;
   std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault
-  std::uint64_t prefetched_pages = 0;
+  std::uint64_t prefetched_pages = 0;  // pages filled by prefetch() and prefetch_stored()
+  // Requested pages a prefetch never filled: fill requests beyond half the buffer (the oldest
+  // go), and the part of a prefetch_stored() that met the high watermark.
+  std::uint64_t prefetch_dropped = 0;
+  // The workers' read steps (read-ahead batches, prefetch) and the pages they filled: pages
+  // per step is the depth the device saw (the store makes each run of them one request).
+  std::uint64_t read_steps = 0;
+  std::uint64_t read_step_pages = 0;
   std::uint64_t evictions = 0;      // pages evicted
   std::uint64_t evicted_dirty = 0;  // of which written back
   // Contiguous runs the evicted pages left in: one UFFDIO_MOVE (or MADV_DONTNEED) and one TLB

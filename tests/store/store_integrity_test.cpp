@@ -7,6 +7,7 @@
 // data of another epoch; and that what the format must tolerate still opens exactly.
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -101,6 +102,41 @@ TEST_P(StoreIntegrity, BitFlipInAPageCopyIsCorruptNamingTheSegmentThePageAndItsH
   auto s = sparse_store::open(path(), open_opts(true));
   EXPECT_EQ(read_one(*s, 2), pattern(kPage, 5, 2, 1));
   EXPECT_EQ(read_one(*s, 3), pattern(kPage, 5, 3, 1));
+}
+
+// Reads of consecutive pages into consecutive memory are coalesced (read_path.cpp "Runs"): one
+// request per run of one home, several runs where the pages' homes differ, and every page of a
+// run still verified on its own — a damaged page inside a run is named, never served.
+TEST_P(StoreIntegrity, ARunOfConsecutivePagesIsOneReadRequestAndEachPageIsStillVerified) {
+  auto s = sparse_store::create(path(), opts(kCapacity, kPage, kSegment));
+  for (std::uint64_t p = 0; p < 16; ++p) write_one(*s, p, 5, 1);  // segment 0, home 0
+  s->commit(bytes_of("e1"));
+  write_one(*s, 5, 5, 2);  // page 5's copy moves to home 1
+  s->commit(bytes_of("e2"));
+  s.reset();
+  std::vector<std::uint8_t> buf(16 * kPage);
+  std::vector<page_read> batch;
+  for (std::uint64_t p = 0; p < 16; ++p) batch.push_back({p, buf.data() + p * kPage});
+  {
+    auto r = sparse_store::open(path(), open_opts(true));
+    const store_stats before = r->stats();
+    r->read_pages(batch);
+    const store_stats after = r->stats();
+    EXPECT_EQ(after.pages_read - before.pages_read, 16u);
+    EXPECT_EQ(after.read_requests - before.read_requests, 3u);  // pages 0-4, 5 (home 1), 6-15
+    for (std::uint64_t p = 0; p < 16; ++p) {
+      const auto want = pattern(kPage, 5, p, p == 5 ? 2 : 1);
+      ASSERT_EQ(0, std::memcmp(buf.data() + p * kPage, want.data(), kPage)) << "page " << p;
+    }
+    // The same pages into memory that is not consecutive: a request each.
+    std::vector<std::uint8_t> apart(2 * 2 * kPage);
+    const page_read two[] = {{0, apart.data()}, {1, apart.data() + 2 * kPage}};
+    r->read_pages(two);
+    EXPECT_EQ(r->stats().read_requests - after.read_requests, 2u);
+  }
+  flip_bit(file("segment-000000"), home(9, 0) + 100, 0x04);
+  expect_corrupt([&](sparse_store& st) { st.read_pages(batch); },
+                 {file("segment-000000"), "page 9 ", "home 0", "fails its checksum"});
 }
 
 TEST_P(StoreIntegrity, AHomeRewrittenBehindTheMapsBackIsCorruptNotServed) {
