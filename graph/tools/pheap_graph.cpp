@@ -518,6 +518,7 @@ decltype(auto) with_graph(const query_args& a, F&& f) {
   if (is_distributed(a.datastore)) {
 #ifdef PHEAP_GRAPH_MPI
     auto view = pheap::mpi::open_read_only(a.datastore, o);
+    for (auto& m : view.ranks) m.prefetch_all();  // as below, for each rank's heap
     const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), view.man.epoch,
                            ingestion_json(view.ranks, a.name), view.ranks.size()};
     return pgm::visit_distributed(view.ranks, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
@@ -526,6 +527,9 @@ decltype(auto) with_graph(const query_args& a, F&& f) {
 #endif
   }
   pheap::manager m(pheap::open_read_only, a.datastore, o);
+  // Every query walks the whole graph: read the heap ahead of it in large requests, as far as
+  // the buffer holds it (the walk's faults, and their read-ahead, read the rest).
+  m.prefetch_all();
   const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0};
   return pg::visit_graph(m, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
 }

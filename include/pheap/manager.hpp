@@ -367,6 +367,17 @@ class manager {
   // Parts of a range outside the heap are ignored. Safe to call from any thread, also while
   // others allocate, write or flush.
   void prefetch(std::span<const memory_range> ranges) const;
+  // Ahead of a walk over the whole heap (a scan, an export, a check, a traversal of every
+  // object): reads every page of the heap that holds data, in address order, in large
+  // requests (runs of pages consecutive on disk are one read each, several in flight), and
+  // returns at once. uffd: as far as the buffer has room below its low watermark — the rest
+  // is not read ahead and no resident page is evicted for it (stats().pager.prefetch_dropped
+  // counts it), so on a heap larger than the buffer it reads the start of the heap and the
+  // walk faults for the rest (fault read-ahead then follows runs of faults); never-written
+  // pages are not touched. mmap: MADV_WILLNEED on the heap's used part (the kernel reads the
+  // files ahead into its page cache). A hint, as prefetch(): faults never wait for it, and a
+  // page the walk reaches before it is read is read by its fault.
+  void prefetch_all() const;
   // Allocator and directory invariants; empty when sound. Stops the world while it runs.
   std::vector<std::string> check() const;
 

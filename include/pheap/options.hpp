@@ -37,6 +37,8 @@ enum class backend_kind { uffd, mmap };
 const char* to_string(backend_kind b) noexcept;
 // PHEAP_BACKEND = uffd | mmap (unset: uffd); anything else throws error(invalid_argument).
 backend_kind backend_from_env();
+// PHEAP_READ_ONLY_CACHE = on | off (unset: on); anything else throws error(invalid_argument).
+bool read_only_cache_from_env();
 // PHEAP_PAGE_SIZE (e.g. "4K", "64K", "1M") if set, else 64 KiB; a malformed value or one that
 // is not a power of two in [4 KiB, 64 MiB] throws error(invalid_argument) naming the variable.
 std::uint32_t page_size_from_env();
@@ -59,6 +61,14 @@ struct options {
   pager_options pager = pager_options::from_env();
   std::shared_ptr<io::engine> engine;  // null -> io::default_engine() (io_uring, else posix)
   backend_kind backend = backend_from_env();  // see backend_kind; default honours PHEAP_BACKEND
+  // Read-only opens (uffd backend) read segment data through the kernel's page cache instead
+  // of O_DIRECT (store_options::page_cache_reads), so what one job read is still in DRAM for
+  // the next: a second read-only open of the same datastore reads from memory. The cost: the
+  // page cache holds those pages too (reclaimable file pages; a memory cgroup counts them,
+  // and the automatic buffer treats them as reclaimable), beside the pager's buffer. false:
+  // O_DIRECT, the buffer the only cache (what read-write opens always do: a writer's pages
+  // live in its buffer). Default honours PHEAP_READ_ONLY_CACHE.
+  bool read_only_cache = read_only_cache_from_env();
 };
 
 }  // namespace pheap

@@ -108,10 +108,10 @@
 //         fill for a write is mapped writable (the signal frame carries the page fault's
 //         error code), sparing the write-protect fault that follows a read fill; elsewhere
 //         SIGBUS does not say whether the access was a write, and every fill is a read fill.
-//       - The fills' bounce buffers come from 64 slots mapped at open (a page each, or
-//         1 + read_ahead pages): resident are as many as fills ever ran at once, outside the
-//         automatic buffer's accounting (the reserve covers them: at 4 KiB pages and no
-//         read-ahead 256 KiB at most). A 65th thread filling at once sleeps 20 µs and retries.
+//       - The fills' bounce buffers come from 64 slots mapped at open (a page each; the
+//         read-ahead a fill earns is read by the workers): resident are as many as fills ever
+//         ran at once, outside the automatic buffer's accounting (the reserve covers them: at
+//         4 KiB pages 256 KiB at most). A 65th thread filling at once sleeps 20 µs and retries.
 //       - automatic picks the workers under wp_sync instead of refusing; it still needs one
 //         of the SIGBUS handler's 64 region slots, and the 65th region open at once fails
 //         (errc::unavailable) as with faulting_thread.
@@ -145,7 +145,8 @@
 //     buffers of one flush batch (≤ 16 MiB) and one eviction batch (≤ 8 MiB), the evicted
 //     pages' frames the eviction's UFFDIO_MOVE staging range keeps mapped between emptyings
 //     (at most an eviction batch and at most 256 KiB: one TLB shootdown for several small
-//     batches), 1 + read_ahead pages per fault thread and 64 KiB of zeros; with an automatic
+//     batches), one read step (2 MiB, or the read-ahead ceiling) per fault thread and 64 KiB of
+//     zeros; with an automatic
 //     buffer each batch is at most 1/16 of the memory limit. Otherwise the staging ranges
 //     hold buffer pages only (a page moved there keeps its slot until its bytes are out of
 //     the buffer). The store's own: its page map
@@ -193,6 +194,23 @@
 //     sparse_store::page_crc() (no I/O; a write in that instant that leaves the page with the
 //     CRC of its stored copy — odds 2^-32 — would go unwritten). A store that cannot tell
 //     without I/O (page_crc() == nullopt) has the page read back (evict_verify_reads).
+//   * Read-ahead (pager_options::read_ahead; src/pager/read_ahead.hpp has the rules). The pager
+//     sees an access only when it faults, so a stream of faults is what it follows: three
+//     missing faults a stride apart (1 page, backwards, or up to 8 pages apart; pages the
+//     store has data for) earn a window of 8 pages after the last one, which the fault
+//     workers read in the background (claimed at once: an access to one of them waits for
+//     that read instead of reading it again). One page half-way through each window, its
+//     marker, is left out: the application's fault on it says the window is being followed,
+//     and the next window — twice as large, up to the ceiling (2 MiB of pages by default) —
+//     is claimed then, while the rest of the current one is still ahead. A window takes
+//     buffer slots below the high watermark only; the part that gets none waits in the
+//     prefetch queue for the room the evictor makes, so read-ahead never takes the buffer
+//     past its size. Random faults earn nothing unless three fall a stride apart by chance.
+//     pager_stats: read_ahead_pages (read), read_ahead_windows, read_ahead_planned and
+//     read_ahead_passed (planned pages the application then went past: the rest bounds
+//     what was read in vain). Caveats: 8 streams at once (a ninth scan, or random faults
+//     between a stream's, can replace a stream before its window is followed); each window
+//     costs the application one synchronous read, its marker's.
 //
 // Options (buffer, watermarks, tracking, threads, read-ahead, their PHEAP_* variables):
 // pheap/pager_options.hpp. Statistics: pager_stats in pheap/stats.hpp.
@@ -247,11 +265,17 @@ class pager {
   std::uint64_t confirm();
 
   // Asynchronously fills the pages covering each (offset, len): idle fault workers read up to
-  // 64 pages (1 MiB) per store batch, taking buffer slots below the high watermark; at it the
-  // queue waits for the evictor to make room. At most half the buffer's pages wait in the
-  // queue: older requests beyond that are dropped. A hint: faults never wait for it.
-  // Out-of-range parts are ignored.
+  // 2 MiB of pages (at most 512) per store batch, each run of consecutive pages one request,
+  // taking buffer slots below the high watermark; at it the queue waits for the evictor to
+  // make room. At most half the buffer's pages wait in the queue: older requests beyond that
+  // are dropped (pager_stats::prefetch_dropped). A hint: faults never wait for it. Never-written
+  // pages are filled with zeros. Out-of-range parts are ignored.
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  // A scan's prefetch: as prefetch(), but only the pages the store holds data for (nothing is
+  // filled with zeros) and only as far as the buffer has room below its low watermark: what
+  // does not fit is dropped, and no eviction round starts for it. For a walk over all of a
+  // heap that fits the buffer (manager::prefetch_all).
+  void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   // Fills and keeps resident the pages covering [offset, offset+len) until as many unpin()
   // calls; pins nest. Throws invalid_argument when out of range.
   void pin(std::size_t offset, std::size_t len);

@@ -48,7 +48,14 @@ struct pager_options {
   double high_watermark = 0.99, low_watermark = 0.97;
   dirty_tracking tracking = dirty_tracking::automatic;
   unsigned fault_threads = 2;  // workers reading the uffd (1..64)
-  unsigned read_ahead = 0;     // pages read ahead on sequential faults (0..1024)
+  // Read-ahead on faults (pheap/pager.hpp, "Read-ahead"): kTrigger missing faults in a row a
+  // stride apart (sequential, backward, or up to 8 pages apart) earn a window of pages read
+  // by the fault workers in the background, 8 pages at first, doubling each time the
+  // application follows it, up to this ceiling in pages (≤ 1024). read_ahead_auto: 2 MiB of
+  // pages (at least 1, at most 512); 0: off. Windows take buffer slots only below the high
+  // watermark; the rest waits for the evictor's room, never beyond the buffer.
+  static constexpr unsigned read_ahead_auto = ~0u;
+  unsigned read_ahead = read_ahead_auto;
   // The victim cache: a copy of each evicted page (once its bytes are in the store) handed to
   // the kernel with MADV_FREE, which drops it without I/O when it needs the memory; until then
   // a fault on the page copies it back instead of reading the store — the role the kernel's
@@ -74,7 +81,7 @@ struct pager_options {
   // heap page that is not in memory fails with EFAULT, which code ported from mmap does not
   // expect.
   fault_filling fault_fill = fault_filling::workers;
-  bool debug = false;          // one line on stderr at construction: the buffer and its source
+  bool debug = false;  // stderr: a line at construction (the buffer and its source), the statistics at close
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or
   // out-of-range value, or a low watermark not below the high one, throws

@@ -37,7 +37,7 @@ constexpr variable kTable[] = {
     {.id = var::fault_threads, .name = "PHEAP_FAULT_THREADS", .type = kind::count,
      .default_value = "2", .meaning = "workers reading the userfaultfd", .min = 1, .max = 64},
     {.id = var::read_ahead, .name = "PHEAP_READ_AHEAD", .type = kind::count,
-     .default_value = "0", .meaning = "pages read ahead on sequential faults", .min = 0, .max = 1024},
+     .default_value = "2 MiB of pages", .meaning = "ceiling of the read-ahead window of sequential or strided faults, in pages (0: off)", .min = 0, .max = 1024},
     {.id = var::io_engine, .name = "PHEAP_IO_ENGINE", .type = kind::word,
      .default_value = "io_uring, else posix", .meaning = "the I/O engine of io::default_engine()",
      .words = "uring|io_uring posix"},
@@ -54,9 +54,13 @@ constexpr variable kTable[] = {
      .default_value = "workers",
      .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT); automatic: the faulting thread unless tracking is wp_sync (graph datastores' default)",
      .words = "workers faulting_thread automatic"},
+    {.id = var::read_only_cache, .name = "PHEAP_READ_ONLY_CACHE", .type = kind::word,
+     .default_value = "on",
+     .meaning = "read-only opens read segment data through the kernel's page cache, so the next job finds it in DRAM (off: O_DIRECT, the pager's buffer the only cache)",
+     .words = "on off"},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
-     .meaning = "1: the pager prints its buffer size and where it came from at open, and the automatic "
-                "buffer's target whenever it moves by 1/8",
+     .meaning = "1: the pager prints its buffer size and where it came from at open, the automatic "
+                "buffer's target whenever it moves by 1/8, and its statistics at close",
      .min = 0, .max = 1},
 };
 

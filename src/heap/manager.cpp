@@ -137,6 +137,7 @@ store_options store_opts(const options& opt, bool ro) {
   so.segment_size = opt.segment_size;
   so.read_only = ro;
   so.engine = opt.engine;
+  so.page_cache_reads = ro && opt.read_only_cache && opt.backend == backend_kind::uffd;
   return so;
 }
 
@@ -506,6 +507,13 @@ void manager::prefetch(std::span<const memory_range> ranges) const {
     }
   }
   if (!offs.empty()) rg.prefetch(offs);
+}
+
+void manager::prefetch_all() const {
+  auto& c = core();
+  const std::pair<std::size_t, std::size_t> all{0, static_cast<std::size_t>(
+                                                       std::min<std::uint64_t>(c.alloc->used_extent(), c.pg->size()))};
+  c.pg->prefetch_stored(std::span(&all, 1));
 }
 
 manager_stats manager::stats() const {

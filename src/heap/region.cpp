@@ -21,6 +21,11 @@ backend_kind backend_from_env() {
   return w && *w == to_string(backend_kind::mmap) ? backend_kind::mmap : backend_kind::uffd;
 }
 
+bool read_only_cache_from_env() {
+  const auto w = env::word(env::var::read_only_cache);
+  return !w || *w == "on";
+}
+
 std::uint32_t page_size_from_env() {
   return static_cast<std::uint32_t>(env::size(env::var::page_size).value_or(64 * 1024));
 }
@@ -69,6 +74,9 @@ class pager_region final : public region {
   }
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) override {
     pg_.prefetch(ranges);
+  }
+  void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) override {
+    pg_.prefetch_stored(ranges);
   }
   sparse_store& store() noexcept override { return pg_.store(); }
   dirty_tracking tracking() const noexcept override { return pg_.tracking(); }

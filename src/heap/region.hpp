@@ -54,6 +54,11 @@ class region {
   // Brings the pages covering each (offset, len) in ahead of use, without waiting (manager.hpp
   // manager::prefetch: its caveats). uffd: pager::prefetch; mmap: MADV_WILLNEED.
   virtual void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) = 0;
+  // A scan's prefetch (manager::prefetch_all): uffd: pager::prefetch_stored (pages with data,
+  // as far as the buffer has room); mmap: MADV_WILLNEED, as prefetch.
+  virtual void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
+    prefetch(ranges);
+  }
   virtual sparse_store& store() noexcept = 0;
   virtual dirty_tracking tracking() const noexcept = 0;
   virtual pager_stats stats() const = 0;

@@ -328,6 +328,10 @@ bool segment_allocator::all_memory_deallocated() {
   return h_->chunks_in_use == 0;
 }
 
+std::uint64_t segment_allocator::used_extent() const noexcept {
+  return h_->data_off + (h_->chunk_high << h_->chunk_shift);
+}
+
 allocator_usage segment_allocator::usage() const {
   allocator_usage u;
   u.chunk_size = h_->chunk_size;

@@ -100,6 +100,9 @@ class segment_allocator {
   // True iff nothing is allocated (cached free slots do not count). Takes the world lock.
   bool all_memory_deallocated();
   allocator_usage usage() const;
+  // Bytes from the region's start that hold the heap's metadata and every chunk ever used:
+  // beyond them the region has never been written (chunk_high).
+  std::uint64_t used_extent() const noexcept;
 
   // Invariant checker: appends one message per violation. Caller holds the world lock
   // exclusive or the heap is not shared (read-only check tool).

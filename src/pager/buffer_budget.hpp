@@ -157,6 +157,15 @@ class buffer_budget {
   // I/O (zeros next to a zero-filled fault), which out of core find the buffer at its high
   // watermark and would otherwise never run.
   bool try_reserve_below_target() { return try_reserve(target_pages()); }
+  // A scan's prefetch (pager_impl::prefetch_stored): a slot only below the low watermark, so
+  // that it never starts an eviction round (B3); room_below_low(): how many such slots are
+  // free now (a hint: grants and releases move it at once).
+  bool try_reserve_below_low() { return try_reserve(low_pages_.load(std::memory_order_relaxed)); }
+  std::size_t room_below_low() const noexcept {
+    const std::int64_t used = occupied_.load(std::memory_order_relaxed) - pinned_.load(std::memory_order_relaxed);
+    const auto low = static_cast<std::int64_t>(low_pages_.load(std::memory_order_relaxed));
+    return used < low ? static_cast<std::size_t>(low - used) : 0;
+  }
   // Gives back n slots (pages that left memory, or claims that lost) and wakes waiting faults.
   void release(std::size_t n);
   // Takes n slots again, past the buffer if need be, for victims whose slots the evictor gave

@@ -71,9 +71,10 @@ namespace pheap::paging {
 
 void pager_impl::wait_evictor_idle() {
   for (;;) {
-    {
+    // Read steps first: one that waits for room (read-ahead, prefetch) has the evictor run again.
+    if (pf_queued_.load() == 0 && pf_active_.load() == 0) {
       std::lock_guard b(evict_batch_mu_);
-      if (budget_.evictor_idle()) return;
+      if (budget_.evictor_idle() && pf_queued_.load() == 0 && pf_active_.load() == 0) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

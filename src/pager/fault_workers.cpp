@@ -15,6 +15,7 @@
 
 #include <linux/futex.h>
 
+#include <algorithm>
 #include <cassert>
 #include <climits>
 #include <cerrno>
@@ -222,12 +223,6 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
     if (table_.claim_fill(page)) break;
     budget_.release(1);  // someone else got it; re-examine
   }
-  // Sequential = this fault follows the end of the previous fault or read-ahead (any worker).
-  // Recorded before the fill wakes the faulting thread: its next fault, possibly handled by
-  // another worker, must find this one (recorded after the wake, the two workers raced and
-  // a sequential scan often went undetected).
-  const std::size_t prev =
-      read_ahead_ == 0 ? 0 : last_fault_end_.exchange(page, std::memory_order_acq_rel);
   const std::uint64_t t0 = now_ns();
   (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
   // A never-written page: the other never-written pages of its unit are claimed with it
@@ -235,10 +230,17 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
   // install instead of racing it) and filled in the same step.
   std::size_t pages[kMaxZeroAhead];
   pages[0] = page;
-  const std::size_t n = store_->may_have_data(page) ? 1 : 1 + claim_zero_ahead(page, pages + 1);
+  const bool stored = store_->may_have_data(page);
+  const std::size_t n = stored ? 1 : 1 + claim_zero_ahead(page, pages + 1);
+  // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
+  // this fill wakes the faulting thread (whose next access then waits for the window's read
+  // instead of faulting on its pages one by one), and read by the workers while this thread
+  // reads its own page.
+  if (stored && read_ahead_.on()) {
+    if (const auto w = read_ahead_.on_fault(page)) start_read_ahead(*w);
+  }
   fill_pages(pages, n, write, true, tid, bounce);
   c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  if (read_ahead_ != 0 && page == prev + 1 && page + 1 < npages_) fill_read_ahead(page + 1, bounce);
   return missing_outcome::filled;
 }
 
@@ -292,22 +294,56 @@ bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
   return true;
 }
 
-void pager_impl::fill_read_ahead(std::size_t first, std::byte* bounce) {
+void pager_impl::start_read_ahead(const read_window& w) {
   std::vector<std::size_t> got;
-  got.reserve(read_ahead_);
-  for (std::size_t p = first; p < npages_ && got.size() < read_ahead_; ++p) {
+  got.reserve(w.pages);
+  std::size_t i = 0;
+  for (; i < w.pages; ++i) {
+    if (i == w.marker) continue;
+    const std::size_t p = w.page(i);
+    if (ps::kind(table_.load(p)) != ps::absent || !store_->may_have_data(p)) continue;
     if (!budget_.try_reserve_below_high()) break;
     if (!table_.claim_fill(p)) {
-      budget_.release(1);
-      break;
+      budget_.release(1);  // a fault or another step has it
+      continue;
     }
     got.push_back(p);
   }
-  if (got.empty()) return;
-  c_.read_ahead_pages.fetch_add(got.size(), std::memory_order_relaxed);
-  std::size_t expect = first - 1;  // extend the sequential run unless another fault moved it
-  last_fault_end_.compare_exchange_strong(expect, got.back(), std::memory_order_acq_rel);
-  fill_pages(got.data(), got.size(), false, false, 0, bounce);
+  if (!got.empty()) {
+    std::sort(got.begin(), got.end());  // page order: runs become single store requests
+    queue_claimed(std::move(got));
+  }
+  if (i < w.pages) {
+    // No slot for the rest now: it waits in the prefetch queue for the room the evictor makes.
+    {
+      std::lock_guard lk(pf_mu_);
+      for (; i < w.pages; ++i) {
+        if (i != w.marker) queue_range(w.page(i), w.page(i) + 1, pf_kind::read_ahead);
+      }
+    }
+    budget_.kick_evictor();
+  }
+  const std::uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+void pager_impl::queue_claimed(std::vector<std::size_t>&& pages) {
+  std::lock_guard lk(pf_mu_);
+  pf_queued_ += pages.size();
+  ra_q_.push_back(std::move(pages));
+}
+
+void pager_impl::drop_claimed() noexcept {
+  std::deque<std::vector<std::size_t>> left;
+  {
+    std::lock_guard lk(pf_mu_);
+    left.swap(ra_q_);
+    pf_queued_ = 0;
+    pf_q_.clear();
+  }
+  for (const auto& batch : left) {
+    for (std::size_t p : batch) forget_fill(p);
+  }
 }
 
 std::size_t pager_impl::claim_zero_ahead(std::size_t page, std::size_t* out) {
@@ -329,18 +365,58 @@ std::size_t pager_impl::claim_zero_ahead(std::size_t page, std::size_t* out) {
 }
 
 bool pager_impl::prefetch_step(std::byte* bounce) {
-  if (pf_busy_.exchange(true, std::memory_order_acquire)) return false;  // the other worker's
+  unsigned active = pf_active_.load(std::memory_order_relaxed);
+  do {
+    if (active >= pf_max_active_) return false;  // the others' (one stays free for faults)
+  } while (!pf_active_.compare_exchange_weak(active, active + 1, std::memory_order_acquire,
+                                             std::memory_order_relaxed));
   std::vector<std::size_t> got;
   got.reserve(prefetch_depth_);
+  if (!take_claimed(got)) claim_queued(got);
+  if (!got.empty()) {
+    c_.read_steps.fetch_add(1, std::memory_order_relaxed);
+    c_.read_step_pages.fetch_add(got.size(), std::memory_order_relaxed);
+    fill_pages(got.data(), got.size(), false, false, 0, bounce);
+  }
+  pf_active_.fetch_sub(1, std::memory_order_release);
+  return !got.empty();
+}
+
+bool pager_impl::take_claimed(std::vector<std::size_t>& got) {
+  std::lock_guard lk(pf_mu_);
+  if (ra_q_.empty()) return false;
+  got = std::move(ra_q_.front());
+  ra_q_.pop_front();
+  pf_queued_ -= got.size();
+  c_.read_ahead_pages.fetch_add(got.size(), std::memory_order_relaxed);
+  return true;
+}
+
+void pager_impl::claim_queued(std::vector<std::size_t>& got) {
+  std::uint64_t ahead = 0, fetched = 0;
   {
     std::lock_guard lk(pf_mu_);
     while (!pf_q_.empty() && got.size() < prefetch_depth_) {
-      auto& r = pf_q_.front();
-      if (r.first >= r.second) {
+      pf_range& r = pf_q_.front();
+      if (r.first >= r.end) {
         pf_q_.pop_front();
         continue;
       }
-      if (!budget_.try_reserve_below_high()) {
+      const std::size_t p = r.first;
+      if (r.kind != pf_kind::fill &&
+          (ps::kind(table_.load(p)) != ps::absent || !store_->may_have_data(p))) {
+        ++r.first;  // in already, or nothing to read: a scan or a window skips it
+        --pf_queued_;
+        continue;
+      }
+      if (r.kind == pf_kind::scan && !budget_.try_reserve_below_low()) {
+        // A scan's hint never has resident pages evicted for it: the rest of the range goes.
+        c_.prefetch_dropped.fetch_add(r.end - r.first, std::memory_order_relaxed);
+        pf_queued_ -= r.end - r.first;
+        pf_q_.pop_front();
+        continue;
+      }
+      if (r.kind != pf_kind::scan && !budget_.try_reserve_below_high()) {
         // At the high watermark: the queue waits for the room the evictor makes, and the
         // evictor wakes the workers then (wake_prefetch_if_waiting). The flag is raised before
         // a second look (the fences pair with the evictor's: either it sees the flag or this
@@ -352,21 +428,20 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
           break;
         }
       }
-      const std::size_t p = r.first++;
+      ++r.first;
       --pf_queued_;
       if (table_.claim_fill(p)) {
         got.push_back(p);
+        ++(r.kind == pf_kind::read_ahead ? ahead : fetched);
       } else {
         budget_.release(1);  // resident, or a fault fills it
       }
     }
   }
-  if (!got.empty()) {
-    c_.prefetched_pages.fetch_add(got.size(), std::memory_order_relaxed);
-    fill_pages(got.data(), got.size(), false, false, 0, bounce);
-  }
-  pf_busy_.store(false, std::memory_order_release);
-  return !got.empty();
+  if (ahead) c_.read_ahead_pages.fetch_add(ahead, std::memory_order_relaxed);
+  if (fetched) c_.prefetched_pages.fetch_add(fetched, std::memory_order_relaxed);
+  // Claimed in queue order; the store reads runs in page order as one request each.
+  std::sort(got.begin(), got.end());
 }
 
 void pager_impl::wake_prefetch_if_waiting() {
@@ -389,6 +464,17 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     }
     if (j - i > 1) {
       install_zero_run(pages + i, j - i);
+      i = j;
+      continue;
+    }
+    // Read fills of consecutive pages from consecutive bounce slots: one UFFDIO_COPY.
+    j = i + 1;
+    while (j < n && src[i] != nullptr && src[i] != zero_.data() && !(write && i == 0) &&
+           pages[j] == pages[j - 1] + 1 && src[j] == src[j - 1] + ps_) {
+      ++j;
+    }
+    if (j - i > 1) {
+      install_run(pages + i, src[i], j - i);
       i = j;
       continue;
     }
@@ -501,6 +587,21 @@ void pager_impl::install_zero_run(const std::size_t* pages, std::size_t n) {
     // handling (one the failed copy did map is reported and installed, not mapped twice: I1).
     c_.zero_fills.fetch_sub(n, std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], zero_.data(), false);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    table_.install(pages[i], ps::ref);
+    clock_.publish(pages[i]);  // C1
+    wake_fill_sleepers(pages[i]);
+  }
+}
+
+void pager_impl::install_run(const std::size_t* pages, const std::byte* src, std::size_t n) {
+  const int rc = uffd_copy(uffd_, page_addr(pages[0]), src, n * ps_,
+                           wp_registered_ ? UFFDIO_COPY_MODE_WP : 0);
+  if (rc != 0) {
+    // Not every page of the run installed: each on its own, with install_fill's handling.
+    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], src + i * ps_, false);
     return;
   }
   for (std::size_t i = 0; i < n; ++i) {

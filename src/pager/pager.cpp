@@ -68,7 +68,9 @@ void validate(const pager_options& o, const std::string& name) {
     bad("low_watermark must be in [0, high_watermark)");
   }
   if (o.fault_threads < 1 || o.fault_threads > 64) bad("fault_threads must be in [1, 64]");
-  if (o.read_ahead > 1024) bad("read_ahead must be at most 1024 pages");
+  if (o.read_ahead > 1024 && o.read_ahead != pager_options::read_ahead_auto) {
+    bad("read_ahead must be at most 1024 pages (or read_ahead_auto)");
+  }
 }
 }  // namespace
 
@@ -115,8 +117,11 @@ pager_options pager_options::from_env(pager_options base) {
 std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
   os << "faults: read " << s.read_faults << " write " << s.write_faults << " wp " << s.wp_faults
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
-     << " B) read-ahead " << s.read_ahead_pages << " zero-ahead " << s.zero_ahead_pages
-     << " prefetch " << s.prefetched_pages << " victim cache " << s.victim_hits
+     << " B) read-ahead " << s.read_ahead_pages << " (" << s.read_ahead_windows << " windows, "
+     << s.read_ahead_passed << " of " << s.read_ahead_planned << " planned passed) zero-ahead "
+     << s.zero_ahead_pages << " prefetch " << s.prefetched_pages << " (dropped "
+     << s.prefetch_dropped << ") read steps " << s.read_steps << " (" << s.read_step_pages
+     << " pages)" << " victim cache " << s.victim_hits
      << " write-back " << s.write_back_hits
      << " | on the faulting thread " << s.thread_fills << (s.thread_fill ? "" : " (workers fill)")
      << " retries " << s.thread_fill_retries
@@ -170,7 +175,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   ps_ = store_->page_size();
   cap_ = store_->capacity();
   ro_ = store_->read_only();
-  read_ahead_ = opt.read_ahead;
+  debug_ = opt.debug;
   if (ps_ < os_page_size() || (ps_ & (ps_ - 1)) != 0 || cap_ == 0 || cap_ % ps_ != 0) {
     throw error(errc::invalid_argument, name_, "map pager",
                 "page size must be a power of two ≥ the system page size and divide the capacity");
@@ -202,9 +207,14 @@ void pager_impl::set_geometry(const pager_options& opt) {
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
   fill_asked_ = opt.fault_fill;  // thread_fill_ is resolved with the tracking (choose_tracking)
-  // A prefetch step reads up to 1 MiB, at most 64 pages: at 4 KiB, 64 requests in flight
-  // (the disk of bench/README.md does 88 K random reads/s at depth 32, 14 K at depth 1).
-  prefetch_depth_ = std::clamp<std::size_t>((std::size_t{1} << 20) / ps_, 1, 64);
+  // A read step (prefetch, read-ahead) reads up to 2 MiB, at most 512 pages: the store makes
+  // each run of consecutive pages one request (at most 1 MiB), so a step keeps a few large
+  // requests in flight, or up to 512 small ones where the pages are scattered. Read-ahead
+  // windows grow to the same size unless read_ahead says otherwise.
+  prefetch_depth_ = std::clamp<std::size_t>((std::size_t{2} << 20) / ps_, 1, 512);
+  read_ahead_.configure(npages_, opt.read_ahead == pager_options::read_ahead_auto
+                                     ? prefetch_depth_
+                                     : std::size_t{opt.read_ahead});
   // Zero fills come 64 KiB at a time (fault_workers.cpp fill_zero_ahead): the fault cost of
   // fresh memory at 4 KiB pages as at 64 KiB.
   zero_ahead_pages_ = std::clamp<std::size_t>((std::size_t{64} << 10) / ps_, 1, kMaxZeroAhead);
@@ -439,7 +449,7 @@ void pager_impl::register_region() {
   if (!thread_fill_) return;
   // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
   // fill the region's pages.
-  thread_bounce_.open(worker_bounce_pages() * ps_);  // before any fill can run (bounce_pool.hpp)
+  thread_bounce_.open(kThreadBouncePages * ps_);  // before any fill can run (bounce_pool.hpp)
   auto fill = [](void* me, std::uintptr_t a, bool write) {
     return static_cast<pager_impl*>(me)->fill_on_this_thread(a, write);
   };
@@ -471,6 +481,9 @@ void pager_impl::map_buffers(const uffd_features& f) {
 
 // Threads are named (pheap-fault<i>, pheap-evict) for top, perf and gdb.
 void pager_impl::start_threads(unsigned fault_threads) {
+  // Read steps at once: every worker where faults fill on the faulting thread (the workers
+  // have nothing else to do), else all but one, which stays free for faults.
+  pf_max_active_ = thread_fill_ ? fault_threads : std::max(1u, fault_threads - 1);
   for (unsigned i = 0; i < fault_threads; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
     ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
@@ -493,6 +506,7 @@ void pager_impl::stop_threads() noexcept {
   budget_.wake_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
+  drop_claimed();  // read-ahead batches no worker took
   if (evictor_.joinable()) evictor_.join();
   worker_clocks_.clear();
   evict_clocks_.clear();
@@ -507,6 +521,11 @@ void pager_impl::close_descriptors() noexcept {
 
 pager_impl::~pager_impl() {
   registration_.release();
+  if (debug_) {  // before the threads stop: their CPU clocks go with them
+    std::ostringstream line;
+    line << stats();
+    std::fprintf(stderr, "pheap: pager %s: at close: %s\n", name_.c_str(), line.str().c_str());
+  }
   stop_threads();
 #ifndef NDEBUG
   {
@@ -525,30 +544,67 @@ pager_impl::~pager_impl() {
   // region_map_ and the other anon_maps unmap themselves.
 }
 
+void pager_impl::queue_range(std::size_t first, std::size_t end, pf_kind kind) {
+  // Consecutive requests of one kind for the same or the next page (a sorted plan) merge.
+  if (!pf_q_.empty() && pf_q_.back().kind == kind && first >= pf_q_.back().first &&
+      first <= pf_q_.back().end) {
+    const std::size_t grow = end > pf_q_.back().end ? end - pf_q_.back().end : 0;
+    pf_q_.back().end += grow;
+    pf_queued_ += grow;
+  } else {
+    pf_q_.push_back({first, end, kind});
+    pf_queued_ += end - first;
+  }
+}
+
 void pager_impl::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
   {
     std::lock_guard lk(pf_mu_);
     for (const auto& [off, len] : ranges) {
       if (len == 0 || off >= cap_) continue;
       const std::size_t end = std::min(cap_, off + std::min(len, cap_ - off));
-      const std::size_t first = off / ps_, last = (end + ps_ - 1) / ps_;
-      // Consecutive requests for the same or the next page (a sorted plan) merge.
-      if (!pf_q_.empty() && first >= pf_q_.back().first && first <= pf_q_.back().second) {
-        const std::size_t grow = last > pf_q_.back().second ? last - pf_q_.back().second : 0;
-        pf_q_.back().second += grow;
-        pf_queued_ += grow;
-      } else {
-        pf_q_.emplace_back(first, last);
-        pf_queued_ += last - first;
-      }
+      queue_range(off / ps_, (end + ps_ - 1) / ps_, pf_kind::fill);
     }
-    // Bounded: the oldest requests give way (a hint the application has moved past).
-    while (pf_queued_ > pf_max_pages_ && !pf_q_.empty()) {
-      auto& r = pf_q_.front();
-      const std::size_t drop = std::min(r.second - r.first, pf_queued_ - pf_max_pages_);
-      r.first += drop;
+    // Bounded: the oldest fill requests give way (a hint the application has moved past).
+    std::size_t fill = 0;
+    for (const pf_range& r : pf_q_) fill += r.kind == pf_kind::fill ? r.end - r.first : 0;
+    for (auto it = pf_q_.begin(); fill > pf_max_pages_ && it != pf_q_.end(); ++it) {
+      if (it->kind != pf_kind::fill) continue;
+      const std::size_t drop = std::min(it->end - it->first, fill - pf_max_pages_);
+      it->first += drop;
+      fill -= drop;
       pf_queued_ -= drop;
-      if (r.first >= r.second) pf_q_.pop_front();
+      c_.prefetch_dropped.fetch_add(drop, std::memory_order_relaxed);
+    }
+  }
+  const std::uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+void pager_impl::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
+  // The room below the low watermark now bounds what is queued; the steps stop at that
+  // watermark too (claim_queued), whatever faults take meanwhile: a scan's hint never starts
+  // an eviction round.
+  const std::size_t room = budget_.room_below_low();
+  std::size_t queued = 0;
+  {
+    std::lock_guard lk(pf_mu_);
+    for (const auto& [off, len] : ranges) {
+      if (len == 0 || off >= cap_) continue;
+      const std::size_t end = std::min(cap_, off + std::min(len, cap_ - off));
+      const std::size_t first = off / ps_, last = (end + ps_ - 1) / ps_;
+      // Runs of pages the store has data for (map blocks load once, then lock-free).
+      for (std::size_t p = first; p < last && queued < room;) {
+        if (!store_->may_have_data(p) || ps::kind(table_.load(p)) != ps::absent) {
+          ++p;
+          continue;
+        }
+        std::size_t q = p + 1;
+        while (q < last && queued + (q - p) < room && store_->may_have_data(q)) ++q;
+        queue_range(p, q, pf_kind::scan);
+        queued += q - p;
+        p = q;
+      }
     }
   }
   const std::uint64_t one = 1;
@@ -617,6 +673,15 @@ pager_stats pager_impl::stats() const {
   s.pages_read = g(c_.pages_read);
   s.bytes_read = s.pages_read * ps_;
   s.read_ahead_pages = g(c_.read_ahead_pages);
+  {
+    const read_ahead::counts ra = read_ahead_.totals();
+    s.read_ahead_windows = ra.windows;
+    s.read_ahead_planned = ra.planned;
+    s.read_ahead_passed = ra.passed;
+  }
+  s.prefetch_dropped = g(c_.prefetch_dropped);
+  s.read_steps = g(c_.read_steps);
+  s.read_step_pages = g(c_.read_step_pages);
   s.zero_ahead_pages = g(c_.zero_ahead_pages);
   s.prefetched_pages = g(c_.prefetched_pages);
   s.evictions = g(c_.evictions);
@@ -672,6 +737,10 @@ std::uint64_t pager::prepare(std::span<const std::byte> root) { return impl_->pr
 std::uint64_t pager::confirm() { return impl_->confirm(); }
 void pager::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
   impl_->prefetch(ranges);
+}
+
+void pager::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
+  impl_->prefetch_stored(ranges);
 }
 void pager::pin(std::size_t offset, std::size_t len) { impl_->pin(offset, len); }
 void pager::unpin(std::size_t offset, std::size_t len) { impl_->unpin(offset, len); }

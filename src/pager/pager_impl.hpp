@@ -6,6 +6,7 @@
 //   staging.{hpp,cpp}        UFFDIO_MOVE staging: move out, read back what arrived, drop or
 //                            move back
 //   victim_cache.{hpp,cpp}   evicted pages kept where the kernel may take them back (MADV_FREE)
+//   read_ahead.{hpp,cpp}     fault streams (sequential, strided) and the windows they earn
 //   error_channel.hpp        store errors of background threads, for the next flush
 //   fault_signals.{hpp,cpp}  the region registry and SIGBUS/SIGSEGV handlers: poisoned pages
 //                            as errors in guard_faults, one line before a read-only write dies
@@ -14,7 +15,8 @@
 //   pager.cpp                options (PHEAP_* env), construction as named steps, teardown,
 //                            pin, prefetch queue, statistics, the public facade
 //   fault_workers.cpp        workers reading the uffd; fills (store read → bounce →
-//                            UFFDIO_COPY), read-ahead, prefetch, poisoning on read errors
+//                            UFFDIO_COPY of runs), read-ahead windows, prefetch steps,
+//                            poisoning on read errors
 //   evictor.cpp              the background evictor; evict_batch as named steps
 //   resident_clock.hpp       the resident pages in install order and the evictor's hand
 //   flush.cpp                flush(): the protocol, claim/copy/write per chunk, commit
@@ -59,6 +61,7 @@
 #include "pager/limit_pool.hpp"
 #include "pager/memory_limit.hpp"
 #include "pager/page_table.hpp"
+#include "pager/read_ahead.hpp"
 #include "pager/resident_clock.hpp"
 #include "pager/staging.hpp"
 #include "pager/uffd.hpp"
@@ -69,7 +72,8 @@ namespace pheap::paging {
 
 struct counters {
   std::atomic<std::uint64_t> read_faults{0}, write_faults{0}, wp_faults{0}, zero_fills{0},
-      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0}, evictions{0},
+      pages_read{0}, read_ahead_pages{0}, zero_ahead_pages{0}, prefetched_pages{0},
+      prefetch_dropped{0}, read_steps{0}, read_step_pages{0}, evictions{0},
       evicted_dirty{0}, evict_runs{0}, evict_verify_reads{0}, victims_kept{0}, evict_waits{0},
       victim_hits{0}, write_back_hits{0}, thread_fills{0}, thread_fill_retries{0},
       dirty_pages_written{0}, bytes_written{0}, flushes{0}, flush_retakes{0},
@@ -132,6 +136,7 @@ class pager_impl {
   std::uint64_t prepare(std::span<const std::byte> root);  // flush, ending in store prepare()
   std::uint64_t confirm();
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   void pin(std::size_t offset, std::size_t len);
   void unpin(std::size_t offset, std::size_t len);
   pager_stats stats() const;
@@ -141,7 +146,8 @@ class pager_impl {
   // page_table.hpp), else a description of the first violation.
   std::string check_invariants() const;
   // Waits until the evictor has nothing to do (occupancy ≤ high watermark and no batch in
-  // flight). For tests that measure residency.
+  // flight) and no read step (read-ahead, prefetch) is queued or running, whose fills would
+  // have it evict again. For tests that measure residency or check the invariants.
   void wait_evictor_idle();
   uffd_source source() const noexcept { return source_; }
 
@@ -151,12 +157,13 @@ class pager_impl {
   std::size_t ps_ = 0, npages_ = 0, cap_ = 0;
   std::byte* base_ = nullptr;
   bool ro_ = false;
+  bool debug_ = false;  // pager_options::debug: a line at open and the statistics at close
   fault_filling fill_asked_ = fault_filling::workers;  // pager_options::fault_fill
   bool thread_fill_ = false;  // resolved (choose_tracking): fills on the faulting thread (UFFD_FEATURE_SIGBUS)
   dirty_tracking mode_ = dirty_tracking::all_resident;
   bool wp_registered_ = false;  // region registered with MODE_WP
   bool have_poison_ = false;  // UFFDIO_POISON (else read errors are signalled with tgkill)
-  unsigned read_ahead_ = 0;
+  read_ahead read_ahead_;  // the fault streams and their windows (configured by set_geometry)
 
   std::byte* page_addr(std::size_t p) const noexcept { return base_ + p * ps_; }
   // The pages [first, last] covering [offset, offset+len) (len > 0); throws invalid_argument
@@ -187,7 +194,6 @@ class pager_impl {
 
   // --- fault workers (fault_workers.cpp) ------------------------------------------------------
   std::vector<std::thread> workers_;
-  std::atomic<std::size_t> last_fault_end_{~std::size_t(0) - 1};  // read-ahead detection
   void worker_main(unsigned index);
   // What a missing fault came to: this call filled the page (or poisoned it: its read
   // failed); the page is in already, so the access may be retried now; someone else fills or
@@ -221,12 +227,23 @@ class pager_impl {
                                            std::uint32_t tid, std::byte* bounce);
   // UFFDIO_COPY (or ZEROPAGE) of one claimed page, then filling → resident.
   void install_fill(std::size_t page, const std::byte* src, bool write);
+  // Read fills of claimed pages[0..n) (consecutive pages whose bytes are consecutive in
+  // memory from src) with one UFFDIO_COPY; page by page (install_fill) if it fails.
+  void install_run(const std::size_t* pages, const std::byte* src, std::size_t n);
   // Zero fills of the claimed pages pages[i..j) (consecutive, not the faulting page's write)
   // with one UFFDIO_COPY; page by page (install_fill) if it fails.
   void install_zero_run(const std::size_t* pages, std::size_t n);
   // A claimed page that will not be installed: back to absent, slot released, waiters woken.
   void forget_fill(std::size_t page);
-  void fill_read_ahead(std::size_t first, std::byte* bounce);
+  // A window read_ahead earned (a missing fault on one of its stream's pages, before the
+  // fault's own fill): its pages that are absent and hold data are claimed now, as far as
+  // slots below the high watermark allow, and queued for the workers as claimed batches
+  // (ra_q_: a fault on one of them then waits for that read instead of reading it again);
+  // what gets no slot goes to the prefetch queue, to be read once the evictor made room. The
+  // marker is left out (read_ahead.hpp).
+  void start_read_ahead(const read_window& w);
+  // Claimed pages → one batch of ra_q_ (they are filling, with slots; a worker fills them).
+  void queue_claimed(std::vector<std::size_t>&& pages);
   // A fault on a never-written page fills the other never-written pages of its
   // zero_ahead_pages_-page unit with zeros too (no I/O; a 4 KiB region fills new memory 64 KiB
   // per fault, whichever end of a unit is touched first). Claims them (slots below the target,
@@ -235,15 +252,22 @@ class pager_impl {
   std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
   static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
   std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead
-  // One step of the prefetch queue (below): up to prefetch_depth_ queued pages claimed and
-  // read with one store batch. False when it filled nothing (queue empty, another worker
-  // prefetching, or no room below the high watermark: then the evictor is asked for room and
-  // wakes the workers when it made some).
+  // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, else up to
+  // prefetch_depth_ pages of the prefetch queue (below) claimed; read with one store batch
+  // (runs of consecutive pages are one request each) and installed a run per UFFDIO_COPY.
+  // False when it filled nothing (nothing queued, pf_max_active_ steps running already, or no
+  // room below the high watermark: then the evictor is asked for room and wakes the workers
+  // when it made some).
   bool prefetch_step(std::byte* bounce);
-  // Pages of one fault worker's bounce buffer: a fault with its read-ahead, or a prefetch step.
+  bool take_claimed(std::vector<std::size_t>& got);  // a batch of ra_q_, if any
+  void claim_queued(std::vector<std::size_t>& got);  // pages of pf_q_
+  // Pages of one fault worker's bounce buffer: a read step (prefetch or read-ahead batch).
   std::size_t worker_bounce_pages() const noexcept {
-    return std::max<std::size_t>(1 + read_ahead_, prefetch_depth_);
+    return std::max<std::size_t>(prefetch_depth_, read_ahead_.ceiling());
   }
+  // Pages of a faulting-thread fill's bounce slot: the faulting page (its zero-ahead pages
+  // come from the zero page, its read-ahead from the workers).
+  static constexpr std::size_t kThreadBouncePages = 1;
   // `why`: the store's error, logged with the registration for guard_faults.
   void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
   // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
@@ -252,17 +276,36 @@ class pager_impl {
 
   // --- prefetch queue -----------------------------------------------------------------------------
   // prefetch() appends page ranges; idle fault workers take them prefetch_depth_ pages at a
-  // time (one store read batch: the device sees that many requests at once), one worker at a
-  // time (pf_busy_) so that the other is free for faults. A step takes slots only below the
-  // high watermark; at it the queue waits (pf_wants_room_) until the evictor has made room and
-  // wakes the workers through wake_fd_. The queue holds at most pf_max_pages_ pages (half
-  // the buffer): older requests beyond that are dropped, as a hint the application has moved
-  // past.
-  std::mutex pf_mu_;
-  std::deque<std::pair<std::size_t, std::size_t>> pf_q_;  // [first page, end page)
-  std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ (written under pf_mu_)
+  // time (one store read batch: runs of consecutive pages are one request each, several in
+  // flight), up to pf_max_active_ workers at once (all of them when faults fill on the faulting
+  // thread, else all but one, which stays free for faults). Ranges are of three kinds:
+  //   fill        prefetch(): every page (never-written ones as zeros); at the high watermark
+  //               the queue waits (pf_wants_room_) until the evictor has made room and wakes
+  //               the workers through wake_fd_;
+  //   read_ahead  the part of a read-ahead window that got no slot when the fault claimed it:
+  //               pages with data only; waits for room as fill does;
+  //   scan        prefetch_stored(): pages with data only, as far as the buffer has room below
+  //               the low watermark; at it the rest is dropped (a scan's hint never starts an
+  //               eviction round).
+  // The fill ranges hold at most pf_max_pages_ pages (half the buffer): older requests beyond
+  // that are dropped, as a hint the application has moved past. Claimed read-ahead batches
+  // (ra_q_) go before every range.
+  enum class pf_kind : unsigned char { fill, read_ahead, scan };
+  struct pf_range {
+    std::size_t first, end;  // [first page, end page)
+    pf_kind kind;
+  };
+  std::mutex pf_mu_;  // pf_q_ and ra_q_; a leaf (claims under it take no other lock)
+  std::deque<pf_range> pf_q_;
+  std::deque<std::vector<std::size_t>> ra_q_;  // claimed read-ahead batches, in page order each
+  std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ and ra_q_ (written under pf_mu_)
   std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
-  std::atomic<bool> pf_busy_{false}, pf_wants_room_{false};
+  unsigned pf_max_active_ = 1;                            // start_threads
+  std::atomic<unsigned> pf_active_{0};
+  std::atomic<bool> pf_wants_room_{false};
+  void queue_range(std::size_t first, std::size_t end, pf_kind kind);  // under pf_mu_
+  // Teardown, workers joined: claimed batches nobody will read go back to absent.
+  void drop_claimed() noexcept;
   // The evictor's side: wakes the fault workers if a prefetch step waits for room.
   void wake_prefetch_if_waiting();
 

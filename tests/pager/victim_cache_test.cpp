@@ -56,6 +56,9 @@ pager_options with_cache(victim_caching v) {
   pager_options o;
   o.buffer_size = 32 * kPs;
   o.victim_cache = v;
+  // Read-ahead off: every page comes back by its own fault, so hits and store reads count
+  // what the cache did (read-ahead with the cache: PagerRoundTrip's victims variants).
+  o.read_ahead = 0;
   return o;
 }
 

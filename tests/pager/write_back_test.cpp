@@ -44,6 +44,7 @@ class WriteBackInFlight : public ::testing::TestWithParam<wb_param> {
     s->commit({});
     pager_options o;
     o.buffer_size = 64 * kPs;  // fixed: no victim cache, so no fill comes from a kept copy
+    o.read_ahead = 0;  // a fault fills its page only: the store reads counted are its own
     o.tracking = GetParam().mode;
     o.fault_fill = GetParam().fill;
     pg_ = std::make_unique<pager>(std::move(s), o);

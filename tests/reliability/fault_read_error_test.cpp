@@ -470,7 +470,9 @@ TEST(FaultReadErrorRegression, AFaultOnAPageWhoseReadAheadReadFailsGetsSigbusIns
   const int st = in_child_with_timeout(
       [&] {
         touch_during_failing_batch(d / "ds", 7, [](pager&, volatile const unsigned char* b) {
-          // Two sequential faults (pages 4, 5): the second reads ahead pages 6..8 in one batch.
+          // Three sequential faults (pages 3, 4, 5): the third earns a window of pages 6..8
+          // (read-ahead 3: too small for a marker), read by a worker in one batch.
+          (void)b[3 * 4096];
           (void)b[4 * 4096];
           (void)b[5 * 4096];
         });
@@ -490,7 +492,7 @@ TEST(FaultReadErrorRegression, AFaultOnAPageWhosePrefetchReadFailsGetsSigbusInst
   const int st = in_child_with_timeout(
       [&] {
         touch_during_failing_batch(d / "ds", 18, [](pager& pg, volatile const unsigned char*) {
-          // Prefetch claims up to 1 + read_ahead pages per batch: 16..19.
+          // One prefetch step claims the four pages: 16..19, one batch.
           const std::pair<std::size_t, std::size_t> r{16 * 4096, 4 * 4096};
           pg.prefetch(std::span<const std::pair<std::size_t, std::size_t>>(&r, 1));
         });
