@@ -193,18 +193,7 @@ int cmd_info(const common_args& a) {
   try {
     const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
     const pheap::manager_stats s = m.stats();
-    pheap::watermark_info w;
-    w.epoch = s.epoch;
-    w.uuid = m.get_uuid();
-    w.store_format = pheap::sparse_store::format_version;
-    w.writer_version = m.get_version();
-    w.capacity = s.capacity;
-    w.page_size = s.page_size;
-    w.chunk_size = s.chunk_size;
-    w.created_ns = pheap::manager::peek(a.path).created_ns;
-    w.disk_bytes = s.disk_bytes;
-    w.description = m.get_description();
-    j = watermark_json(a.path, w);
+    j = watermark_json(a.path, m.watermark());
     j["source"] = "open";
     j["live_bytes"] = s.store.live_bytes;
     j["chunks"] = {{"in_use", s.chunks_in_use}, {"total", s.num_chunks}};

@@ -59,6 +59,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -240,6 +241,11 @@ class manager {
     return {static_cast<T*>(r.first), r.second};
   }
 
+  // The directory entry of the named object `name` whatever its type (its recorded type name,
+  // size, length and address: what a caller without the C++ type — the C API, the Python
+  // package — needs), or nullopt. One look-up; never type_mismatch.
+  std::optional<object_info> find_info(std::string_view name) const;
+
   // Runs the destructors and frees; false if absent. error(type_mismatch) if another type.
   template <class T>
   bool destroy(std::string_view name) {
@@ -329,6 +335,8 @@ class manager {
   // Reads nothing of the heap itself (objects and usage need an open). Throws as an open does
   // for a missing, foreign or damaged datastore.
   static watermark_info peek(const std::string& path);
+  // The same fields for this open manager: its last watermark (epoch), and usage now.
+  watermark_info watermark() const;
   // Copies the last watermark of `src` to `dst` (sparse copy / reflink). Throws error; locked
   // if a writer holds `src`.
   static void copy(const std::string& src, const std::string& dst);

@@ -1,7 +1,6 @@
 #include "datastore.hpp"
 
 #include <pheap/pheap.hpp>
-#include <pheap/sparse_store.hpp>
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -59,14 +58,9 @@ pheap::options options_from(const nb::kwargs& kw, bool creating, const std::stri
 // ---- the directory ------------------------------------------------------------------------
 
 bool find_any(const pheap::manager& m, std::string_view name, pheap::object_info& out) {
-  for (auto it = m.named_begin(); it != m.named_end(); ++it) {
-    const pheap::object_info i = *it;
-    if (i.name == name) {
-      out = i;
-      return true;
-    }
-  }
-  return false;
+  const std::optional<pheap::object_info> i = m.find_info(name);
+  if (i) out = *i;
+  return i.has_value();
 }
 
 // The element type of a numeric array or vector object, else pheap.TypeMismatchError naming
@@ -168,17 +162,7 @@ nb::dict watermark_dict(const std::string& path, const pheap::watermark_info& w)
 // What `pheap info --json` prints for an open manager (tools/pheap_tool.cpp, cmd_info).
 nb::dict info_of(const pheap::manager& m, const std::string& path) {
   const pheap::manager_stats s = m.stats();
-  pheap::watermark_info w;
-  w.epoch = s.epoch;
-  w.uuid = m.get_uuid();
-  w.store_format = pheap::sparse_store::format_version;
-  w.writer_version = m.get_version();
-  w.capacity = s.capacity;
-  w.page_size = s.page_size;
-  w.chunk_size = s.chunk_size;
-  w.created_ns = pheap::manager::peek(m.path()).created_ns;
-  w.disk_bytes = s.disk_bytes;
-  w.description = m.get_description();
+  const pheap::watermark_info w = m.watermark();
   nb::dict d = watermark_dict(path, w);
   d["source"] = "open";
   d["live_bytes"] = s.store.live_bytes;

@@ -6,9 +6,6 @@
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/store.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -17,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -423,36 +419,6 @@ nb::dict graph_handle::add_edges(nb::handle src, nb::handle dst, nb::handle weig
   return d;
 }
 
-// Creates datastore `path` holding an empty graph, atomically with respect to kill -9 (as
-// pheap-graph ingest does): built under a temporary sibling name and renamed into place once
-// its first watermark holds the graph.
-void create_graph_datastore(const std::string& path, const pheap::options& o, const std::string& name,
-                            bool directed, pg::weight_kind wk, std::size_t banks) {
-  namespace fs = std::filesystem;
-  if (fs::exists(path)) {
-    throw pheap::error(pheap::errc::already_exists, path, "create graph " + name, "the path exists");
-  }
-  const fs::path target = fs::absolute(path).lexically_normal();
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".pheap-graph-creating");
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // a creation that was killed; only ever ours
-  {
-    pheap::manager m(pheap::create_only, tmp.string(), o);
-    switch (wk) {
-      case pg::weight_kind::none: pg::open_or_create_graph<void>(m, name, directed, banks); break;
-      case pg::weight_kind::u64: pg::open_or_create_graph<std::uint64_t>(m, name, directed, banks); break;
-      case pg::weight_kind::f32: pg::open_or_create_graph<float>(m, name, directed, banks); break;
-    }
-    m.flush();
-  }
-  fs::rename(tmp, target);
-  const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
 }  // namespace
 
 void register_graph(nb::module_& parent) {
@@ -513,7 +479,7 @@ void register_graph(nb::module_& parent) {
           {
             nb::gil_scoped_release nogil;
             const pheap::options o = graph_options(buffer_size);
-            create_graph_datastore(path, o, name, directed, wk, banks);
+            pg::create_datastore(path, o, name, directed, wk, banks);
             s = open_store(path, false, false, o);
           }
           return graph_handle(std::move(s), name);

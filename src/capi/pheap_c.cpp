@@ -12,6 +12,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -132,22 +133,9 @@ pheap_manager* open_with(Mode mode, const char* path, const pheap_options* o, co
 
 // The named object `name` of any type: its directory entry, or nothing.
 bool find_any(const pheap::manager& m, std::string_view name, pheap::object_info& out) {
-  try {
-    auto [p, n] = m.find<unsigned char>(name);  // the common case: a byte array, one look-up
-    if (p == nullptr) return false;
-    out = m.get_instance_info(p);
-    return true;
-  } catch (const pheap::error& e) {
-    if (e.code() != pheap::errc::type_mismatch) throw;
-  }
-  for (auto it = m.named_begin(); it != m.named_end(); ++it) {
-    const pheap::object_info i = *it;
-    if (i.name == name) {
-      out = i;
-      return true;
-    }
-  }
-  return false;
+  const std::optional<pheap::object_info> i = m.find_info(name);
+  if (i) out = *i;
+  return i.has_value();
 }
 
 }  // namespace
