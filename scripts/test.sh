@@ -23,8 +23,9 @@
 #   asan+ubsan    build-asan/ (Debug at -O1), every test; long campaigns run a fraction of
 #                 their iterations under a sanitizer (tests/common/test_util.hpp, sanitized_or)
 #   python        the Python package (python/): a venv of its own (build/python-venv, made with
-#                 the python3 on PATH; python3-venv from Debian if it cannot), NumPy and pytest
-#                 from PyPI, `pip install ./python` (builds the extension against this tree), then
+#                 the python3 on PATH; python3-venv from Debian if it cannot), NumPy, pytest and
+#                 matplotlib (for the example's test) from PyPI, `pip install ./python` (builds the
+#                 extension against this tree), then
 #                 pytest python/tests against build/'s tools. A skipped test counts as a failure
 #                 under CI=true. Not in --quick (the package build takes minutes).
 #   tsan          build-tsan/, tests labelled `concurrency` (only their binaries are built)
@@ -248,7 +249,7 @@ python_stage() {
     scripts/deps.sh python3-venv python3-pip python3-dev && python3 -m venv "$venv"
   fi
   if [ ! -x "$venv/bin/python" ] ||
-     ! "$venv/bin/python" -m pip install -q numpy pytest ||
+     ! "$venv/bin/python" -m pip install -q numpy pytest matplotlib ||
      ! nice -n 10 "$venv/bin/python" -m pip install -q ./python; then
     echo "=== python: COULD NOT INSTALL the package or its test requirements ===" >&2
     status=1; total_fail=$((total_fail + 1)); return

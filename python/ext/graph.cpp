@@ -11,12 +11,15 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "errors.hpp"
@@ -45,13 +48,16 @@ nb::object owned_array(std::vector<std::uint64_t>&& v) {
 
 // Graph datastores are opened with pheap::graph::datastore_options() (4 KiB pages for new
 // ones), except that missing pages are filled by the pager's workers, not on the faulting
-// thread (unless PHEAP_FAULT_FILL says otherwise): a fill on the faulting thread goes through
-// pheap's SIGBUS handler, which a Python program may replace (faulthandler.enable() after the
-// open), and makes system calls on heap memory fail with EFAULT (a view passed to file.write).
+// thread, and that there are 8 of them, not 2 (PHEAP_FAULT_FILL, PHEAP_FAULT_THREADS
+// override). A fill on the faulting thread goes through pheap's SIGBUS handler, which a Python
+// program may replace (faulthandler.enable() after the open), and makes system calls on heap
+// memory fail with EFAULT (a view passed to file.write); 8 workers keep 8 reads in flight for
+// the 16 threads of degrees() (bench/README.md, "Python": as fast as faulting-thread fills).
 pheap::options graph_options(const std::optional<std::size_t>& buffer_size) {
   pheap::options o = pg::datastore_options();
   pheap::pager_options base;
   base.fault_fill = pheap::fault_filling::workers;
+  base.fault_threads = 8;
   o.pager = pheap::pager_options::from_env(base);
   if (buffer_size) o.pager.buffer_size = *buffer_size;
   return o;
@@ -210,7 +216,7 @@ class graph_handle {
     {
       nb::gil_scoped_release nogil;
       read_nogil([&](const auto& g) {
-        sorted_degrees(g, ids, deg);
+        sorted_degrees(s_->manager(), g, ids, deg);
         return 0;
       });
     }
@@ -219,23 +225,69 @@ class graph_handle {
     return cache_;
   }
 
-  // Every vertex and its out-degree, ids ascending. Dense id ranges (max id < 4n + 4096, as
-  // R-MAT's) are placed by id in one pass; others sorted.
+  // Every vertex and its out-degree, ids ascending. The banks are walked by kWalkers threads
+  // at once, each under a fault guard of its own: a cold open reads the hash nodes from the
+  // store, one page per fault, and faults of different threads are filled at the same time
+  // (the store's device answers many reads in flight far faster than one after another).
+  // Dense id ranges (max id < 4n + 4096, as R-MAT's) are then placed by id in one pass; others
+  // sorted.
+  static constexpr unsigned kWalkers = 16;
   template <class G>
-  static void sorted_degrees(const G& g, std::vector<std::uint64_t>& ids, std::vector<std::uint64_t>& deg) {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> all;
-    all.reserve(g.num_vertices());
+  static void sorted_degrees(const pheap::manager& m, const G& g, std::vector<std::uint64_t>& ids,
+                             std::vector<std::uint64_t>& deg) {
+    using pairs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+    const std::size_t banks = g.num_banks();
+    // Read-ahead by chunk: the hash nodes of every bank share a few allocator chunks, so the
+    // first node met in a chunk asks the pager for the whole chunk (manager::prefetch: read in
+    // the background, many pages in flight); the walkers then mostly find their pages filled.
+    const auto base = reinterpret_cast<std::uintptr_t>(m.get_address());
+    const std::uint64_t chunk = m.stats().chunk_size;
+    const std::size_t chunks = m.get_size() / chunk + 1;
+    std::unique_ptr<std::atomic<bool>[]> asked(new std::atomic<bool>[chunks]());
+    auto ahead = [&](const void* p) {
+      const std::size_t c = (reinterpret_cast<std::uintptr_t>(p) - base) / chunk;
+      if (c >= chunks || asked[c].load(std::memory_order_relaxed) || asked[c].exchange(true)) return;
+      const pheap::manager::memory_range r{reinterpret_cast<const void*>(base + c * chunk), chunk};
+      m.prefetch(std::span<const pheap::manager::memory_range>(&r, 1));
+    };
+    const unsigned walkers = static_cast<unsigned>(std::min<std::size_t>(kWalkers, banks));
+    std::vector<pairs> part(walkers);
+    std::vector<std::exception_ptr> failed(walkers);
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < walkers; ++w) {
+      threads.emplace_back([&, w] {
+        try {
+          pheap::guard_faults([&] {
+            for (std::size_t b = w; b < banks; b += walkers) {
+              for (const auto& [u, l] : g.bank(b)) {
+                ahead(&l);
+                part[w].emplace_back(u, l.size());
+              }
+            }
+          });
+        } catch (...) {
+          failed[w] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : failed) {
+      if (e) std::rethrow_exception(e);
+    }
+    std::size_t n = 0;
     std::uint64_t max_id = 0;
-    g.for_each_vertex([&](std::uint64_t u, const auto& l) {
-      all.emplace_back(u, l.size());
-      max_id = std::max(max_id, u);
-    });
-    ids.resize(all.size());
-    deg.resize(all.size());
-    if (!all.empty() && max_id < 4 * all.size() + 4096) {
+    for (const auto& p : part) {
+      n += p.size();
+      for (const auto& [u, d] : p) max_id = std::max(max_id, u);
+    }
+    ids.resize(n);
+    deg.resize(n);
+    if (n != 0 && max_id < 4 * n + 4096) {
       constexpr std::uint64_t none = ~std::uint64_t{0};
       std::vector<std::uint64_t> by_id(max_id + 1, none);
-      for (const auto& [u, d] : all) by_id[u] = d;
+      for (const auto& p : part) {
+        for (const auto& [u, d] : p) by_id[u] = d;
+      }
       std::size_t k = 0;
       for (std::uint64_t u = 0; u <= max_id; ++u) {
         if (by_id[u] == none) continue;
@@ -243,8 +295,11 @@ class graph_handle {
         deg[k++] = by_id[u];
       }
     } else {
+      pairs all;
+      all.reserve(n);
+      for (auto& p : part) all.insert(all.end(), p.begin(), p.end());
       std::sort(all.begin(), all.end());
-      for (std::size_t i = 0; i < all.size(); ++i) {
+      for (std::size_t i = 0; i < n; ++i) {
         ids[i] = all[i].first;
         deg[i] = all[i].second;
       }
@@ -355,6 +410,12 @@ nb::dict graph_handle::add_edges(nb::handle src, nb::handle dst, nb::handle weig
     io.abandon_incomplete = abandon_incomplete;
     pg::grouped_insert_options gio;
     gio.threads = std::max(1u, threads);
+    // The look-ahead of pheap-graph ingest (its default window, at most 1/8 of the buffer): it
+    // asks the pager for the lists of the next banks and sorts them while the insertion works.
+    std::uint64_t window = pg::grouped_insert_options::default_window;
+    if (const std::uint64_t buffer = m.stats().pager.buffer_bytes; buffer != 0) window = std::min(window, buffer / 8);
+    gio.prefetch = [&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); };
+    gio.prefetch_window_bytes = static_cast<std::size_t>(window);
     bool inserting = false;
     try {
       pg::visit_graph(m, name_, [&](auto& g) {
