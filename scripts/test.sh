@@ -248,6 +248,11 @@ python_stage() {
     rm -rf "$venv"
     scripts/deps.sh python3-venv python3-pip python3-dev && python3 -m venv "$venv"
   fi
+  # the extension's build needs the interpreter's headers (Debian: python3-dev; pyenv has them)
+  if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c \
+      'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    scripts/deps.sh python3-dev
+  fi
   if [ ! -x "$venv/bin/python" ] ||
      ! "$venv/bin/python" -m pip install -q numpy pytest matplotlib ||
      ! nice -n 10 "$venv/bin/python" -m pip install -q ./python; then
