@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -150,27 +149,15 @@ int cmd_ls(const common_args& a, bool wide) {
 
 // ---- info -----------------------------------------------------------------------------------
 
-std::string created_text(std::uint64_t ns) {
-  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm{};
-  char b[64];
-  gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return b;
-}
 
-std::string version_text(std::uint32_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
 
 // The fields both sources of info know (an open, or the superblock while a writer runs).
 json watermark_json(const std::string& path, const pheap::watermark_info& w) {
   return {{"datastore", path},         {"uuid", w.uuid},
-          {"store_format", w.store_format}, {"writer_version", version_text(w.writer_version)},
+          {"store_format", w.store_format}, {"writer_version", pheap::version_string(w.writer_version)},
           {"epoch", w.epoch},          {"description", w.description},
           {"capacity", w.capacity},    {"page_size", w.page_size},
-          {"chunk_size", w.chunk_size}, {"created", created_text(w.created_ns)},
+          {"chunk_size", w.chunk_size}, {"created", pheap::utc_time_string(w.created_ns)},
           {"disk_bytes", w.disk_bytes}};
 }
 

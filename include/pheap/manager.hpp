@@ -124,6 +124,11 @@ struct watermark_info {
   std::string description;
 };
 
+// "0.1.0" for a library_version / watermark_info::writer_version value.
+std::string version_string(std::uint32_t version);
+// "2026-12-01 11:28:08 UTC" for a time in ns since the Unix epoch (watermark_info::created_ns).
+std::string utc_time_string(std::uint64_t ns);
+
 namespace detail {
 class manager_core;
 }

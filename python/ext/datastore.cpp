@@ -9,7 +9,6 @@
 
 #include <charconv>
 #include <cstdint>
-#include <ctime>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -130,31 +129,20 @@ nb::object make_view(const store_ptr& s, const void* key, void* p, const numeric
   return nb::ndarray<nb::numpy>(p, shape.size(), shape.data(), owner, nullptr, n.dt).cast();
 }
 
-std::string version_text(std::uint32_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
 
-std::string created_text(std::uint64_t ns) {
-  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm{};
-  char b[64];
-  gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return b;
-}
 
 nb::dict watermark_dict(const std::string& path, const pheap::watermark_info& w) {
   nb::dict d;
   d["datastore"] = path;
   d["uuid"] = w.uuid;
   d["store_format"] = w.store_format;
-  d["writer_version"] = version_text(w.writer_version);
+  d["writer_version"] = pheap::version_string(w.writer_version);
   d["epoch"] = w.epoch;
   d["description"] = w.description;
   d["capacity"] = w.capacity;
   d["page_size"] = w.page_size;
   d["chunk_size"] = w.chunk_size;
-  d["created"] = created_text(w.created_ns);
+  d["created"] = pheap::utc_time_string(w.created_ns);
   d["disk_bytes"] = w.disk_bytes;
   return d;
 }

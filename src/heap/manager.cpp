@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 
@@ -417,6 +418,19 @@ watermark_info manager::peek(const std::string& path) {
   w.disk_bytes = p.disk_bytes;
   w.description = r.description;
   return w;
+}
+
+std::string version_string(std::uint32_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string utc_time_string(std::uint64_t ns) {
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  char b[64];
+  gmtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return b;
 }
 
 watermark_info manager::watermark() const {

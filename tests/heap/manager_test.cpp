@@ -491,6 +491,14 @@ TEST_F(Manager, WatermarkOfAnOpenManagerEqualsPeekOfItsDatastore) {
   EXPECT_GT(a.created_ns, 0u);
 }
 
+// The spellings pheap info (and the Python package's info()) print versions and times in.
+TEST(ManagerText, VersionAndCreationTimeAreSpelledAsPheapInfoPrintsThem) {
+  EXPECT_EQ(pheap::version_string(pheap::library_version), "0.1.0");
+  EXPECT_EQ(pheap::version_string(10203), "1.2.3");
+  EXPECT_EQ(pheap::utc_time_string(0), "1970-01-01 00:00:00 UTC");
+  EXPECT_EQ(pheap::utc_time_string(1700000000ull * 1000000000ull + 999), "2023-11-14 22:13:20 UTC");
+}
+
 // PHEAP_PAGE_SIZE picks the page size of new datastores, like the other PHEAP_* variables.
 TEST(ManagerOptions, PheapPageSizeEnvironmentSetsTheDefaultPageSizeAndRejectsBadValues) {
   ::unsetenv("PHEAP_PAGE_SIZE");
