@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -57,14 +58,24 @@ pheap::manager& store::writable(const std::string& op) const {
 
 void store::close() {
   if (closed_) return;
-  closed_ = true;
+  // Flush first, with the manager certainly alive (the caller holds mu exclusively, and no
+  // view can release it before closed_ is set); then closed, and released unless views live.
+  std::exception_ptr failed;
+  if (!read_only_) {
+    try {
+      m_->flush();
+    } catch (...) {
+      failed = std::current_exception();  // the store is closed all the same
+    }
+  }
   std::unique_ptr<pheap::manager> gone;
   {
     std::lock_guard<std::mutex> g(exports_mu_);
+    closed_ = true;
     if (exports_.empty()) gone = std::move(m_);  // no view: unmap and unlock now
   }
-  pheap::manager& m = gone ? *gone : *m_;
-  if (!read_only_) m.flush();  // a failure propagates; the store stays closed
+  gone.reset();
+  if (failed) std::rethrow_exception(failed);
 }
 
 long store::exports(const void* key) const {

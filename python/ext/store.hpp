@@ -24,6 +24,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -75,8 +76,8 @@ class store {
   std::unique_ptr<pheap::manager> m_;
   std::string path_;
   bool read_only_;
-  bool closed_ = false;
-  bool abandoned_ = false;
+  std::atomic<bool> closed_{false};  // set under exports_mu_; read anywhere
+  bool abandoned_ = false;           // under exports_mu_
   std::uint64_t page_size_;
   std::shared_mutex mu_;
   mutable std::mutex exports_mu_;
