@@ -1,6 +1,8 @@
 # Installs the library, public headers and a relocatable CMake package:
-#   find_package(pheap CONFIG REQUIRED)  →  targets pheap::pheap, pheap::graph, and
-#   pheap::metall (the Metall drop-in: <prefix>/include/pheap-metall/metall/*.hpp), and
+#   find_package(pheap CONFIG REQUIRED)  →  targets pheap::pheap, pheap::graph, pheap::c (the C
+#   API, <pheap/pheap.h>; src/capi/CMakeLists.txt installs it), pheap::metall (the Metall
+#   drop-in: <prefix>/include/pheap-metall/metall/*.hpp) and pheap::metall_c (Metall's C API,
+#   <metall/c_api/metall.h>), and
 #   pheap::mpi when MPI was found at build time (src/mpi/CMakeLists.txt installs it)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -11,6 +13,9 @@ install(TARGETS pheap EXPORT pheapTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/pheap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS pheap_metall EXPORT pheapTargets)
+install(TARGETS pheap_metall_c EXPORT pheapTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/compat/metall/include/metall
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pheap-metall)
 install(EXPORT pheapTargets NAMESPACE pheap:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pheap)

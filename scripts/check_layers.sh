@@ -11,7 +11,9 @@
 #   mpi     src/mpi/, include/pheap/mpi/ (pheap::mpi, optional): beside graph, above the heap
 #   graph_mpi  graph/mpi/, include/pheap/graph/mpi/ (pheap::graph::mpi, optional): distributed
 #           graphs, above both graph and mpi
+#   capi    src/capi/, include/pheap/pheap.h (the C API, pheap::c): above the heap and graph
 #   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
+#   python  python/ (the Python package's extension): above the C++ API, beside nothing
 # Public headers (include/pheap/) belong to the room of what they declare (table below).
 #
 # A file of the library, its public headers, the tools or the examples may include
@@ -29,7 +31,8 @@ cd "$(dirname "$0")/.."
 
 rank() {  # room → height
   case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; compat) echo 3 ;;
-    graph) echo 4 ;; mpi) echo 4 ;; graph_mpi) echo 5 ;; tools) echo 6 ;; *) echo 99 ;; esac
+    graph) echo 4 ;; mpi) echo 4 ;; graph_mpi) echo 5 ;; capi) echo 5 ;; tools) echo 6 ;;
+    python) echo 7 ;; *) echo 99 ;; esac
 }
 
 # The room a public header belongs to.
@@ -40,6 +43,7 @@ public_room() {
     pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
     pheap/graph/mpi/*) echo graph_mpi ;;
     pheap/graph/*) echo graph ;;
+    pheap/pheap.h) echo capi ;;
     pheap/mpi/*) echo mpi ;;
     pheap/*) echo heap ;;
     *) echo unknown ;;
@@ -54,6 +58,7 @@ file_room() {
     src/pager/*) echo pager ;;
     src/heap/*) echo heap ;;
     src/mpi/*) echo mpi ;;
+    src/capi/*) echo capi ;;
     graph/tools/*) echo tools ;;
     include/pheap/graph/mpi/* | graph/mpi/*) echo graph_mpi ;;
     include/pheap/graph/* | graph/*) echo graph ;;
@@ -61,6 +66,7 @@ file_room() {
     include/pheap/*) public_room "${1#include/}" ;;
     tools/* | examples/*) echo tools ;;
     compat/*) echo compat ;;
+    python/*) echo python ;;
     *) echo "" ;;
   esac
 }
@@ -71,8 +77,9 @@ fail() {
   violations=$((violations + 1))
 }
 
-files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'graph/*.[ch]pp' \
-  'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h')  # graph/tools/ is in graph/*
+files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'include/*.h' 'graph/*.[ch]pp' \
+  'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h' \
+  'python/*.[ch]pp')  # graph/tools/ is in graph/*
 for f in $files; do
   room=$(file_room "$f")
   [ -n "$room" ] || continue

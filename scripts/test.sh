@@ -22,6 +22,12 @@
 #                 that did not find MPI has no such tests: a failure under CI=true.
 #   asan+ubsan    build-asan/ (Debug at -O1), every test; long campaigns run a fraction of
 #                 their iterations under a sanitizer (tests/common/test_util.hpp, sanitized_or)
+#   python        the Python package (python/): a venv of its own (build/python-venv, made with
+#                 the python3 on PATH; python3-venv from Debian if it cannot), NumPy, pytest and
+#                 matplotlib (for the example's test) from PyPI, `pip install ./python` (builds the
+#                 extension against this tree), then
+#                 pytest python/tests against build/'s tools. A skipped test counts as a failure
+#                 under CI=true. Not in --quick (the package build takes minutes).
 #   tsan          build-tsan/, tests labelled `concurrency` (only their binaries are built)
 #   fuzz          build-fuzz/ (clang), each parser fuzzer of fuzz/ for PHEAP_FUZZ_SECONDS (30)
 # Exit status is non-zero if any build or any test fails. Under CI=true, tests that need a
@@ -233,6 +239,48 @@ mpi_label_check() {
   fi
 }
 
+# python_stage BUILD_DIR: the Python package's pytest suite against BUILD_DIR's tools.
+python_stage() {
+  local dir=$1 venv=$1/python-venv log rc line n pass fail skip err
+  echo "=== python: venv $venv, pip install ./python, pytest python/tests ==="
+  if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv"; then
+    # Debian's python3 needs python3-venv (and pip) for a venv
+    rm -rf "$venv"
+    scripts/deps.sh python3-venv python3-pip python3-dev && python3 -m venv "$venv"
+  fi
+  # the extension's build needs the interpreter's headers (Debian: python3-dev; pyenv has them)
+  if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c \
+      'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    scripts/deps.sh python3-dev
+  fi
+  if [ ! -x "$venv/bin/python" ] ||
+     ! "$venv/bin/python" -m pip install -q numpy pytest matplotlib ||
+     ! nice -n 10 "$venv/bin/python" -m pip install -q ./python; then
+    echo "=== python: COULD NOT INSTALL the package or its test requirements ===" >&2
+    status=1; total_fail=$((total_fail + 1)); return
+  fi
+  log=$(mktemp)
+  PHEAP_BUILD_DIR="$dir" "$venv/bin/python" -m pytest python/tests -q -rfEs -p no:cacheprovider 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  line=$(grep -E '^[=]* ?[0-9]+ (passed|failed|error)' "$log" | tail -1)
+  n() { grep -oE "[0-9]+ $1" <<<"$line" | grep -oE '^[0-9]+' || echo 0; }
+  pass=$(n passed); fail=$(n failed); skip=$(n skipped); err=$(n error)
+  fail=$((fail + err))
+  if [ -z "$line" ]; then
+    echo "=== python: pytest ran no test ===" >&2
+    fail=$((fail + 1))
+  fi
+  if [ "$skip" -gt 0 ] && { [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; }; then
+    echo "=== python: $skip test(s) skipped under CI: a failure ===" >&2
+    fail=$((fail + skip)); skip=0
+  fi
+  echo "=== python: $pass passed, $fail failed, $skip skipped ==="
+  total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail)); total_skip=$((total_skip + skip))
+  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || status=1
+  [ "$fail" -eq 0 ] || grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/python: /' >>"$failures"
+  rm -f "$log"
+}
+
 echo "=== layering ==="
 if scripts/check_layers.sh; then
   total_pass=$((total_pass + 1))
@@ -248,6 +296,7 @@ if [ "$release_built" -eq 1 ]; then
 fi
 if [ "$quick" -eq 0 ]; then
   if [ "$release_built" -eq 1 ]; then
+    python_stage build
     unprivileged_stage build
   fi
   # Sanitizer builds: -O1 under ASan (Debug keeps the assertions and invariant checkers; this

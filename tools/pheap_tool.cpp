@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <new>
@@ -153,27 +152,15 @@ int cmd_ls(const common_args& a, bool wide) {
 
 // ---- info -----------------------------------------------------------------------------------
 
-std::string created_text(std::uint64_t ns) {
-  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm{};
-  char b[64];
-  gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return b;
-}
 
-std::string version_text(std::uint32_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
 
 // The fields both sources of info know (an open, or the superblock while a writer runs).
 json watermark_json(const std::string& path, const pheap::watermark_info& w) {
   return {{"datastore", path},         {"uuid", w.uuid},
-          {"store_format", w.store_format}, {"writer_version", version_text(w.writer_version)},
+          {"store_format", w.store_format}, {"writer_version", pheap::version_string(w.writer_version)},
           {"epoch", w.epoch},          {"description", w.description},
           {"capacity", w.capacity},    {"page_size", w.page_size},
-          {"chunk_size", w.chunk_size}, {"created", created_text(w.created_ns)},
+          {"chunk_size", w.chunk_size}, {"created", pheap::utc_time_string(w.created_ns)},
           {"disk_bytes", w.disk_bytes}};
 }
 
@@ -196,18 +183,7 @@ int cmd_info(const common_args& a) {
   try {
     const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
     const pheap::manager_stats s = m.stats();
-    pheap::watermark_info w;
-    w.epoch = s.epoch;
-    w.uuid = m.get_uuid();
-    w.store_format = pheap::sparse_store::format_version;
-    w.writer_version = m.get_version();
-    w.capacity = s.capacity;
-    w.page_size = s.page_size;
-    w.chunk_size = s.chunk_size;
-    w.created_ns = pheap::manager::peek(a.path).created_ns;
-    w.disk_bytes = s.disk_bytes;
-    w.description = m.get_description();
-    j = watermark_json(a.path, w);
+    j = watermark_json(a.path, m.watermark());
     j["source"] = "open";
     j["live_bytes"] = s.store.live_bytes;
     j["chunks"] = {{"in_use", s.chunks_in_use}, {"total", s.num_chunks}};

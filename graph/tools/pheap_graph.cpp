@@ -36,7 +36,6 @@
 #include <pheap/graph/mpi/partition.hpp>
 #endif
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -210,33 +209,6 @@ void check_inputs(const std::vector<std::string>& inputs) {
       throw usage_error("cannot read input " + in + ": " + std::strerror(errno));
     }
     if (S_ISDIR(st.st_mode)) throw usage_error("input " + in + " is a directory");
-  }
-}
-
-// Creates datastore `ds` with an empty graph, atomically with respect to kill -9: it is built
-// under a temporary sibling name and renamed into place once its first watermark holds the
-// graph, so a rerun finds either no datastore (and starts over) or a complete one.
-void create_datastore(const std::string& ds, const pheap::options& mo, const std::string& name,
-                      bool directed, pg::weight_kind wk, std::size_t banks) {
-  namespace fs = std::filesystem;
-  const fs::path target = fs::absolute(ds).lexically_normal();
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".pheap-graph-creating");
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // leftover of a creation that was killed; only ever ours
-  {
-    pheap::manager m(pheap::create_only, tmp.string(), mo);
-    switch (wk) {
-      case pg::weight_kind::none: pg::open_or_create_graph<void>(m, name, directed, banks); break;
-      case pg::weight_kind::u64: pg::open_or_create_graph<std::uint64_t>(m, name, directed, banks); break;
-      case pg::weight_kind::f32: pg::open_or_create_graph<float>(m, name, directed, banks); break;
-    }
-    m.flush();
-  }
-  fs::rename(tmp, target);
-  const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // make the rename durable
-    ::close(dfd);
   }
 }
 
@@ -429,7 +401,7 @@ int cmd_ingest(const ingest_args& a) {
                       "count it was created with (pheap-graph stats shows it)");
   }
   if (!std::filesystem::exists(a.datastore)) {
-    create_datastore(a.datastore, mo, a.name, directed, wk, static_cast<std::size_t>(a.banks));
+    pg::create_datastore(a.datastore, mo, a.name, directed, wk, static_cast<std::size_t>(a.banks));
   }
   pheap::manager m(pheap::open_only, a.datastore, mo);
   try {

@@ -59,6 +59,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -122,6 +123,11 @@ struct watermark_info {
   std::uint64_t disk_bytes = 0;      // allocated by the datastore's files, now
   std::string description;
 };
+
+// "0.1.0" for a library_version / watermark_info::writer_version value.
+std::string version_string(std::uint32_t version);
+// "2026-12-01 11:28:08 UTC" for a time in ns since the Unix epoch (watermark_info::created_ns).
+std::string utc_time_string(std::uint64_t ns);
 
 namespace detail {
 class manager_core;
@@ -240,6 +246,11 @@ class manager {
     return {static_cast<T*>(r.first), r.second};
   }
 
+  // The directory entry of the named object `name` whatever its type (its recorded type name,
+  // size, length and address: what a caller without the C++ type — the C API, the Python
+  // package — needs), or nullopt. One look-up; never type_mismatch.
+  std::optional<object_info> find_info(std::string_view name) const;
+
   // Runs the destructors and frees; false if absent. error(type_mismatch) if another type.
   template <class T>
   bool destroy(std::string_view name) {
@@ -329,6 +340,8 @@ class manager {
   // Reads nothing of the heap itself (objects and usage need an open). Throws as an open does
   // for a missing, foreign or damaged datastore.
   static watermark_info peek(const std::string& path);
+  // The same fields for this open manager: its last watermark (epoch), and usage now.
+  watermark_info watermark() const;
   // Copies the last watermark of `src` to `dst` (sparse copy / reflink). Throws error; locked
   // if a writer holds `src`.
   static void copy(const std::string& src, const std::string& dst);

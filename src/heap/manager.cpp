@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 
@@ -288,6 +289,10 @@ void manager::priv_destroy_ptr(const void* p, const type_identity& type, detail:
 
 object_info manager::priv_info(const void* p) const { return core().dir->info(p); }
 
+std::optional<object_info> manager::find_info(std::string_view name) const {
+  return core().dir->find_info(instance_kind::named_kind, name);
+}
+
 void manager::priv_set_description(const void* p, std::string_view text) {
   core().dir->set_description(p, text);
 }
@@ -413,6 +418,36 @@ watermark_info manager::peek(const std::string& path) {
   w.created_ns = r.created_ns;
   w.disk_bytes = p.disk_bytes;
   w.description = r.description;
+  return w;
+}
+
+std::string version_string(std::uint32_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string utc_time_string(std::uint64_t ns) {
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  char b[64];
+  gmtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return b;
+}
+
+watermark_info manager::watermark() const {
+  const manager_stats s = stats();
+  watermark_info w;
+  w.epoch = s.epoch;
+  w.uuid = get_uuid();
+  w.store_format = sparse_store::format_version;
+  w.capacity = s.capacity;
+  w.page_size = s.page_size;
+  w.chunk_size = s.chunk_size;
+  w.disk_bytes = s.disk_bytes;
+  std::lock_guard g(core().root_mutex);
+  w.writer_version = core_->root.writer_version;
+  w.created_ns = core_->root.created_ns;
+  w.description = core_->root.description;
   return w;
 }
 

@@ -425,6 +425,15 @@ object_info object_directory::entry_info(std::uint64_t i) const {
   return make_info(reinterpret_cast<const object_header*>(at(table()[i].obj) - sizeof(object_header)));
 }
 
+std::optional<object_info> object_directory::find_info(instance_kind kind, std::string_view name) const {
+  if (kind == instance_kind::anonymous_kind) return std::nullopt;
+  const std::uint64_t h = hash_of(kind, name);
+  std::lock_guard lk(mutex_);
+  const std::uint64_t i = lookup(kind, name, h);
+  if (i == none) return std::nullopt;
+  return entry_info(i);
+}
+
 std::uint64_t object_directory::count(instance_kind kind) const noexcept {
   std::lock_guard lk(mutex_);
   switch (kind) {

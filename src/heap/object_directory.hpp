@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -95,6 +96,8 @@ class object_directory {
   std::uint64_t next_entry(instance_kind kind, std::uint64_t slot) const noexcept;
   std::uint64_t table_capacity() const noexcept { return h_.table_cap; }
   object_info entry_info(std::uint64_t slot) const;
+  // The entry of (kind, name) of any type, or nullopt (anonymous objects have no name).
+  std::optional<object_info> find_info(instance_kind kind, std::string_view name) const;
 
   std::uint64_t count(instance_kind kind) const noexcept;
 

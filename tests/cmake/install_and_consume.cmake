@@ -29,7 +29,7 @@ if(SANITIZE)
 endif()
 step("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER}" -B "${WORK}/consumer" -G Ninja
      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-     "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
+     "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_C_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
 step("build the consumer" ${CMAKE_COMMAND} --build "${WORK}/consumer")
 # An MPI consumer (a singleton MPI_Init) keeps Open MPI's session files in WORK, not in the
 # /tmp/ompi.<host>.<uid> that mpiruns of tests running beside it race to create (mpi_runner.hpp).

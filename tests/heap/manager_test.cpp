@@ -441,6 +441,64 @@ TEST_F(Manager, AllBoostContainersWorkAndSurviveReopen) {
 
 }  // namespace
 
+// find_info: the directory entry of a named object whatever its type (what the C API and the
+// Python package use to find objects a C++ program made); nothing for absent or unique names.
+TEST_F(Manager, FindInfoGivesTheEntryOfANamedObjectOfAnyType) {
+  manager m(create_only, path_, small_options());
+  auto* v = m.construct<vec_t>("v")(m.get_allocator<>());
+  double* d = m.construct<double>("d")[5](1.5);
+  m.construct<int>(unique_instance)(3);
+  const auto iv = m.find_info("v");
+  ASSERT_TRUE(iv.has_value());
+  EXPECT_EQ(iv->value, v);
+  EXPECT_EQ(iv->type_name, type_name<vec_t>());
+  EXPECT_EQ(iv->length, 1u);
+  const auto id = m.find_info("d");
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->value, d);
+  EXPECT_EQ(id->type_name, "double");
+  EXPECT_EQ(id->length, 5u);
+  EXPECT_EQ(id->type_size, sizeof(double));
+  EXPECT_FALSE(m.find_info("absent").has_value());
+  EXPECT_FALSE(m.find_info(type_name<int>()).has_value());  // unique objects are not named
+}
+
+// watermark(): peek's fields from an open manager, equal to peek's once it is closed.
+TEST_F(Manager, WatermarkOfAnOpenManagerEqualsPeekOfItsDatastore) {
+  pheap::watermark_info w;
+  {
+    options o = small_options();
+    o.description = "described";
+    manager m(create_only, path_, o);
+    m.construct<int>("x")(1);
+    m.flush();
+    w = m.watermark();
+    EXPECT_EQ(w.description, "described");
+    EXPECT_EQ(w.epoch, m.epoch());
+  }
+  const manager r(open_read_only, path_, small_options());
+  const pheap::watermark_info a = r.watermark(), b = manager::peek(path_);
+  EXPECT_EQ(a.uuid, w.uuid);
+  EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.uuid, b.uuid);
+  EXPECT_EQ(a.store_format, b.store_format);
+  EXPECT_EQ(a.writer_version, b.writer_version);
+  EXPECT_EQ(a.capacity, b.capacity);
+  EXPECT_EQ(a.page_size, b.page_size);
+  EXPECT_EQ(a.chunk_size, b.chunk_size);
+  EXPECT_EQ(a.created_ns, b.created_ns);
+  EXPECT_EQ(a.description, b.description);
+  EXPECT_GT(a.created_ns, 0u);
+}
+
+// The spellings pheap info (and the Python package's info()) print versions and times in.
+TEST(ManagerText, VersionAndCreationTimeAreSpelledAsPheapInfoPrintsThem) {
+  EXPECT_EQ(pheap::version_string(pheap::library_version), "0.1.0");
+  EXPECT_EQ(pheap::version_string(10203), "1.2.3");
+  EXPECT_EQ(pheap::utc_time_string(0), "1970-01-01 00:00:00 UTC");
+  EXPECT_EQ(pheap::utc_time_string(1700000000ull * 1000000000ull + 999), "2023-11-14 22:13:20 UTC");
+}
+
 // PHEAP_PAGE_SIZE picks the page size of new datastores, like the other PHEAP_* variables.
 TEST(ManagerOptions, PheapPageSizeEnvironmentSetsTheDefaultPageSizeAndRejectsBadValues) {
   ::unsetenv("PHEAP_PAGE_SIZE");

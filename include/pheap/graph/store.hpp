@@ -116,6 +116,15 @@ persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& 
   return *m.find_or_construct<persistent_graph<W>>(name)(directed, banks, m.get_allocator<std::byte>());
 }
 
+// Creates the datastore `path` holding an empty graph `name` (with its info and ingest state),
+// atomically with respect to kill -9: it is built under the temporary sibling name
+// ".NAME.pheap-graph-creating" (a leftover of a killed creation is removed first) and renamed
+// into place once its first watermark holds the graph, so a rerun finds either no datastore
+// or a complete one (pheap-graph ingest and pheap.graph.create). Throws pheap::error
+// (already_exists when `path` exists; what create_only throws) or std::filesystem_error.
+void create_datastore(const std::string& path, const pheap::options& o, const std::string& name,
+                      bool directed, weight_kind weights, std::size_t banks);
+
 inline persistent_ingest_state* find_ingest_state(pheap::manager& m, const std::string& name) {
   return m.find<persistent_ingest_state>(ingest_name(name)).first;
 }
