@@ -219,7 +219,7 @@ void create_datastore(const std::string& ds, const pheap::options& mo, const std
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".pheap-graph-creating");
   std::error_code ec;
   fs::remove_all(tmp, ec);  // leftover of a creation that was killed; only ever ours
-  {
+  try {
     pheap::manager m(pheap::create_only, tmp.string(), mo);
     switch (wk) {
       case pg::weight_kind::none: pg::open_or_create_graph<void>(m, name, directed, banks); break;
@@ -227,6 +227,13 @@ void create_datastore(const std::string& ds, const pheap::options& mo, const std
       case pg::weight_kind::f32: pg::open_or_create_graph<float>(m, name, directed, banks); break;
     }
     m.flush();
+  } catch (const pheap::error& e) {
+    // The user knows the datastore by its name, not by the temporary one it is built under.
+    fs::remove_all(tmp, ec);
+    std::string m = e.what();
+    const std::string prefix = "pheap: " + e.op() + " " + e.path() + ": ";
+    const std::string cause = m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+    throw pheap::error(e.code(), ds, "create", cause, e.sys_errno());
   }
   fs::rename(tmp, target);
   const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -268,12 +275,14 @@ std::uint64_t prepare_progress(progress& pr, const ingest_args& a, const pg::per
   return start;
 }
 
-// The job's report: stdout for the result, stderr (through pr) for progress.
+// The job's report: stdout for the result, stderr (through pr) for progress. `epoch`: the
+// watermark the datastore ends at (closing writes nothing more when nothing is dirty).
 void print_report(const pg::ingest_report& r, const std::string& name, std::uint64_t vertices,
-                  std::uint64_t arcs) {
+                  std::uint64_t arcs, std::uint64_t epoch) {
   if (r.already_done) {
-    std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them again)\n",
-                name.c_str());
+    std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them "
+                "again); the datastore stays at watermark %" PRIu64 "\n",
+                name.c_str(), epoch);
     return;
   }
   const auto& f = r.final;
@@ -283,7 +292,7 @@ void print_report(const pg::ingest_report& r, const std::string& name, std::uint
               r.resumed ? (", resumed at edge " + std::to_string(r.resumed_at_edges)).c_str() : "",
               f.inputs, f.seconds,
               tool_support::human_count(f.seconds > 0 ? static_cast<double>(f.edges_this_run) / f.seconds : 0).c_str(),
-              static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, f.watermark, vertices, arcs);
+              static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, epoch, vertices, arcs);
 }
 
 template <class G>
@@ -340,7 +349,7 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
                  "read before it (written by an older pheap-graph): resumed trusting the input's path "
                  "and size; later watermarks hold one\n");
   }
-  print_report(r, a.name, g.num_vertices(), g.num_arcs());
+  print_report(r, a.name, g.num_vertices(), g.num_arcs(), m.epoch());
   return 0;
 }
 
@@ -372,7 +381,7 @@ int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const 
     pg::visit_graph(ds.local(), a.name, [&](const auto& g) { mine[0] = g.num_vertices(), mine[1] = g.num_arcs(); });
     MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (talk) {
-      print_report(r.job, a.name, sum[0], sum[1]);
+      print_report(r.job, a.name, sum[0], sum[1], ds.epoch());
       if (!r.job.already_done) {
         const auto edges = r.job.final.edges_this_run;
         std::printf("ranks %" PRIu64 ": %" PRIu64 " batches, %" PRIu64 " records (%s) sent between ranks, %.1f bytes per edge\n",

@@ -399,3 +399,20 @@ TEST(Ingest, ATruncatedGzipNamesTheOffsetWhereItStopsAndDoesNotSuggestSkipping) 
   for (std::uint64_t i = 0; i < arcs; ++i) end = t.find('\n', end) + 1;
   EXPECT_NE(r.output.find("(byte offset " + std::to_string(end) + ")"), std::string::npos) << r.output;
 }
+
+// The watermark the report prints is where the datastore ends (closing writes nothing more),
+// and a rerun with nothing to do writes no watermark at all.
+TEST(Ingest, TheReportedWatermarkIsWhereTheDatastoreEndsAndANothingToDoRerunWritesNone) {
+  pheap::test::temp_dir d;
+  put(d / "in.txt", text_of(rmat_edges(10, 4, weight_kind::none, 11)));
+  const auto r = run(d, ingest(d / "ds", {"--flush-every", "1000", "--batch-size", "500", d / "in.txt"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::uint64_t end = epoch_of(d / "ds");
+  EXPECT_NE(r.output.find(", watermark " + std::to_string(end) + ","), std::string::npos)
+      << "the datastore ends at " << end << ": " << r.output;
+  const auto again = run(d, ingest(d / "ds", {d / "in.txt"}));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing to do"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("stays at watermark " + std::to_string(end)), std::string::npos) << again.output;
+  EXPECT_EQ(epoch_of(d / "ds"), end) << "a rerun with nothing to do wrote a watermark";
+}
