@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job, end to end: build pheap, generate an R-MAT graph, ingest it into a persistent
-# heap with a flush watermark every 2^18 edges, kill the ingester with SIGKILL as soon as its
-# first watermark is on disk (polling `pheap info`, so at any machine speed the kill lands
-# mid-ingestion), rerun the same command (it resumes at the last watermark), and check that the
-# result is exactly the graph an uninterrupted ingestion builds: no edge lost, none duplicated.
+# heap with a flush watermark every 2^18 edges (batches of 2^16), kill the ingester with
+# SIGKILL as soon as its first watermark is on disk (polling `pheap info`, so at any machine
+# speed the kill lands mid-ingestion), rerun the same command (it resumes at the last
+# watermark), and check that the result is exactly the graph an uninterrupted ingestion
+# builds: no edge lost, none duplicated.
 #
 #   scripts/demo.sh                 SCALE=18 (4M edges), data under a fresh temp directory
 #   SCALE=20 scripts/demo.sh        bigger; PHEAP_DEMO_DIR=/path keeps the data there
@@ -38,7 +39,7 @@ echo "== generate: R-MAT scale $scale, edge factor 16 (Graph500 a=0.57 b=0.19 c=
 $G generate --scale "$scale" --edge-factor 16 --seed 42 --format binary --output "$edges"
 
 # The exact command a user reruns after a crash.
-ingest_args=(ingest --undirected --format binary --threads 2 --flush-every 262144 --quiet)
+ingest_args=(ingest --undirected --format binary --threads 2 --batch-size 65536 --flush-every 262144 --quiet)
 ingest() { $G "${ingest_args[@]}" --datastore "$1" "$edges"; }
 
 # The epoch a new graph datastore has before its first batch (an empty ingestion ends there):

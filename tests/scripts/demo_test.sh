@@ -11,7 +11,7 @@ load=()
 cleanup() { for p in "${load[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$scratch"; }
 trap cleanup EXIT
 for _ in 1 2; do (while :; do :; done) & load+=($!); done
-out=$(SCALE=${SCALE:-16} PHEAP_DEMO_DIR=$scratch/demo PHEAP_DEMO_SKIP_BUILD=1 PHEAP_BUILD_DIR=$build \
+out=$(SCALE=${SCALE:-17} PHEAP_DEMO_DIR=$scratch/demo PHEAP_DEMO_SKIP_BUILD=1 PHEAP_BUILD_DIR=$build \
       timeout 600 "$repo/scripts/demo.sh" 2>&1); rc=$?
 echo "$out"
 fail() { echo "FAIL: $*" >&2; exit 1; }
