@@ -50,8 +50,9 @@ case $case in
     PATH="$shims:$PATH" TMPDIR=$tmp PHEAP_SHIM_BLOCK=1 setsid "$repo/scripts/test.sh" --quick \
       >"$scratch/log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 1200); do  # until its build starts (deadline 120 s)
+    for _ in $(seq 1 1200); do  # until its build starts (deadline 120 s), or it ends first
       grep -q "^cmake " "$scratch/started" 2>/dev/null && break
+      kill -0 "$pid" 2>/dev/null || break  # e.g. scripts/deps.sh found packages missing (non-root)
       sleep 0.1
     done
     grep -q "^cmake " "$scratch/started" 2>/dev/null || fail "the build never started: $(cat "$scratch/log")"
