@@ -1,5 +1,8 @@
-# Finds pheap's dependencies and exposes them as targets. Installed with the package and
-# included by pheapConfig.cmake, so consumers of find_package(pheap) get the same targets.
+# Finds the dependencies of pheap::pheap (and pheap::metall) and exposes them as targets.
+# Installed with the package and included by pheapConfig.cmake, so consumers of
+# find_package(pheap) get the same targets. pheap::graph's own (zlib, libzstd) are in
+# pheapGraphDependencies.cmake, pheap::mpi's (MPI) are found by pheapConfig.cmake: a consumer
+# needs only what the targets it uses need.
 include_guard(GLOBAL)
 include(CMakeFindDependencyMacro)
 
@@ -8,9 +11,14 @@ find_dependency(Threads)
 find_dependency(Boost 1.74)  # header-only parts: Interprocess, Container, Unordered, CRC
 
 find_package(PkgConfig QUIET)
-# pheap_import_library(<target> <header> <library> <why>): an imported target for a library
-# without a CMake package of its own, or a fatal error naming the Debian package.
+# pheap_import_library(<target> <header> <library> <why> [FOUND_VAR <var>]): an imported target
+# for a library without a CMake package of its own, or a fatal error naming the Debian
+# package; with FOUND_VAR, <var> is set TRUE or FALSE instead of failing.
 function(pheap_import_library target header library why)
+  cmake_parse_arguments(PARSE_ARGV 4 arg "" "FOUND_VAR" "")
+  if(arg_FOUND_VAR)
+    set(${arg_FOUND_VAR} TRUE PARENT_SCOPE)
+  endif()
   if(TARGET ${target})
     return()
   endif()
@@ -18,6 +26,10 @@ function(pheap_import_library target header library why)
   find_path(${var}_INCLUDE_DIR ${header})
   find_library(${var}_LIBRARY NAMES ${library})
   if(NOT ${var}_INCLUDE_DIR OR NOT ${var}_LIBRARY)
+    if(arg_FOUND_VAR)
+      set(${arg_FOUND_VAR} FALSE PARENT_SCOPE)
+      return()
+    endif()
     message(FATAL_ERROR "pheap needs ${why}")
   endif()
   add_library(${target} UNKNOWN IMPORTED)
@@ -29,7 +41,3 @@ endfunction()
 pheap_import_library(pheap_deps::uring liburing.h uring "liburing (Debian: apt-get install liburing-dev)")
 pheap_import_library(pheap_deps::isal isa-l/crc.h isal
                      "Intel ISA-L for CRC32C (Debian: apt-get install libisal-dev)")
-# Compressed edge-list inputs of the graph layer (pheap::graph): zlib and libzstd.
-find_dependency(ZLIB)
-pheap_import_library(pheap_deps::zstd zstd.h zstd
-                     "libzstd for compressed edge lists (Debian: apt-get install libzstd-dev)")

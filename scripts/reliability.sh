@@ -8,10 +8,14 @@
 #   store_integrity_test           format 3: page-map checksums (page copies, map blocks, the
 #                                  directory), map/directory/segment identity, stale copies
 #   rel_bad_input_test             truncation, bit flips, zeroed blocks, swapped/missing files,
-#                                  permissions (uid 65534) on every file of a datastore
+#                                  permissions (uid 65534), FIFOs/directories/devices in place
+#                                  of every file of a datastore
 #   rel_parser_regression_test     fuzzer findings
 #   rel_full_disk_test             real ENOSPC on a loop-mounted ext4 image (root)
-#   rel_graph_kill_test            kill -9 of pheap-graph ingest --flush-every
+#   rel_graph_kill_test            kill -9 of pheap-graph ingest --flush-every; inputs changed
+#                                  between the kill and the resume
+#   rel_graph_limits_test          PHEAP_BUFFER_SIZE above a memory cgroup v1 limit (root),
+#                                  RLIMIT_AS below the capacity
 #   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
 #                                  chained kills during the reopen, kills during close
 #   rel_fault_read_error_test      EIO on the Nth read during page faults and during the reopen
@@ -58,7 +62,7 @@ export PHEAP_GLOBAL_SYSCTL_TESTS=1  # campaigns run one at a time here (resource
 
 tests=(store/store_create_crash_test store/store_integrity_test reliability/rel_crash_point_test
        reliability/rel_bad_input_test reliability/rel_parser_regression_test
-       reliability/rel_full_disk_test reliability/rel_graph_kill_test
+       reliability/rel_full_disk_test reliability/rel_graph_kill_test reliability/rel_graph_limits_test
        reliability/rel_heap_kill_test reliability/rel_fault_read_error_test
        reliability/rel_fault_write_error_test reliability/rel_check_scrub_test
        reliability/rel_snapshot_concurrency_test reliability/rel_snapshot_fs_test

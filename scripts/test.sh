@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: the command README and CI run.
+# The whole test suite: the command README and CI run. `scripts/test.sh --help` prints the
+# stages below with what each costs, and starts nothing.
 #
 #   scripts/test.sh            normal build + unprivileged run + ASan/UBSan build + TSan build
 #                              + a short fuzzing run
-#   scripts/test.sh --quick    normal build only
+#   scripts/test.sh --quick    the normal build (without the benchmarks) and its tests only
 #
 # Stages:
 #   layering      scripts/check_layers.sh: every include points down the layer stack or stays
@@ -30,15 +31,61 @@
 #                 under CI=true. Not in --quick (the package build takes minutes).
 #   tsan          build-tsan/, tests labelled `concurrency` (only their binaries are built)
 #   fuzz          build-fuzz/ (clang), each parser fuzzer of fuzz/ for PHEAP_FUZZ_SECONDS (30)
-# Exit status is non-zero if any build or any test fails. Under CI=true, tests that need a
-# kernel feature (userfaultfd, io_uring) fail instead of skipping when it is missing.
+# Every stage's temporary files (the tests' datastores, installed packages of the consumer
+# tests, logs) live in one directory made for the run (under TMPDIR or /tmp) and removed when
+# the script exits, also when it is interrupted (INT, TERM, HUP).
+# Exit status is non-zero if any build or any test fails; 2 for an unknown option. Under
+# CI=true, tests that need a kernel feature (userfaultfd, io_uring) fail instead of skipping
+# when it is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+usage() {
+  cat <<'USAGE'
+usage: scripts/test.sh [--quick] [--help]
+
+Runs pheap's test suite, stage by stage (costs measured on the 2-core development VM; a build
+from scratch, otherwise only what changed is rebuilt):
+
+  layering      scripts/check_layers.sh: the include rule between layers        seconds
+  release       build/ (RelWithDebInfo): configure and build everything, then     build 20-30 min,
+                every test as you; as root also the tests labelled root           tests 10-15 min
+                (loop mounts, cgroups, sysctls, uid switches)
+  unprivileged  build/'s tests again as uid 65534 with                            10-15 min
+                vm.unprivileged_userfaultfd=0 (restored afterwards); root only
+  asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), every test                   build 20 min,
+                                                                                  tests 10 min
+  tsan          build-tsan/, only the tests labelled concurrency                  build 2 min,
+                                                                                  tests 2 min
+  fuzz          build-fuzz/ (clang), 30 s per parser fuzzer (PHEAP_FUZZ_SECONDS)  3-5 min
+  In all about an hour on 2 cores from scratch.
+
+Options:
+  --quick   layering and release only, building what the tests need (no benchmarks):
+            about 30-40 minutes from scratch, minutes after a change
+  --help    print this and exit; nothing is built, run or changed
+
+Before building, scripts/deps.sh installs missing Debian packages (as root). Temporary files
+live in one directory removed when the script exits or is interrupted. Exit status: 0 when
+every stage passed, 1 when a build or a test failed, 2 for an unknown option.
+USAGE
+}
+
 quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "scripts/test.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 scripts/deps.sh || exit 1
+
+# One directory for every temporary file of the run (the tests use TMPDIR), removed on exit.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/pheap-test-run.XXXXXX") || exit 1
+chmod 0755 "$run_tmp"  # the unprivileged stage's uid must reach its own directory inside
+export TMPDIR=$run_tmp
 
 jobs=$(nproc)
 total_pass=0 total_fail=0 total_skip=0 status=0
@@ -138,7 +185,11 @@ unpriv_cleanup() {
     unpriv_testing=""
   fi
 }
-trap unpriv_cleanup EXIT
+run_cleanup() {
+  unpriv_cleanup
+  if [ -n "${run_tmp:-}" ]; then rm -rf "$run_tmp"; run_tmp=""; fi
+}
+trap run_cleanup EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -289,7 +340,10 @@ else
 fi
 
 release_built=0
-build_stage "release" build -DCMAKE_BUILD_TYPE=RelWithDebInfo && release_built=1
+release_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# --quick builds what its tests need: no benchmarks (most of a fresh build's time otherwise).
+if [ "$quick" -eq 1 ]; then release_args+=(-DPHEAP_BUILD_BENCH=OFF); else release_args+=(-DPHEAP_BUILD_BENCH=ON); fi
+build_stage "release" build "${release_args[@]}" && release_built=1
 if [ "$release_built" -eq 1 ]; then
   test_stage "release" build ""  # as root in CI: includes the tests labelled `root`
   mpi_label_check build
@@ -315,6 +369,5 @@ if [ -s "$failures" ]; then
   echo "=== failed tests, every stage (each with the end of its output) ==="
   cat "$failures"
 fi
-rm -f "$failures"
 echo "all stages: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

@@ -23,6 +23,7 @@
 // prepare() runs steps 1-4 with the record marked prepared and keeps the epoch sealed (its
 // barriers hold); confirm() writes the same record unmarked into the other slot (replacing
 // E) and runs steps 5-6.
+#include <algorithm>
 #include <chrono>
 
 #include "pheap/error.hpp"
@@ -62,6 +63,19 @@ std::uint64_t store_impl::commit(std::span<const std::byte> root) {
   return e;
 }
 
+std::uint64_t store_impl::commit_if_changed(std::span<const std::byte> root) {
+  {
+    std::lock_guard cl(commit_mu_);
+    check_commit(root, "commit");
+    const std::vector<std::byte> last = this->root();
+    if (changes_.load(std::memory_order_relaxed) == 0 &&
+        std::equal(root.begin(), root.end(), last.begin(), last.end())) {
+      return epoch();
+    }
+  }
+  return commit(root);
+}
+
 std::uint64_t store_impl::prepare(std::span<const std::byte> root) {
   std::lock_guard cl(commit_mu_);
   check_commit(root, "prepare");
@@ -69,6 +83,7 @@ std::uint64_t store_impl::prepare(std::span<const std::byte> root) {
 }
 
 std::uint64_t store_impl::commit_locked(std::span<const std::byte> root, bool prepare) {
+  changes_.store(0, std::memory_order_relaxed);  // later writes belong to the next epoch
   commit_state c = seal_epoch();                                  // 1
   const unsigned slot = 1 - sb_slot_;
   superblock next = next_record(c, root, prepare);

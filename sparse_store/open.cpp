@@ -24,7 +24,15 @@ namespace {
 std::vector<dir_entry> read_directory(io::engine& eng, io::file& f, const superblock& sb) {
   const map_layout layout(sb.page_count());
   std::vector<std::byte> buf(sb.directory_length);
-  eng.read_at(f, layout.directory_offset(sb.directory_home), buf.data(), buf.size());
+  const std::uint64_t at = layout.directory_offset(sb.directory_home);
+  if (const std::uint64_t size = eng.size(f); size < at + buf.size()) {
+    // (read past the end it would be zeros, reported as a checksum mismatch: say what it is)
+    throw error(errc::corrupt, f.path(), "open",
+                "truncated: the file has " + std::to_string(size) + " bytes, and the page-map "
+                "directory of epoch " + std::to_string(sb.epoch) + " lies at bytes " +
+                    std::to_string(at) + "-" + std::to_string(at + buf.size() - 1));
+  }
+  eng.read_at(f, at, buf.data(), buf.size());
   std::vector<dir_entry> entries;
   const std::string why = check_directory(buf.data(), buf.size(), sb.directory_crc, sb.epoch,
                                           layout.blocks, sb.id, entries);

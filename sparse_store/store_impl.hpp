@@ -69,6 +69,7 @@ class store_impl final : public sparse_store {
   bool may_have_data(std::uint64_t page) const override;
   std::optional<std::uint32_t> page_crc(std::uint64_t page) const override;
   std::uint64_t commit(std::span<const std::byte> root) override;
+  std::uint64_t commit_if_changed(std::span<const std::byte> root) override;
   std::uint64_t prepare(std::span<const std::byte> root) override;
   std::uint64_t confirm() override;
   bool prepared() const override;
@@ -178,6 +179,7 @@ class store_impl final : public sparse_store {
   std::atomic<bool> direct_mapped_{false};
 
   std::atomic<bool> poisoned_{false};
+  std::atomic<std::uint64_t> changes_{0};  // write_pages/discard calls since the last seal
   mutable std::mutex poison_mu_;
   std::string poison_cause_;
 

@@ -53,6 +53,7 @@ void store_impl::write_pages(std::span<const page_write> batch) {
     throw;
   }
   map_.end_write(w.plan, true);
+  changes_.fetch_add(1, std::memory_order_relaxed);
   stat_pages_written_ += w.plan.size();
 }
 
@@ -133,6 +134,7 @@ void store_impl::discard(std::uint64_t first_page, std::uint64_t count) {
   }
   map_.load_range(first_page, first_page + count);
   map_.discard(first_page, first_page + count);
+  changes_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace pheap::store

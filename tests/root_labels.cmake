@@ -20,6 +20,12 @@ endif()
 pheap_add_test_labels(rel_resource_limits_test LABELS root
   TESTS "^ResourceLimits\\.UnprivilegedUserWithoutUnprivilegedUserfaultfdRoundTripsAHeap$")
 
+# Creates a memory cgroup v1 (a write under /sys/fs/cgroup/memory) and moves a child into it.
+if(TARGET rel_graph_limits_test)
+  pheap_add_test_labels(rel_graph_limits_test LABELS root
+    TESTS "^GraphLimits\\.ABufferSizeAboveTheMemoryCgroupLimit")
+endif()
+
 # mount -t ramfs (CAP_SYS_ADMIN): a file system that refuses O_DIRECT.
 pheap_add_test_labels(io_direct_fallback_test LABELS root)
 

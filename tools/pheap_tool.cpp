@@ -1,7 +1,7 @@
 // pheap — command-line tool for pheap datastores: ls, info, check, snapshot, rm, upgrade.
 //
 // Every command runs inside pheap::guard_faults: a damaged page met while reading the heap is
-// an error naming the segment file and the page (exit 2), never SIGBUS. Every command opens
+// an error naming the segment file and the page (exit 1), never SIGBUS. Every command opens
 // read-only (rm takes the exclusive lock) and fails at once with a message naming the path and
 // the cause, e.g. "locked" when another process has the datastore open for writing — except
 // `info`, which then reports the last watermark from the superblock (manager::peek).
@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -33,15 +34,12 @@ using nlohmann::json;
 using tool_support::human_bytes;
 using tool_support::progress;
 
-// Exit codes (also in the --help footer).
-constexpr int exit_problems = 1;  // check: the datastore is damaged (problems listed)
-constexpr int exit_error = 2;     // usage error, or the command failed (message on stderr)
+// Exit codes: tools/support/cli.hpp (one table for both tools).
+constexpr int exit_problems = tool_support::exit_failure;  // check: the datastore is damaged
 
-const char* const kFooter =
-    "Exit status: 0 success; 1 check found problems (listed); 2 usage error or failure (one\n"
-    "message naming the datastore and the cause, e.g. a damaged page: its segment file and\n"
-    "page). Every command opens read-only; info of a datastore that a writer holds shows its\n"
-    "last watermark from the superblock.";
+const char* const kNotes =
+    "Every command opens read-only; info of a datastore that a writer holds shows its last\n"
+    "watermark from the superblock.";
 
 struct common_args {
   std::string path;
@@ -229,8 +227,18 @@ int cmd_info(const common_args& a) {
 struct damaged_page {
   std::uint64_t page;
   std::string file;
-  std::string message;
+  std::string message;  // the store's error
+  std::string problem;  // the same in the user's terms: "<file>: <cause>"
 };
+
+// "<file>: <cause>" of a store error "pheap: <op> <file>: <cause>" (the operation is the
+// library's business, the file and the cause the user's).
+std::string in_user_terms(const pheap::error& e) {
+  const std::string m = e.what();
+  const std::string head = "pheap: " + e.op() + (e.path().empty() ? "" : " " + e.path()) + ": ";
+  if (m.rfind(head, 0) != 0) return m;
+  return (e.path().empty() ? std::string() : e.path() + ": ") + m.substr(head.size());
+}
 
 struct scrub_result {
   std::uint64_t pages_read = 0;
@@ -264,7 +272,7 @@ scrub_result scrub(pheap::sparse_store& s, progress& pr) {
         try {
           s.read_pages(std::span<const pheap::page_read>(&one, 1));
         } catch (const pheap::error& e) {
-          r.damaged.push_back({one.page, e.path(), e.what()});
+          r.damaged.push_back({one.page, e.path(), e.what(), in_user_terms(e)});
         }
       }
     }
@@ -286,6 +294,31 @@ std::unique_ptr<pheap::sparse_store> open_store(const std::string& path) {
   pheap::store_options o;
   o.read_only = true;
   return pheap::sparse_store::open(path, o);
+}
+
+// One line per problem: pages that fail for the same cause (a missing or truncated file, an
+// unreadable map block) are one problem, with their count and range.
+std::vector<std::string> group_problems(const std::vector<damaged_page>& d) {
+  struct group {
+    std::uint64_t first, last, pages;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, group> by_cause;
+  for (const auto& x : d) {
+    auto [it, fresh] = by_cause.try_emplace(x.problem, group{x.page, x.page, 0});
+    if (fresh) order.push_back(x.problem);
+    it->second.first = std::min(it->second.first, x.page);
+    it->second.last = std::max(it->second.last, x.page);
+    ++it->second.pages;
+  }
+  std::vector<std::string> out;
+  for (const auto& p : order) {
+    const group& g = by_cause.at(p);
+    out.push_back(g.pages == 1 ? p
+                               : p + " (" + std::to_string(g.pages) + " pages with data, " +
+                                     std::to_string(g.first) + "-" + std::to_string(g.last) + ")");
+  }
+  return out;
 }
 
 json damaged_json(const std::vector<damaged_page>& d) {
@@ -313,13 +346,15 @@ int cmd_check(const common_args& a) {
       std::printf("%s\n", dump(j).c_str());
       return exit_problems;
     }
-    for (std::size_t i = 0; i < std::min<std::size_t>(sr.damaged.size(), 50); ++i) {
-      std::printf("problem: %s\n", sr.damaged[i].message.c_str());
+    const auto problems = group_problems(sr.damaged);
+    for (std::size_t i = 0; i < std::min<std::size_t>(problems.size(), 50); ++i) {
+      std::printf("problem: %s\n", problems[i].c_str());
     }
-    if (sr.damaged.size() > 50) std::printf("problem: ... and %zu more pages\n", sr.damaged.size() - 50);
-    std::printf("%s: %zu damaged page(s) of %llu read; heap invariants not checked (the heap "
-                "would read damaged pages)\n",
-                a.path.c_str(), sr.damaged.size(), static_cast<unsigned long long>(sr.pages_read));
+    if (problems.size() > 50) std::printf("problem: ... and %zu more\n", problems.size() - 50);
+    std::printf("%s: %zu problem(s), %zu damaged page(s) of %llu pages with data; heap invariants "
+                "not checked (the heap would read damaged pages)\n",
+                a.path.c_str(), problems.size(), sr.damaged.size(),
+                static_cast<unsigned long long>(sr.pages_read));
     return exit_problems;
   }
   const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
@@ -353,8 +388,9 @@ int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
   const auto store = open_store(src);
   const scrub_result sr = scrub(*store, pr);
   if (!sr.damaged.empty()) {
-    for (std::size_t i = 0; i < std::min<std::size_t>(sr.damaged.size(), 10); ++i) {
-      std::fprintf(stderr, "pheap snapshot: %s\n", sr.damaged[i].message.c_str());
+    const auto problems = group_problems(sr.damaged);
+    for (std::size_t i = 0; i < std::min<std::size_t>(problems.size(), 10); ++i) {
+      std::fprintf(stderr, "pheap snapshot: problem: %s\n", problems[i].c_str());
     }
     throw pheap::error(pheap::errc::corrupt, src, "snapshot",
                        std::to_string(sr.damaged.size()) +
@@ -382,18 +418,10 @@ int cmd_upgrade(const std::string& src, const std::string& dst, bool quiet) {
 
 // ---- the command line --------------------------------------------------------------------------
 
-// Every failure is exit 2 with the library's message; two causes get a hint.
 tool_support::failure describe(const std::exception& e) {
-  std::string m = e.what();
-  if (const auto* pe = dynamic_cast<const pheap::error*>(&e)) {
-    if (pe->code() == pheap::errc::locked) {
-      m += " (another process has it open for writing; close it first — `pheap info` shows its "
-           "last watermark meanwhile)";
-    } else if (pe->code() == pheap::errc::corrupt) {
-      m += " (`pheap check` lists every damaged page)";
-    }
-  }
-  return {exit_error, m};
+  return tool_support::describe_failure(
+      e, "another process has it open for writing; close it first — `pheap info` shows its last "
+         "watermark meanwhile");
 }
 
 // The options of every command, and what the chosen one runs.
@@ -477,7 +505,7 @@ void define_upgrade(CLI::App& app, command_line& c) {
 
 int main(int argc, char** argv) {
   CLI::App app{"pheap: inspect, check, copy and delete pheap datastores.", "pheap"};
-  tool_support::set_up(app, "pheap", kFooter);
+  tool_support::set_up(app, "pheap", kNotes);
   command_line c;
   define_ls(app, c);
   define_info(app, c);

@@ -116,7 +116,7 @@ const persistent_partition& check_partition(const pheap::manager& m, const std::
                                             int rank) {
   const persistent_partition* p = m.find<persistent_partition>(partition_name(name)).first;
   if (find_graph_info(m, name) == nullptr || p == nullptr) {
-    throw pheap::error(pheap::errc::not_found, m.path(), "find graph " + name,
+    throw pheap::error(pheap::errc::not_found, m.path(), "find graph '" + name + "'",
                        "no distributed graph named '" + name + "' in rank " + std::to_string(rank) +
                            "'s datastore");
   }
@@ -130,7 +130,7 @@ const persistent_partition& check_partition(const pheap::manager& m, const std::
     problem = "its partition record says rank " + std::to_string(p->rank) + " of " + std::to_string(p->ranks) +
               ", but it is rank " + std::to_string(rank) + " of " + std::to_string(ranks);
   }
-  if (!problem.empty()) throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name, problem);
+  if (!problem.empty()) throw pheap::error(pheap::errc::corrupt, m.path(), "find graph '" + name + "'", problem);
   return *p;
 }
 

@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include <pheap/crc32c.hpp>
 #include <pheap/error.hpp>
 
 #include "input_source.hpp"
@@ -58,12 +60,36 @@ std::string describe(const std::string& file, std::uint64_t line, std::uint64_t 
   return m;
 }
 
+// Bytes as they may reach a terminal: printable ASCII and tabs as they are, others as \xNN.
+std::string printable(std::string_view t) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(t.size());
+  for (const char ch : t) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 0x20 && c < 0x7f) || c == '\t') {
+      s += ch;
+    } else {
+      s += "\\x";
+      s += kHex[c >> 4];
+      s += kHex[c & 15];
+    }
+  }
+  return s;
+}
+
 std::string clip(const char* b, const char* e) {
   std::size_t n = static_cast<std::size_t>(e - b);
   if (n > 0 && b[n - 1] == '\r') --n;
-  std::string s(b, std::min<std::size_t>(n, 200));
+  std::string s = printable(std::string_view(b, std::min<std::size_t>(n, 200)));
   if (n > 200) s += "...";
   return s;
+}
+
+std::string hex32(std::uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", v);
+  return b;
 }
 
 constexpr bool is_blank(char c) noexcept {
@@ -83,37 +109,110 @@ void store_le64(char* p, std::uint64_t v) noexcept {
 }  // namespace
 
 input_error::input_error(std::string file, std::uint64_t line, std::uint64_t offset,
-                         std::string text, const std::string& reason)
+                         std::string text, const std::string& reason, bool skippable)
     : std::runtime_error(describe(file, line, offset, text, reason)),
       file_(std::move(file)),
       line_(line),
       offset_(offset),
-      text_(std::move(text)) {}
+      text_(std::move(text)),
+      skippable_(skippable) {}
+
+input_changed::input_changed(std::string file, std::uint64_t offset, const std::string& why)
+    : std::runtime_error(file + ": " + why), file_(std::move(file)), offset_(offset) {}
 
 // ---- edge_reader --------------------------------------------------------------------------
 
 edge_reader::edge_reader(std::string path, const reader_options& opts, std::uint64_t start_offset,
-                         std::uint64_t start_line)
+                         std::uint64_t start_line, input_prefix prefix)
     : path_(std::move(path)), opts_(opts), offset_(start_offset), line_(start_line) {
   if (opts_.buffer_bytes < 4096) opts_.buffer_bytes = 4096;
+  if (opts_.max_line_bytes < 64) opts_.max_line_bytes = 64;
   const std::size_t rec = opts_.weights == weight_kind::none ? 16 : 24;
   if (opts_.format == input_format::binary && start_offset % rec != 0) {
     throw pheap::error(errc::invalid_argument, path_, "open edge list",
                        "resume offset " + std::to_string(start_offset) +
                            " is not a multiple of the " + std::to_string(rec) + "-byte record size");
   }
-  if (is_stdin() && start_offset != 0) {
-    throw pheap::error(errc::invalid_argument, "", "open edge list",
-                       "stdin cannot be resumed at byte offset " + std::to_string(start_offset) +
-                           " (it cannot seek)");
-  }
+  const bool read_before = start_offset != 0 && prefix.how != input_prefix::mode::seek;
   try {
-    src_ = detail::open_input(path_, start_offset);
+    src_ = detail::open_input(path_, read_before ? 0 : start_offset);
   } catch (const std::runtime_error& e) {
     throw input_error(path_, 0, start_offset, "", e.what());
   }
   buf_.resize(opts_.buffer_bytes);
-  if (opts_.format == input_format::text) scan_matrix_market_header();
+  if (read_before) {
+    read_prefix(start_offset, prefix);
+  } else {
+    crc_known_ = start_offset == 0;
+    if (opts_.format == input_format::text) scan_matrix_market_header();
+  }
+}
+
+// Reads the input's first n bytes (from its start), checksumming them and finding whether a
+// Matrix Market size line lies beyond them; the bytes read past n stay in the buffer, unconsumed.
+void edge_reader::read_prefix(std::uint64_t n, const input_prefix& p) {
+  static constexpr std::string_view kMM = "%%MatrixMarket";
+  std::string head;          // the first bytes, up to kMM's length
+  bool decided = opts_.format != input_format::text;
+  bool in_comment = false, data_line = false;
+  std::uint64_t left = n;
+  std::uint32_t crc = 0;
+  for (;;) {
+    std::size_t got = 0;
+    try {
+      got = src_->read(buf_.data(), buf_.size());
+    } catch (const std::runtime_error& e) {
+      throw input_error(path_, 0, n - left, "", e.what(), false);
+    }
+    if (got == 0) {
+      throw input_changed(path_, n,
+                          "it ends at byte " + std::to_string(n - left) + ", before byte " +
+                              std::to_string(n) + " where the reading stopped: it is not the input "
+                              "that was read then");
+    }
+    const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(got, left));
+    crc = pheap::crc32c(buf_.data(), take, crc);
+    for (std::size_t i = 0; i < take && !decided; ++i) {
+      const char c = buf_[i];
+      if (head.size() < kMM.size()) {
+        head += c;
+        if (kMM.substr(0, head.size()) != head) decided = true;  // not Matrix Market
+      }
+      if (in_comment) {
+        in_comment = c != '\n';
+      } else if (c == '#' || c == '%') {
+        in_comment = true;
+      } else if (c != '\n' && !is_blank(c)) {
+        data_line = true;  // the size line (or an edge) starts before the resume point
+        decided = true;
+      }
+    }
+    left -= take;
+    if (left == 0) {
+      pos_ = crc_pos_ = take;
+      end_ = got;
+      break;
+    }
+  }
+  mm_size_line_pending_ = head == kMM && !data_line;
+  crc_ = crc;
+  if (p.how == input_prefix::mode::verify && crc != p.crc) {
+    throw input_changed(path_, n,
+                        "its first " + std::to_string(n) + " bytes are not those read before (CRC32C " +
+                            hex32(crc) + ", recorded " + hex32(p.crc) +
+                            "): the input was changed or replaced");
+  }
+}
+
+void edge_reader::fold_checksum() noexcept {
+  if (crc_pos_ < pos_) crc_ = pheap::crc32c(buf_.data() + crc_pos_, pos_ - crc_pos_, crc_);
+  crc_pos_ = pos_;
+}
+
+std::optional<std::uint32_t> edge_reader::consumed_checksum() {
+  if (!crc_known_) return std::nullopt;
+  fold_checksum();
+  return crc_;
 }
 
 edge_reader::~edge_reader() = default;
@@ -129,8 +228,9 @@ void edge_reader::scan_matrix_market_header() {
     mm_size_line_pending_ = end_ - pos_ >= kLen && std::memcmp(buf_.data() + pos_, kMM, kLen) == 0;
     return;
   }
-  // Resuming (regular file only): find the end of the size line by reading the header from
-  // the input's start, through a second source.
+  // Resuming a regular file: find the end of the size line by reading the header from the
+  // input's start, through a second source (a stream cannot be opened twice: nothing pending).
+  if (src_->stream()) return;
   std::unique_ptr<detail::input_source> from_start;
   try {
     from_start = detail::open_input(path_, 0);
@@ -173,17 +273,22 @@ void edge_reader::scan_matrix_market_header() {
 bool edge_reader::fill() {
   if (file_eof_) return false;
   if (pos_ > 0) {  // compact
+    fold_checksum();
     std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
     end_ -= pos_;
-    pos_ = 0;
+    pos_ = crc_pos_ = 0;
   }
-  if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
+  if (end_ == buf_.size()) {  // a line longer than the buffer (read_text caps it)
+    buf_.resize(std::min(buf_.size() * 2, std::max(buf_.size() + 1, opts_.max_line_bytes + 1)));
+  }
   std::size_t n = 0;
   try {
     n = src_->read(buf_.data() + end_, buf_.size() - end_);
   } catch (const detail::corrupt_input& e) {
-    // Like a malformed line: the reader stops at the last complete line or record before it.
-    error_.emplace(path_, 0, offset_, "", e.what());
+    // Like a malformed line: the reader stops at the last complete line or record before it
+    // (take_damage, once everything before it is consumed); no skipping gets past it.
+    damage_ = std::string(e.what()) + "; the decompressed data stops at byte " +
+              std::to_string(offset_ + (end_ - pos_));
     file_eof_ = true;
     return false;
   } catch (const std::runtime_error& e) {
@@ -194,6 +299,14 @@ bool edge_reader::fill() {
     return false;
   }
   end_ += n;
+  return true;
+}
+
+bool edge_reader::take_damage() {
+  if (damage_.empty()) return false;
+  error_.emplace(path_, 0, offset_, "", damage_ + (end_ > pos_ ? ", inside the record or line that starts here" : ""),
+                 false);
+  damage_.clear();
   return true;
 }
 
@@ -222,10 +335,10 @@ std::uint64_t parse_id(std::string_view t, const char* what) {
   std::uint64_t v = 0;
   const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 10);
   if (r.ec == std::errc::result_out_of_range) {
-    throw std::string(what) + " '" + std::string(t) + "' overflows uint64 (max 18446744073709551615)";
+    throw std::string(what) + " '" + printable(t) + "' overflows uint64 (max 18446744073709551615)";
   }
   if (r.ec != std::errc() || r.ptr != t.data() + t.size()) {
-    throw std::string("bad ") + what + " '" + std::string(t) + "' (expected a decimal unsigned integer)";
+    throw std::string("bad ") + what + " '" + printable(t) + "' (expected a decimal unsigned integer)";
   }
   return v;
 }
@@ -234,7 +347,7 @@ double parse_number(std::string_view t) {
   double v = 0;
   const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
   if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !std::isfinite(v)) {
-    throw "bad weight '" + std::string(t) + "' (expected a finite number)";
+    throw "bad weight '" + printable(t) + "' (expected a finite number)";
   }
   return v;
 }
@@ -267,7 +380,7 @@ bool edge_reader::parse_line(const char* b, const char* e, edge& out) {
       if (n != 3) throw std::string("missing weight (expected 'u v w')");
       const double w = parse_number(tok[2]);
       const float f = static_cast<float>(w);
-      if (!std::isfinite(f)) throw "weight '" + std::string(tok[2]) + "' overflows float";
+      if (!std::isfinite(f)) throw "weight '" + printable(tok[2]) + "' overflows float";
       out.weight = f32_bits(f);
       break;
     }
@@ -290,8 +403,17 @@ std::size_t edge_reader::read_text(std::vector<edge>& out, std::size_t max) {
       line_end = static_cast<std::size_t>(static_cast<const char*>(nlp) - base);
       consumed = line_end + 1 - pos_;
     } else if (!file_eof_) {
+      if (opts_.format == input_format::text && end_ - pos_ >= opts_.max_line_bytes) {
+        error_.emplace(path_, line_ + 1, offset_, clip(base + pos_, base + end_),
+                       "no newline within " + std::to_string(opts_.max_line_bytes) +
+                           " bytes: not a text edge list (a binary one needs --format binary)",
+                       false);
+        return got;
+      }
       fill();
       continue;
+    } else if (take_damage()) {
+      return got;
     } else if (pos_ == end_) {
       eof_ = true;
       return got;
@@ -331,13 +453,14 @@ std::size_t edge_reader::read_binary(std::vector<edge>& out, std::size_t max) {
     }
     if (end_ - pos_ < rec) {
       if (fill()) continue;
-      if (failed()) return got;
+      if (failed() || take_damage()) return got;
       if (pos_ == end_) {
         eof_ = true;
       } else {
         error_.emplace(path_, 0, offset_, "",
                        "truncated binary record: " + std::to_string(end_ - pos_) + " of " +
-                           std::to_string(rec) + " bytes at end of input");
+                           std::to_string(rec) + " bytes at end of input",
+                       false);
       }
       return got;
     }

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -46,26 +47,36 @@ input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, inp
   const std::uint32_t wk = static_cast<std::uint32_t>(weights);
   mixin(&fmt, sizeof fmt);
   mixin(&wk, sizeof wk);
+  bool seen_stdin = false;
   for (const auto& in : inputs) {
-    std::string name;
+    std::string name, shown;
     std::uint64_t size = 0;
     if (in == "-") {
-      if (f.has_stdin) throw ingest_usage_error("stdin ('-') can be given only once");
-      f.has_stdin = true;
+      if (seen_stdin) throw ingest_usage_error("stdin ('-') can be given only once");
+      seen_stdin = true;
       name = "-";
+      shown = "stdin";
     } else {
       struct stat st {};
       if (::stat(in.c_str(), &st) != 0) {
         throw ingest_usage_error("cannot stat input " + in + ": " + std::strerror(errno));
       }
       if (S_ISDIR(st.st_mode)) throw ingest_usage_error("input " + in + " is a directory");
-      name = std::filesystem::absolute(in).lexically_normal().string();
-      size = static_cast<std::uint64_t>(st.st_size);
+      shown = std::filesystem::absolute(in).lexically_normal().string();
+      if (S_ISREG(st.st_mode)) {
+        name = shown;
+        size = static_cast<std::uint64_t>(st.st_size);
+        shown += " (" + std::to_string(size) + " bytes)";
+      } else {
+        name = "-";  // a stream: identified by its position, like stdin (see "Job identity")
+        shown += " (a stream)";
+      }
     }
+    f.has_stdin = f.has_stdin || name == "-";
     mixin(name.data(), name.size() + 1);
     mixin(&size, sizeof size);
     if (!f.description.empty()) f.description += ", ";
-    f.description += name == "-" ? std::string("stdin") : name + " (" + std::to_string(size) + " bytes)";
+    f.description += shown;
   }
   f.value = h == 0 ? 1 : h;  // 0 means "no job"
   return f;
@@ -92,6 +103,7 @@ struct batch {
   std::uint64_t end_offset = 0;  // of the next unread line or record
   std::uint64_t end_line = 0;
   std::uint64_t bad_lines = 0;   // lines skipped within this batch
+  std::optional<std::uint32_t> end_crc;  // of the input's bytes before end_offset
 };
 
 // Reads one input batch by batch from a recorded position. While the caller inserts one
@@ -100,8 +112,8 @@ struct batch {
 class batch_source {
  public:
   batch_source(const std::string& path, const reader_options& ro, std::uint64_t offset,
-               std::uint64_t line, std::size_t batch_size)
-      : rd_(path, ro, offset, line), batch_size_(batch_size), last_offset_(offset),
+               std::uint64_t line, const input_prefix& prefix, std::size_t batch_size)
+      : rd_(path, ro, offset, line, prefix), batch_size_(batch_size), last_offset_(offset),
         last_bad_(rd_.bad_lines()) {
     ahead_.edges.reserve(std::min<std::size_t>(batch_size, std::size_t{1} << 24));
     rd_.read(ahead_.edges, batch_size_);
@@ -152,6 +164,7 @@ class batch_source {
     ahead_.end_offset = rd_.offset();
     ahead_.end_line = rd_.line();
     ahead_.bad_lines = rd_.bad_lines();
+    ahead_.end_crc = rd_.consumed_checksum();
   }
 
   edge_reader rd_;
@@ -195,8 +208,25 @@ class ingest_run {
     pr().input_index = idx;
     const bool at_recorded = idx == c_.input_index;
     const std::uint64_t start_off = at_recorded ? c_.byte_offset : 0;
-    batch_source src(inputs_[idx], reader_opts(), start_off, at_recorded ? c_.line : 0,
+    // A resume reads the consumed bytes again and, when the watermark holds their checksum,
+    // compares ("Changed inputs").
+    input_prefix prefix;
+    prefix.how = c_.crc_known ? input_prefix::mode::verify : input_prefix::mode::checksum;
+    prefix.crc = c_.consumed_crc;
+    if (start_off != 0 && !c_.crc_known) rep_.resume_unverified = true;
+    std::optional<batch_source> opened;
+    try {
+      opened.emplace(inputs_[idx], reader_opts(), start_off, at_recorded ? c_.line : 0, prefix,
                      opt_.batch_size);
+    } catch (const input_changed& e) {
+      throw ingest_usage_error(
+          "input " + std::to_string(idx + 1) + " of the unfinished ingestion changed since its "
+          "last watermark: " + e.what() + ". The graph keeps the " + std::to_string(c_.edges) +
+          " edges this job committed, from the input as it was; rerun with it as it was to finish "
+          "the job, or pass --abandon-incomplete to keep those edges and ingest the inputs as they "
+          "are now from their start.");
+    }
+    batch_source& src = *opened;
     const std::uint64_t bytes_before = pr().bytes_this_run;
     while (src.take(cur_)) {
       t_.insert(cur_.edges, insert_);  // throws: partial batch, no flush
@@ -247,6 +277,8 @@ class ingest_run {
     c_.edges += n;
     c_.total_edges += n;
     c_.bad_lines += b.bad_lines;
+    c_.consumed_crc = b.end_crc.value_or(0);
+    c_.crc_known = b.end_crc.has_value();
     t_.save(c_);
     dirty_ = true;
     unflushed_edges_ += n;
@@ -260,6 +292,8 @@ class ingest_run {
     c_.input_index = idx;
     c_.byte_offset = 0;
     c_.line = 0;
+    c_.consumed_crc = 0;
+    c_.crc_known = true;
     t_.save(c_);
     dirty_ = true;
   }
@@ -319,11 +353,14 @@ void resume_or_abandon(ingest_target& t, job_counters& c, const input_fingerprin
         " (" + where +
         "). Rerun that command to finish it, or pass --abandon-incomplete to keep what it "
         "committed and start this one.");
-  } else if (c.from_stdin) {
+  } else if (c.from_stdin && !c.crc_known && c.byte_offset != 0) {
+    // A stream is resumed by reading it again from its start; without the checksum of the
+    // bytes read before (a watermark of an older pheap-graph) nothing says they are the same.
     throw ingest_usage_error(
-        "the unfinished ingestion read stdin (" + where +
-        "), which cannot be resumed. The graph holds the edges up to that point; pass "
-        "--abandon-incomplete to keep them and start a new ingestion.");
+        "the unfinished ingestion read a stream (stdin or a pipe: " + t.description() + "; " + where +
+        ") and its watermark holds no checksum of what it read, so it cannot be resumed. The graph "
+        "holds the edges up to that point; pass --abandon-incomplete to keep them and start a new "
+        "ingestion.");
   } else {
     rep.resumed = true;
     rep.resumed_at_edges = c.edges;
@@ -342,6 +379,8 @@ void begin_job(ingest_target& t, job_counters& c, const input_fingerprint& fp) {
   c.line = 0;
   c.edges = 0;
   c.bad_lines = 0;
+  c.consumed_crc = 0;
+  c.crc_known = true;
   t.save(c);
   t.set_description(fp.description);
 }
@@ -363,6 +402,7 @@ bool start_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, c
 void end_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, std::size_t inputs) {
   c.active = 0;
   c.input_index = inputs;
+  c.crc_known = false;
   ++c.jobs_completed;
   t.save(c);
   if (!fp.has_stdin && !t.completed(fp.value)) t.add_completed(fp.value);

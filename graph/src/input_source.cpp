@@ -22,7 +22,8 @@ namespace {
 // A file descriptor read in order; the bytes read ahead for detection come first.
 class raw_reader {
  public:
-  raw_reader(int fd, bool owned, std::string ahead) : fd_(fd), owned_(owned), ahead_(std::move(ahead)) {}
+  raw_reader(int fd, bool owned, std::string ahead, bool stream)
+      : fd_(fd), owned_(owned), stream_(stream), ahead_(std::move(ahead)) {}
   ~raw_reader() {
     if (owned_) ::close(fd_);
   }
@@ -47,10 +48,12 @@ class raw_reader {
     }
   }
   std::uint64_t consumed() const noexcept { return consumed_; }  // compressed bytes, for messages
+  bool stream() const noexcept { return stream_; }
 
  private:
   int fd_;
   bool owned_;
+  bool stream_;
   std::string ahead_;
   std::size_t pos_ = 0;
   std::uint64_t consumed_ = 0;
@@ -61,6 +64,7 @@ class plain_source final : public input_source {
   explicit plain_source(std::unique_ptr<raw_reader> r) : r_(std::move(r)) {}
   std::size_t read(char* dst, std::size_t n) override { return r_->read(dst, n); }
   compression kind() const noexcept override { return compression::none; }
+  bool stream() const noexcept override { return r_->stream(); }
 
  private:
   std::unique_ptr<raw_reader> r_;
@@ -75,12 +79,19 @@ class gzip_source final : public input_source {
   }
   ~gzip_source() override { inflateEnd(&z_); }
 
+  // The bytes decoded before damage are returned first; the damage is reported by the next
+  // call, so the reader sees every complete line before it.
   std::size_t read(char* dst, std::size_t n) override {
+    if (!pending_.empty()) corrupt(pending_);
+    const auto want = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
     z_.next_out = reinterpret_cast<Bytef*>(dst);
-    z_.avail_out = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
-    while (z_.avail_out == static_cast<uInt>(std::min<std::size_t>(n, 1u << 30))) {
+    z_.avail_out = want;
+    while (z_.avail_out == want && pending_.empty()) {
       if (z_.avail_in == 0 && !refill()) {
-        if (in_member_) corrupt("truncated gzip input: it ends inside a member");
+        if (in_member_) {
+          pending_ = "truncated gzip input: it ends inside a member, after compressed byte " +
+                     std::to_string(r_->consumed());
+        }
         break;
       }
       if (!in_member_) {  // the next member of a concatenation
@@ -91,13 +102,16 @@ class gzip_source final : public input_source {
       if (rc == Z_STREAM_END) {
         in_member_ = false;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        corrupt(std::string("corrupt gzip data near compressed byte ") +
-             std::to_string(r_->consumed() - z_.avail_in) + ": " + (z_.msg ? z_.msg : "inflate failed"));
+        pending_ = std::string("corrupt gzip data near compressed byte ") +
+                   std::to_string(r_->consumed() - z_.avail_in) + ": " + (z_.msg ? z_.msg : "inflate failed");
       }
     }
-    return static_cast<std::size_t>(reinterpret_cast<char*>(z_.next_out) - dst);
+    const auto got = static_cast<std::size_t>(reinterpret_cast<char*>(z_.next_out) - dst);
+    if (got == 0 && !pending_.empty()) corrupt(pending_);
+    return got;
   }
   compression kind() const noexcept override { return compression::gzip; }
+  bool stream() const noexcept override { return r_->stream(); }
 
  private:
   bool refill() {
@@ -110,6 +124,7 @@ class gzip_source final : public input_source {
   std::vector<Bytef> in_;
   z_stream z_{};
   bool in_member_ = true;
+  std::string pending_;  // damage met after the bytes last returned
 };
 
 class zstd_source final : public input_source {
@@ -126,7 +141,10 @@ class zstd_source final : public input_source {
       if (ib_.pos == ib_.size) {
         const std::size_t k = r_->read(in_.data(), in_.size());
         if (k == 0) {
-          if (frame_open_) corrupt("truncated zstd input: it ends inside a frame");
+          if (frame_open_) {
+            corrupt("truncated zstd input: it ends inside a frame, after compressed byte " +
+                    std::to_string(r_->consumed()));
+          }
           break;
         }
         ib_ = {in_.data(), k, 0};
@@ -141,6 +159,7 @@ class zstd_source final : public input_source {
     return out.pos;
   }
   compression kind() const noexcept override { return compression::zstd; }
+  bool stream() const noexcept override { return r_->stream(); }
 
  private:
   std::unique_ptr<raw_reader> r_;
@@ -156,13 +175,14 @@ compression detect(const unsigned char* b, std::size_t n) {
   return compression::none;
 }
 
-// The first up-to-4 bytes of fd, read (stdin) or pread (files, leaving the position at 0).
-std::string first_bytes(int fd, bool is_stdin) {
+// The first up-to-4 bytes of fd: read from a stream (the bytes are then kept ahead of the
+// rest), pread from a regular file (leaving its position at 0).
+std::string first_bytes(int fd, bool stream) {
   char b[4];
   std::size_t got = 0;
   while (got < sizeof b) {
-    const ssize_t r = is_stdin ? ::read(fd, b + got, sizeof b - got)
-                               : ::pread(fd, b + got, sizeof b - got, static_cast<off_t>(got));
+    const ssize_t r = stream ? ::read(fd, b + got, sizeof b - got)
+                             : ::pread(fd, b + got, sizeof b - got, static_cast<off_t>(got));
     if (r == 0) break;
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -204,29 +224,31 @@ std::unique_ptr<input_source> open_input(const std::string& path, std::uint64_t 
   const bool is_stdin = path == "-";
   int fd = STDIN_FILENO;
   if (!is_stdin) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // once: a FIFO opened twice loses data
     if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
+  struct stat st {};
+  const bool stream = is_stdin || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
+  if (!stream) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::string ahead;
   try {
-    ahead = first_bytes(fd, is_stdin);
+    ahead = first_bytes(fd, stream);
   } catch (...) {
     if (!is_stdin) ::close(fd);
     throw;
   }
   const compression c =
       detect(reinterpret_cast<const unsigned char*>(ahead.data()), ahead.size());
-  if (!is_stdin) ahead.clear();  // pread left the file at its start
-  if (c == compression::none && offset != 0 && !is_stdin) {
+  if (!stream) ahead.clear();  // pread left the file at its start
+  if (c == compression::none && offset != 0 && !stream) {
     if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
       const int err = errno;
       ::close(fd);
       fail(std::string("cannot seek: ") + std::strerror(err));
     }
-    return std::make_unique<plain_source>(std::make_unique<raw_reader>(fd, true, ""));
+    return std::make_unique<plain_source>(std::make_unique<raw_reader>(fd, true, "", false));
   }
-  auto raw = std::make_unique<raw_reader>(fd, !is_stdin, std::move(ahead));
+  auto raw = std::make_unique<raw_reader>(fd, !is_stdin, std::move(ahead), stream);
   std::unique_ptr<input_source> s;
   switch (c) {
     case compression::none: s = std::make_unique<plain_source>(std::move(raw)); break;
@@ -237,9 +259,15 @@ std::unique_ptr<input_source> open_input(const std::string& path, std::uint64_t 
   return s;
 }
 
+bool is_stream(const std::string& path) {
+  if (path == "-") return true;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
+
 std::optional<std::uint64_t> decoded_size(const std::string& path) {
-  if (path == "-") return std::nullopt;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (is_stream(path)) return std::nullopt;  // never opened here: a FIFO is read once
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   std::optional<std::uint64_t> size;

@@ -7,10 +7,11 @@
 //             rerunning the same command after a crash continues from the last one
 //   stats     counts and degree distribution;  bfs, cc: traversals;  export: the edges back
 //
-// Exit status: 0 success; 1 failure (I/O, a damaged datastore page, a full disk: the message
-// names the file and the cause); 2 usage error (a bad option or value, a missing input, a
-// job or graph mismatch); 3 malformed input (the edges before the bad line are committed; fix
-// the input or rerun with --skip-bad-lines to resume at that line).
+// Exit status (the same table as the pheap tool: tools/support/cli.hpp): 0 success; 1 failure
+// (I/O, a damaged datastore page, a full disk: the message names the file and the cause); 2
+// usage error (a bad option or value, a missing input, a job or graph mismatch, an input
+// changed since its watermark); 3 malformed input (the edges before the bad line are
+// committed; fix the input or rerun with --skip-bad-lines to resume at that line).
 //
 // Reads of the heap run inside pheap::guard_faults, so a damaged page is exit 1 naming the
 // segment file and the page instead of SIGBUS — for ingest on its main thread and on the
@@ -67,14 +68,9 @@ namespace {
 using nlohmann::json;
 using tool_support::progress;
 
-constexpr int exit_failure = 1;
+constexpr int exit_failure = tool_support::exit_failure;
 constexpr int exit_usage = tool_support::exit_usage;
-constexpr int exit_bad_input = 3;
-
-const char* const kFooter =
-    "Exit status: 0 success; 1 failure (I/O, a damaged datastore page, a full disk: the message\n"
-    "names the file and the cause); 2 usage error (bad option or value, missing input, job or\n"
-    "graph mismatch); 3 malformed input (edges before the bad line are committed).";
+constexpr int exit_bad_input = tool_support::exit_bad_input;
 
 // A usage problem found after parsing (exit 2).
 struct usage_error : std::runtime_error {
@@ -244,12 +240,14 @@ std::uint64_t prepare_progress(progress& pr, const ingest_args& a, const pg::per
   return start;
 }
 
-// The job's report: stdout for the result, stderr (through pr) for progress.
+// The job's report: stdout for the result, stderr (through pr) for progress. `epoch`: the
+// watermark the datastore ends at (closing writes nothing more when nothing is dirty).
 void print_report(const pg::ingest_report& r, const std::string& name, std::uint64_t vertices,
-                  std::uint64_t arcs) {
+                  std::uint64_t arcs, std::uint64_t epoch) {
   if (r.already_done) {
-    std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them again)\n",
-                name.c_str());
+    std::printf("nothing to do: these inputs were already ingested into '%s' (use --reingest to add them "
+                "again); the datastore stays at watermark %" PRIu64 "\n",
+                name.c_str(), epoch);
     return;
   }
   const auto& f = r.final;
@@ -259,7 +257,7 @@ void print_report(const pg::ingest_report& r, const std::string& name, std::uint
               r.resumed ? (", resumed at edge " + std::to_string(r.resumed_at_edges)).c_str() : "",
               f.inputs, f.seconds,
               tool_support::human_count(f.seconds > 0 ? static_cast<double>(f.edges_this_run) / f.seconds : 0).c_str(),
-              static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, f.watermark, vertices, arcs);
+              static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, epoch, vertices, arcs);
 }
 
 template <class G>
@@ -283,16 +281,19 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
                   tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
                   (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
   };
+  pg::input_check& check = *pg::find_input_check(m, a.name);  // open_or_create_graph made it
   pg::ingest_report r;
   try {
-    r = pheap::guard_faults([&] { return pg::ingest(g, st, a.inputs, o, [&] { return m.flush(); }, report); });
+    r = pheap::guard_faults([&] { return pg::ingest(g, st, check, a.inputs, o, [&] { return m.flush(); }, report); });
   } catch (const pg::input_error& e) {
     pr.break_line();
     std::fprintf(stderr, "pheap-graph ingest: %s\n", e.what());
     std::fprintf(stderr,
-                 "pheap-graph ingest: %" PRIu64 " edges of this job are committed (watermark %" PRIu64
-                 "); fix the input or rerun with --skip-bad-lines to continue at that line\n",
-                 st.edges, m.epoch());
+                 "pheap-graph ingest: %" PRIu64 " edges of this job are committed (watermark %" PRIu64 "); %s\n",
+                 st.edges, m.epoch(),
+                 e.skippable() ? "fix the input or rerun with --skip-bad-lines to continue at that line"
+                               : "the input is damaged or not an edge list there (--skip-bad-lines "
+                                 "cannot get past it): repair or replace it and rerun");
     tool_support::leave(exit_bad_input);
   } catch (const pg::ingest_usage_error& e) {
     pr.break_line();
@@ -307,7 +308,13 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
     tool_support::leave(exit_failure);
   }
   pr.finish();
-  print_report(r, a.name, g.num_vertices(), g.num_arcs());
+  if (r.resume_unverified) {
+    std::fprintf(stderr,
+                 "pheap-graph ingest: warning: the watermark resumed from holds no checksum of the input "
+                 "read before it (written by an older pheap-graph): resumed trusting the input's path "
+                 "and size; later watermarks hold one\n");
+  }
+  print_report(r, a.name, g.num_vertices(), g.num_arcs(), m.epoch());
   return 0;
 }
 
@@ -339,7 +346,7 @@ int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const 
     pg::visit_graph(ds.local(), a.name, [&](const auto& g) { mine[0] = g.num_vertices(), mine[1] = g.num_arcs(); });
     MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (talk) {
-      print_report(r.job, a.name, sum[0], sum[1]);
+      print_report(r.job, a.name, sum[0], sum[1], ds.epoch());
       if (!r.job.already_done) {
         const auto edges = r.job.final.edges_this_run;
         std::printf("ranks %" PRIu64 ": %" PRIu64 " batches, %" PRIu64 " records (%s) sent between ranks, %.1f bytes per edge\n",
@@ -796,19 +803,11 @@ int run_query(const query_args& a, int (*plain)(const query_args&), int (*across
 
 // ---- the command line --------------------------------------------------------------------
 
-// Exit 2 for usage errors (and pheap::error invalid_argument: a bad option value), else 1; two
-// causes get a hint.
+// Exit 2 for usage errors, else as the pheap tool (tools/support/cli.hpp).
 tool_support::failure describe(const std::exception& e) {
   if (dynamic_cast<const usage_error*>(&e) != nullptr) return {exit_usage, e.what()};
-  const auto* pe = dynamic_cast<const pheap::error*>(&e);
-  if (pe == nullptr) return {exit_failure, e.what()};
-  std::string m = e.what();
-  if (pe->code() == pheap::errc::locked) {
-    m += " (an ingestion may be running: `pheap info` shows its last watermark meanwhile)";
-  } else if (pe->code() == pheap::errc::corrupt) {
-    m += " (`pheap check` lists every damaged page)";
-  }
-  return {pe->code() == pheap::errc::invalid_argument ? exit_usage : exit_failure, m};
+  return tool_support::describe_failure(
+      e, "an ingestion may be running: `pheap info` shows its last watermark meanwhile");
 }
 
 // "--weighted" may be followed by its word ("--weighted f32") or stand alone (u64): rewritten
@@ -874,7 +873,8 @@ void define_ingest(CLI::App& app, command_line& c) {
                 "to resume from the last watermark");
   add_datastore(*ing, ia.datastore, ia.name);
   ing->add_option("INPUT", ia.inputs, "edge lists: text or binary, plain, gzip or zstd (found by "
-                                      "their first bytes); - for stdin (cannot be resumed)")->required();
+                                      "their first bytes); - for stdin. A stream (stdin, a FIFO, <(zcat x.gz)) is "
+                                      "read once; a rerun resumes by reading it again from its start")->required();
   ing->add_option("--format", ia.format, "text or binary (default text)")->check(CLI::IsMember({"text", "binary"}));
   ing->add_option("--weighted", ia.weighted,
                   "weights in the third column: u64 (the default when the word is left out) or "
@@ -941,7 +941,7 @@ void define_queries(CLI::App& app, command_line& c) {
 
 int main(int argc, char** argv) {
   CLI::App app{"pheap-graph: generate, ingest and query persistent graphs.", "pheap-graph"};
-  tool_support::set_up(app, "pheap-graph", kFooter);
+  tool_support::set_up(app, "pheap-graph", "");
   command_line c;
   define_generate(app, c);
   define_ingest(app, c);

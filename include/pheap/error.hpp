@@ -10,6 +10,13 @@
 // errc::no_space.
 #pragma once
 
+// pheap.hpp (and so every header above the heap) and io.hpp / sparse_store.hpp reach this one
+// before anything C++20-only: a consumer built as C++17 is told so first, in one line, instead
+// of with errors deep in the headers.
+#if __cplusplus < 202002L
+#error "pheap needs C++20: compile with -std=c++20 (CMake: linking pheap::pheap sets cxx_std_20)"
+#endif
+
 #include <stdexcept>
 #include <string>
 

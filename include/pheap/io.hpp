@@ -32,6 +32,8 @@
 //     file::direct() says which applies.
 #pragma once
 
+#include "pheap/error.hpp"  // first: the C++20 check
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -183,8 +183,12 @@ class manager {
   // heap itself is mapped read-only: a store through a pointer into it is SIGSEGV, announced
   // by one line on stderr naming the datastore and the address (pheap/fault_guard.hpp).
   manager(open_read_only_t, const std::string& path, const options& opt = options());
-  // Flushes (read-write) and closes. Never throws: a failing final flush is reported on
-  // stderr and the datastore stays at its previous watermark.
+  // Flushes (read-write) and closes. A close with nothing dirty since the last flush() (no
+  // page written, no object created or destroyed) writes nothing: the datastore ends at the
+  // epoch that flush() returned (uffd backend; the mmap backend always commits its clean
+  // close; with dirty_tracking::all_resident every resident page counts as dirty). Never
+  // throws: a failing final flush is reported on stderr and the datastore stays at its
+  // previous watermark.
   ~manager();
   manager(manager&&) noexcept;
   manager& operator=(manager&&) noexcept;

@@ -255,6 +255,10 @@ class pager {
   // Throws the first store error since the last flush (poisoned fills, eviction write
   // failures) or of this flush's own writes/commit; errc::read_only on a read-only store.
   std::uint64_t flush(std::span<const std::byte> root);
+  // flush(), except that when it finds nothing dirty, nothing was written back since the last
+  // commit and `root` equals the last commit's, nothing is committed and the last epoch is
+  // returned (sparse_store::commit_if_changed): a close with nothing dirty writes nothing.
+  std::uint64_t flush_if_changed(std::span<const std::byte> root);
   // Two-phase commit (sparse_store::prepare/confirm, sparse_store/FORMAT.md): prepare() is
   // flush() ending in a *prepared* epoch — durable, but store().epoch() stays at the
   // watermark below it and an open picks it only if store_options::max_epoch accepts it;

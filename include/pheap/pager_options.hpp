@@ -38,6 +38,12 @@ struct pager_options {
   // at the pace of its store reads, one per fault, plus one eviction per fault. Each eviction
   // is a TLB shootdown, an IPI on a VM. bench/README.md run AL: 1.02-1.21x the floor of the
   // userfaultfd mechanism, which is itself 1.05-1.29x the disk alone for the same I/O there.
+  // Over the limit: an explicit size (PHEAP_BUFFER_SIZE, pheap-graph --buffer-size) larger
+  // than what the process's memory cgroup (v2 or v1) leaves for it at construction is CLAMPED:
+  // the buffer is what an automatic one would be — sized from the limit then, and following
+  // it — with one line on stderr naming the size, the cgroup and the figures. The alternative
+  // was an OOM kill once the buffer filled; refusing would end a job that can run, only
+  // slower. An explicit size within the limit, or without a cgroup limit, is used as given.
   std::size_t buffer_size = 0;
   // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
   // often the application faults: SCALE-18 graph construction at half its datastore faulted

@@ -2,9 +2,9 @@
 // guard_faults.
 #pragma once
 
+#include "pheap/error.hpp"  // first: the C++20 check
 #include "pheap/allocator.hpp"
 #include "pheap/container.hpp"
-#include "pheap/error.hpp"
 #include "pheap/fault_guard.hpp"
 #include "pheap/manager.hpp"
 #include "pheap/object_info.hpp"

@@ -170,6 +170,10 @@ class sparse_store {
 
   // Makes everything written so far durable atomically with `root` (≤ max_root_size bytes).
   virtual std::uint64_t commit(std::span<const std::byte> root) = 0;
+  // commit(root), unless nothing was written or discarded since the last commit and `root`
+  // equals its root: then nothing is written and the last epoch is returned (a close with
+  // nothing dirty leaves the datastore at the watermark the caller last saw). Default: commit.
+  virtual std::uint64_t commit_if_changed(std::span<const std::byte> root) { return commit(root); }
 
   // Two-phase commit (a participant of a distributed commit). prepare(root) makes everything
   // written so far durable as epoch E+1 like commit(), but not yet the watermark: epoch()

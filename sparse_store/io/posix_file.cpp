@@ -118,11 +118,32 @@ int open_flags(open_mode mode) {
   return flags;
 }
 
+// O_NONBLOCK: a FIFO where a datastore file belongs opens at once instead of waiting for a
+// writer (it is refused below); it is cleared again before the descriptor is used.
 int open_retrying(const std::string& path, int flags) {
   for (;;) {
-    const int fd = ::open(path.c_str(), flags, 0644);
-    if (fd >= 0 || errno != EINTR) return fd;
+    const int fd = ::open(path.c_str(), flags | O_NONBLOCK, 0644);
+    if (fd >= 0) {
+      (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (errno != EINTR) return fd;
   }
+}
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// Every file of a datastore is a regular file; anything else there is damage, said at once.
+[[noreturn]] void refuse_non_regular(const std::string& path, mode_t m) {
+  throw error(errc::corrupt, path, "open",
+              std::string("is ") + kind_of(m) + ", not the regular file a datastore keeps here");
 }
 
 // Where O_DIRECT is refused, say so once per process.
@@ -152,7 +173,17 @@ std::pair<std::size_t, std::size_t> direct_alignment(int dfd) {
 
 int open_fd(const std::string& path, open_mode mode) {
   const int fd = open_retrying(path, open_flags(mode));
-  if (fd < 0) throw_errno(errno, path, "open");
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st {};
+    if (err == EISDIR && ::stat(path.c_str(), &st) == 0) refuse_non_regular(path, st.st_mode);
+    throw_errno(err, path, "open");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    refuse_non_regular(path, st.st_mode);
+  }
   return fd;
 }
 

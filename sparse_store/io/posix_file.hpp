@@ -57,7 +57,8 @@ class posix_file final : public file {
 };
 
 // Opens `path` per `mode` (its access part) with O_CLOEXEC; new files get mode 0644. Throws
-// naming the path.
+// naming the path; errc::corrupt, at once, when it is not a regular file (a FIFO, a directory,
+// a device: opened with O_NONBLOCK, so a FIFO never blocks the open).
 int open_fd(const std::string& path, open_mode mode);
 // Opens `path` per `mode`, including the direct flag (see posix_file).
 std::unique_ptr<posix_file> open_file(const std::string& path, open_mode mode);

@@ -56,6 +56,10 @@ class manager_core {
         try {
           rg->discard(off, len);
         } catch (const std::exception& e) {
+          // A poisoned store (a failed write or commit before it: a full disk) says nothing new
+          // here: the next flush reports the cause, once.
+          const auto* pe = dynamic_cast<const error*>(&e);
+          if (pe != nullptr && pe->code() == errc::poisoned) return;
           if (!discard_failed.exchange(true)) {
             std::fprintf(stderr, "pheap: %s: discarding freed chunks failed, space is not reclaimed: %s\n",
                          path.c_str(), e.what());

@@ -55,7 +55,8 @@ class pager_region final : public region {
   bool read_only() const noexcept override { return pg_.read_only(); }
   backend_kind backend() const noexcept override { return backend_kind::uffd; }
   std::uint64_t flush(std::span<const std::byte> root) override { return pg_.flush(root); }
-  std::uint64_t close(std::span<const std::byte> root) override { return pg_.flush(root); }
+  // Nothing dirty and the same root: nothing is written (the datastore ends at the last flush).
+  std::uint64_t close(std::span<const std::byte> root) override { return pg_.flush_if_changed(root); }
   std::uint64_t prepare(std::span<const std::byte> root) override { return pg_.prepare(root); }
   std::uint64_t confirm() override { return pg_.confirm(); }
   void discard(std::uint64_t off, std::uint64_t len) override {

@@ -38,7 +38,8 @@ class region {
   // uffd: a new atomic watermark holding `root`. mmap: msync only (the epoch does not move;
   // the datastore becomes openable again only at close()).
   virtual std::uint64_t flush(std::span<const std::byte> root) = 0;
-  // Final flush of a read-write close. mmap: msync, then commit `root` marked clean.
+  // Final flush of a read-write close. uffd: flush(root), but nothing is committed when
+  // nothing is dirty and root is unchanged. mmap: msync, then commit `root` marked clean.
   virtual std::uint64_t close(std::span<const std::byte> root) = 0;
   // Two-phase commit (pheap/two_phase.hpp): flush() ending in a prepared epoch, and its
   // confirmation. uffd only: the base versions throw errc::unavailable (the mmap backend has

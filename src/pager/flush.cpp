@@ -35,6 +35,10 @@ std::uint64_t pager_impl::flush(std::span<const std::byte> root) {
   return flush_ending(root, "flush", &sparse_store::commit);
 }
 
+std::uint64_t pager_impl::flush_if_changed(std::span<const std::byte> root) {
+  return flush_ending(root, "flush", &sparse_store::commit_if_changed);
+}
+
 std::uint64_t pager_impl::prepare(std::span<const std::byte> root) {
   return flush_ending(root, "prepare", &sparse_store::prepare);
 }

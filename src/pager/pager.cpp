@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -189,7 +190,10 @@ void pager_impl::set_geometry(const pager_options& opt) {
   std::optional<memory_sample> limit;
   std::optional<memory_limit> source;
   std::uint64_t batch_cap = ~std::uint64_t(0);
-  if (opt.buffer_size == 0) {
+  // An explicit size more than the memory cgroup leaves is clamped: the buffer is sized and
+  // follows the limit as an automatic one, at most that size (exceeds_memory_cgroup).
+  const bool clamped = opt.buffer_size != 0 && exceeds_memory_cgroup(opt.buffer_size);
+  if (opt.buffer_size == 0 || clamped) {
     source = memory_limit::detect();
     limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
     limit = source->sample();
@@ -218,7 +222,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   // Zero fills come 64 KiB at a time (fault_workers.cpp fill_zero_ahead): the fault cost of
   // fresh memory at 4 KiB pages as at 64 KiB.
   zero_ahead_pages_ = std::clamp<std::size_t>((std::size_t{64} << 10) / ps_, 1, kMaxZeroAhead);
-  choose_buffer(opt, limit);
+  choose_buffer(opt, limit, clamped);
   pf_max_pages_ = std::max<std::size_t>(1, budget_.pages() / 2);
   if (source) {
     // The run-time reserve (B4): what the rest of the process may grow between two samples,
@@ -238,13 +242,48 @@ std::string mib(std::uint64_t bytes) {
   std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return b;
 }
+// "64 GiB" for sizes of a GiB and more, else as mib().
+std::string gib_or_mib(std::uint64_t bytes) {
+  if (bytes < (1ull << 30)) return mib(bytes);
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g GiB", static_cast<double>(bytes) / (1ull << 30));
+  return b;
+}
 }  // namespace
 
-// The buffer: buffer_size when given; else what the memory limit (memory_limit.hpp) leaves
-// after the memory in use, a headroom and pheap's own memory outside the buffer. Below the
-// minimum (buffer_budget::min_pages, for a region at least that large): invalid_argument for
-// an explicit size, unavailable for an automatic one, naming the minimum.
-void pager_impl::choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit) {
+// What `limit` leaves for the buffer after the memory in use, a headroom and pheap's own memory
+// outside the buffer; `why` gets the figures.
+std::uint64_t pager_impl::bytes_the_limit_leaves(const memory_sample& limit, std::string& why) const {
+  // Headroom: for the application's own growth after the pager opened and the store's I/O
+  // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB.
+  const std::uint64_t headroom = std::max<std::uint64_t>(16ull << 20, limit.limit / 8);
+  const std::uint64_t own = own_bytes_outside_buffer();
+  const std::uint64_t taken = limit.used + headroom + own;
+  const std::uint64_t free = limit.limit > taken ? limit.limit - taken : 0;
+  why = "limit " + mib(limit.limit) + ", in use " + mib(limit.used) + ", headroom " + mib(headroom) +
+        ", pheap's own " + mib(own);
+  // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
+  return free / (ps_ + kBookkeeping) * ps_;
+}
+
+// Whether an explicit buffer_size (PHEAP_BUFFER_SIZE, pheap-graph --buffer-size) is more than
+// the process's memory cgroup leaves for a buffer now: filled, it would get the process
+// OOM-killed. Such a buffer is CLAMPED (pheap/pager_options.hpp, buffer_size): sized and
+// following the limit as an automatic one, never above the size given, with one line on
+// stderr. Without a cgroup limit (RAM only) nothing is clamped.
+bool pager_impl::exceeds_memory_cgroup(std::uint64_t bytes) const {
+  const memory_limit cg = memory_limit::detect();
+  if (cg.source() == memory_limit::kind::ram) return false;
+  std::string why;
+  return std::min<std::uint64_t>(bytes, std::uint64_t{npages_} * ps_) > bytes_the_limit_leaves(cg.sample(), why);
+}
+
+// The buffer: buffer_size when given; else, or when it is more than a memory cgroup leaves
+// (`clamped`: then at most buffer_size), what the memory limit (memory_limit.hpp) leaves.
+// Below the minimum (buffer_budget::min_pages, for a region at least that large):
+// invalid_argument for an explicit size, unavailable for an automatic one, naming the minimum.
+void pager_impl::choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit,
+                               bool clamped) {
   const std::uint64_t min_bytes = buffer_budget::min_pages * ps_;
   const bool region_allows = npages_ >= buffer_budget::min_pages;
   std::uint64_t bytes = opt.buffer_size;
@@ -257,22 +296,25 @@ void pager_impl::choose_buffer(const pager_options& opt, const std::optional<mem
     }
     buffer_source_ = "buffer_size option";
   } else {
-    // Headroom: for the application's own growth after the pager opened and the store's I/O
-    // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB.
-    const std::uint64_t headroom = std::max<std::uint64_t>(16ull << 20, limit->limit / 8);
-    const std::uint64_t own = own_bytes_outside_buffer();
-    const std::uint64_t taken = limit->used + headroom + own;
-    const std::uint64_t free = limit->limit > taken ? limit->limit - taken : 0;
-    buffer_source_ += ": limit " + mib(limit->limit) + ", in use " + mib(limit->used) +
-                      ", headroom " + mib(headroom) + ", pheap's own " + mib(own);
-    // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
-    bytes = free / (ps_ + kBookkeeping) * ps_;
+    std::string why;
+    bytes = bytes_the_limit_leaves(*limit, why);
+    const std::string cgroup = buffer_source_;
+    buffer_source_ += ": " + why;
     if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
       throw error(errc::unavailable, name_, "map pager",
                   "the memory limit leaves " + mib(bytes) + " for the buffer (" + buffer_source_ +
                       "): below the minimum of " + std::to_string(buffer_budget::min_pages) +
                       " pages (" + std::to_string(min_bytes) +
-                      " bytes); raise the limit or set PHEAP_BUFFER_SIZE");
+                      " bytes); raise the limit" + (clamped ? "" : " or set PHEAP_BUFFER_SIZE"));
+    }
+    if (clamped) {
+      std::fprintf(stderr,
+                   "pheap: pager %s: buffer_size %s (PHEAP_BUFFER_SIZE or the option) is more than the "
+                   "memory %s leaves for it (%s): using %s and following the limit, at most %s, so that "
+                   "the kernel does not kill the process\n",
+                   name_.c_str(), mib(opt.buffer_size).c_str(), cgroup.c_str(), why.c_str(),
+                   mib(bytes).c_str(), mib(opt.buffer_size).c_str());
+      buffer_source_ = "buffer_size option " + mib(opt.buffer_size) + ", clamped to the memory " + buffer_source_;
     }
   }
   budget_.configure(npages_, static_cast<std::size_t>(bytes / ps_), opt.high_watermark,
@@ -420,6 +462,19 @@ void pager_impl::open_descriptors(const uffd_features& f) {
 void pager_impl::map_region() {
   const int prot = ro_ ? PROT_READ : (PROT_READ | PROT_WRITE);
   void* raw = ::mmap(nullptr, cap_ + ps_, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED && errno == ENOMEM) {
+    // Almost always an address-space limit: say which one, and what sets the size.
+    rlimit as{};
+    const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    throw error(errc::io, name_, "map pager",
+                "cannot reserve " + gib_or_mib(cap_) + " of address space for the heap: that is the datastore's "
+                "capacity, fixed when it was created (options::capacity; pheap-graph ingest --capacity, "
+                "default 64 GiB)" +
+                    (limited ? ", and this process may map at most " + gib_or_mib(as.rlim_cur) +
+                                   " (RLIMIT_AS, ulimit -v): raise the limit or use a smaller capacity"
+                             : ": the kernel refused it (vm.overcommit_memory, vm.max_map_count?)"),
+                ENOMEM);
+  }
   if (raw == MAP_FAILED) throw_errno(errno, name_, "mmap region");
   const auto a = reinterpret_cast<std::uintptr_t>(raw);
   const std::uintptr_t aligned = (a + ps_ - 1) & ~(std::uintptr_t(ps_) - 1);
@@ -733,6 +788,9 @@ bool pager::read_only() const noexcept { return impl_->ro_; }
 dirty_tracking pager::tracking() const noexcept { return impl_->mode_; }
 std::size_t pager::buffer_pages() const noexcept { return impl_->budget_.pages(); }
 std::uint64_t pager::flush(std::span<const std::byte> root) { return impl_->flush(root); }
+std::uint64_t pager::flush_if_changed(std::span<const std::byte> root) {
+  return impl_->flush_if_changed(root);
+}
 std::uint64_t pager::prepare(std::span<const std::byte> root) { return impl_->prepare(root); }
 std::uint64_t pager::confirm() { return impl_->confirm(); }
 void pager::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {

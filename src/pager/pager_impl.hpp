@@ -104,7 +104,9 @@ class pager_impl {
   void set_geometry(const pager_options& opt);
   // The buffer's size from the options or the memory limit (`limit`: automatic), then the
   // budget configured; the debug line. Steps of set_geometry.
-  void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit);
+  void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit, bool clamped);
+  std::uint64_t bytes_the_limit_leaves(const memory_sample& limit, std::string& why) const;
+  bool exceeds_memory_cgroup(std::uint64_t bytes) const;
   std::uint64_t own_bytes_outside_buffer() const;
   // An automatic buffer's follower (memory_limit.hpp), attached to the budget by
   // follow_memory_limit after choose_tracking; null with a buffer_size option.
@@ -133,6 +135,7 @@ class pager_impl {
 
   // --- public API backends -------------------------------------------------------------------
   std::uint64_t flush(std::span<const std::byte> root);
+  std::uint64_t flush_if_changed(std::span<const std::byte> root);
   std::uint64_t prepare(std::span<const std::byte> root);  // flush, ending in store prepare()
   std::uint64_t confirm();
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);

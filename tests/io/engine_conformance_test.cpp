@@ -3,6 +3,7 @@
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -214,13 +215,25 @@ TEST_P(IoEngine, EnospcOnNthOperationSurfacesAsNoSpaceNamingThePath) {
   expect_error([&] { fe->read_at(*f, 0, buf.data(), 512); }, errc::io, path);
 }
 
-TEST_P(IoEngine, KernelErrorsDuringTransfersNameThePath) {
-  // A directory opened read-only: reading it fails with EISDIR from the kernel itself.
+// A datastore's files are regular files: anything else where one is opened (a FIFO that would
+// block the open until a writer came, a directory, a device) is refused at once, naming it.
+TEST_P(IoEngine, ANonRegularFileIsRefusedAtOpenWithoutBlocking) {
   const std::string d = dir_ / "subdir";
   eng_->create_dir(d);
-  auto f = open(*eng_, d, open_mode::read_only);
+  const std::string fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto mode : {open_mode::read_only, open_mode::read_write,
+                          open_mode::read_only | open_mode::direct,
+                          open_mode::read_write | open_mode::direct}) {
+    for (const std::string& p : {d, fifo, std::string("/dev/zero")}) {
+      // (a FIFO opened without O_NONBLOCK would wait here for a writer for ever)
+      expect_error([&] { open(*eng_, p, mode); }, errc::corrupt, p);
+    }
+  }
+}
+
+TEST_P(IoEngine, KernelErrorsDuringTransfersNameThePath) {
   std::vector<std::uint8_t> buf(4096);
-  expect_error([&] { eng_->read_at(*f, 0, buf.data(), buf.size()); }, errc::io, d);
   // Writing through a read-only handle: EBADF.
   const std::string p = dir_ / "ro";
   open(*eng_, p, open_mode::create);

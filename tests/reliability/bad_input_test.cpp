@@ -1,7 +1,8 @@
 // Bad input on every file of a datastore: pheap.super, pheap.map, every segment-N. Each file
 // of a reference datastore (5 epochs of the deterministic workload) is damaged in a copy —
 // truncated at many offsets, bit-flipped at sampled offsets, a 4 KiB block zeroed, replaced by
-// the same file of another datastore or of an older epoch, removed, made unreadable — and
+// the same file of another datastore or of an older epoch, removed, made unreadable, replaced
+// by a FIFO, a directory or a device — and
 // opened read-only and read-write, and every page read. The only acceptable outcomes: a
 // pheap::error with a specific code whose message names the datastore path (at open or at the
 // first read of what the damage touched: format 3 loads map blocks and segments lazily), or a
@@ -464,6 +465,44 @@ TEST_F(BadInput, BitFlipOrZeroedBlockAnywhereInASegmentIsDetectedOrHarmless) {
 // segment of the older copy (epoch 3) copied over the reference's: a specific error, or the
 // exact content (an older segment whose committed pages epochs 4 and 5 did not move holds
 // them still). A foreign file the last commit reads must never be accepted.
+// Something that is not a regular file where a datastore keeps one — a FIFO (whose open would
+// wait for a writer for ever), a directory, a character device (/dev/zero, /dev/null through a
+// symlink) — in place of pheap.super, pheap.map or any segment: a specific error naming it
+// at once, or (a segment no committed page lives in) the exact watermark. Each case runs
+// under a 60 s alarm: a blocking open ends the test instead of hanging it.
+TEST_F(BadInput, NonRegularFileWhereADatastoreFileBelongsIsRefusedAtOnce) {
+  scenario_timer timer;
+  tally t;
+  struct kind {
+    const char* name;
+    void (*make)(const std::string&);
+  };
+  const kind kinds[] = {
+      {"FIFO", [](const std::string& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); }},
+      {"directory", [](const std::string& p) { fs::create_directory(p); }},
+      {"/dev/zero", [](const std::string& p) { fs::create_symlink("/dev/zero", p); }},
+      {"/dev/null", [](const std::string& p) { fs::create_symlink("/dev/null", p); }},
+  };
+  for (const auto& name : g_data->files) {
+    for (const kind& k : kinds) {
+      scratch_dir d;
+      const auto v = victim(d);
+      fs::remove(v + "/" + name);
+      k.make(v + "/" + name);
+      ::alarm(60);  // SIGALRM ends the process: a hang is a failure, never a stuck suite
+      expect_error_or_exact(v, name + " replaced by a " + k.name, t);
+      ::alarm(0);
+    }
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(t.errors, 0u);
+  EXPECT_EQ(t.codes, std::set<std::string>{"corrupt"}) << "a non-regular file is damage";
+  std::printf("bad_input_non_regular_file: %llu cases, %llu open outcomes as errors, %llu as exact watermarks\n",
+              static_cast<unsigned long long>(t.cases), static_cast<unsigned long long>(t.errors),
+              static_cast<unsigned long long>(t.recovered));
+  print_result("bad_input_non_regular_file", t.cases, t.failures, 0, timer.seconds());
+}
+
 TEST_F(BadInput, FileSwappedInFromAnotherDatastoreOrAnOlderSegmentIsDetected) {
   scenario_timer timer;
   tally t;

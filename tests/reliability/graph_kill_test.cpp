@@ -8,14 +8,24 @@
 // Each job is rerun until it completes, then it must equal the input exactly.
 //
 // CI size: 60 kills (well under a minute); PHEAP_LONG=1: 2000 kills.
+//
+// Changed inputs: an ingestion killed right after its first watermark, then its input changed
+// — shuffled (same size), one byte changed before the committed position, one changed after
+// it, truncated, or left alone — and the same command rerun. A change of the bytes the
+// watermark consumed must be refused (exit 2 naming the input, the graph as it was, `pheap
+// check` clean); a change the resume does not read again, or none, must resume to the graph of
+// the input as it is now, exactly. CI size: 15 (3 of each); PHEAP_LONG=1: 100.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/test_util.hpp"
+#include "pheap/pheap.hpp"
 #include "reliability/graph_util.hpp"
 #include "reliability/reliability_util.hpp"
 
@@ -144,6 +154,129 @@ TEST(GraphIngestKill, Kill9AtRandomMomentsNeverLosesNorDuplicatesACommittedEdge)
               static_cast<unsigned long long>(jobs_completed), static_cast<long long>(full_us));
   EXPECT_GE(kills, target_kills);
   print_result("graph_ingest_kill9", kills, failures, lost, timer.seconds());
+}
+
+// The epoch of the last watermark of `ds` (its superblock, also while a writer holds it); 0
+// before it exists.
+std::uint64_t epoch_of(const std::string& ds) {
+  try {
+    return pheap::manager::peek(ds).epoch;
+  } catch (const pheap::error&) {
+    return 0;
+  }
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(GraphIngestKill, AnInputChangedAfterAKillIsRefusedOrResumedExactlyWhenWhatWasReadIsUnchanged) {
+  scenario_timer timer;
+  const graph_tools tools;
+  scratch_dir work;
+  const std::string input = work / "edges.txt";
+  tools.generate(input, 12, 8, 777);
+  const std::string original = slurp(input);
+  // The epoch a new graph datastore has before its first batch: an empty ingestion ends there.
+  std::ofstream(work / "empty.txt").close();
+  ASSERT_TRUE(tools.ingest(work / "empty", work / "empty.txt", kIngestOpts).exited(0));
+  const std::uint64_t created = epoch_of(work / "empty");
+  const std::regex offset_re("\"byte_offset\": ([0-9]+)");
+  enum change { shuffled, byte_before, byte_after, truncated, unchanged };
+  const char* names[] = {"shuffled", "a byte before the position", "a byte after the position",
+                         "truncated", "unchanged"};
+  const std::uint64_t rounds = long_mode() ? 100 : 15;
+  std::mt19937_64 rng(0xC4A96E);
+  std::uint64_t done = 0, failures = 0, lost = 0, not_interrupted = 0;
+  while (done < rounds && failures < 3) {
+    ASSERT_LT(not_interrupted, 20u) << "the ingestion keeps finishing before its first watermark is seen";
+    const change kind = static_cast<change>(done % 5);
+    const std::string ds = work / ("ds" + std::to_string(done));
+    std::ofstream(input, std::ios::binary) << original;
+    {
+      child_process c(tools.ingest_argv(ds, input, kIngestOpts));
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      while (epoch_of(ds) <= created && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      c.kill9();
+      c.wait();
+    }
+    const auto st = run_child({tools.graph, "stats", "--json", "--datastore", ds});
+    std::smatch m;
+    if (!st.exited(0) || !std::regex_search(st.out, m, offset_re)) {  // finished first
+      ++not_interrupted;
+      fs::remove_all(ds);
+      continue;
+    }
+    const std::uint64_t at = std::stoull(m[1]);
+    const edge_list before = tools.exported_edges(ds);
+    std::string now = original;
+    auto digit_in = [&](std::uint64_t lo, std::uint64_t hi) {
+      for (;;) {
+        const std::uint64_t p = lo + rng() % (hi - lo);
+        if (now[p] >= '0' && now[p] <= '9') return p;
+      }
+    };
+    switch (kind) {
+      case shuffled: {
+        std::vector<std::string> lines;
+        std::istringstream in(original);
+        for (std::string l; std::getline(in, l);) lines.push_back(l + "\n");
+        std::shuffle(lines.begin(), lines.end(), rng);
+        now.clear();
+        for (const auto& l : lines) now += l;
+        break;
+      }
+      case byte_before: {
+        const std::uint64_t p = digit_in(0, at);
+        now[p] = static_cast<char>('0' + (now[p] - '0' + 1) % 10);
+        break;
+      }
+      case byte_after: {
+        const std::uint64_t p = digit_in(at, now.size());
+        now[p] = static_cast<char>('0' + (now[p] - '0' + 1) % 10);
+        break;
+      }
+      case truncated: now.resize(at / 2); break;
+      case unchanged: break;
+    }
+    std::ofstream(input, std::ios::binary | std::ios::trunc) << now;
+    const auto r = tools.ingest(ds, input, kIngestOpts);
+    const std::string ctx = std::string(names[kind]) + " at byte " + std::to_string(at);
+    std::string problem;
+    if (kind == byte_after || kind == unchanged) {
+      auto want = parse_edges(now);
+      std::sort(want.begin(), want.end());
+      if (!r.exited(0)) {
+        problem = "the resume was refused: " + r.describe();
+      } else if (auto d = diff_edges(tools.exported_edges(ds), want); !d.empty()) {
+        ++lost;
+        problem = "the resumed graph is not the input's: " + d;
+      }
+    } else {
+      const std::string says = kind == truncated ? "unfinished ingestion of different inputs"
+                                                 : "changed since its last watermark";
+      if (!r.exited(2) || r.err.find(says) == std::string::npos || r.err.find(input) == std::string::npos) {
+        problem = "not refused as a change of the input (" + says + "): " + r.describe();
+      }
+      if (tools.exported_edges(ds) != before) {
+        ++lost;
+        problem += "; the refused resume changed the graph";
+      }
+      if (const auto c = tools.check(ds); !c.exited(0)) problem += "; pheap check: " + c.describe();
+    }
+    if (!problem.empty()) {
+      ++failures;
+      ADD_FAILURE() << ctx << ": " << problem;
+    }
+    fs::remove_all(ds);
+    ++done;
+  }
+  std::printf("%llu changed-input rounds (%llu runs finished before their kill and were redone)\n",
+              static_cast<unsigned long long>(done), static_cast<unsigned long long>(not_interrupted));
+  print_result("graph_ingest_changed_input", done, failures, lost, timer.seconds());
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ int run_tool(const std::string& args, std::string& out, const std::string& scrat
 TEST_P(StoreUpgrade, PheapUpgradeConvertsAndEveryOtherCommandSaysToUseIt) {
   const std::string src = fixture_copy();
   std::string out;
-  EXPECT_EQ(run_tool("info " + src, out, dir_.path()), 2) << out;
+  EXPECT_EQ(run_tool("info " + src, out, dir_.path()), 1) << out;  // a failure (tools/README.md)
   EXPECT_NE(out.find("pheap upgrade SRC DST"), std::string::npos) << out;
   const std::string dst = dir_ / "converted";
   EXPECT_EQ(run_tool("upgrade " + src + " " + dst, out, dir_.path()), 0) << out;
@@ -209,7 +209,7 @@ TEST_P(StoreUpgrade, PheapUpgradeConvertsAndEveryOtherCommandSaysToUseIt) {
     auto s = sparse_store::open(dst, open_opts(true));
     EXPECT_EQ(check_fixture_content(*s), "");
   }
-  EXPECT_EQ(run_tool("upgrade " + src + " " + dst, out, dir_.path()), 2) << "DST exists: " << out;
+  EXPECT_EQ(run_tool("upgrade " + src + " " + dst, out, dir_.path()), 1) << "DST exists: " << out;
   EXPECT_NE(out.find(dst), std::string::npos) << out;
 }
 #endif

@@ -5,7 +5,10 @@
 // `info` while a writer holds the datastore, and progress on a terminal, in a log and --quiet.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <type_traits>
@@ -86,7 +89,7 @@ TEST(PheapToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
       {{"bogus"}, "unknown command 'bogus'"},
       {{"info", "--buffer-size", "5X", "p"}, "bad size '5X'"},
       {{"check", "--nope", "p"}, "--nope"},
-      {{}, "subcommand is required"},
+      {{}, "pheap: a command is required (one of: ls info check snapshot rm upgrade)"},
   };
   for (const auto& x : cases) {
     std::vector<std::string> argv{kTool};
@@ -207,7 +210,7 @@ TEST_F(PheapTool, DamagedPageUnderEveryReadCommandIsAnErrorNamingSegmentAndPageN
   for (const std::string cmd : {"ls", "info"}) {
     const auto r = tool({cmd, ds_});
     EXPECT_FALSE(WIFSIGNALED(r.status)) << cmd << ": " << r.describe();
-    EXPECT_TRUE(r.exited(2)) << cmd << ": " << r.describe();
+    EXPECT_TRUE(r.exited(1)) << cmd << ": " << r.describe();
     const std::string last = lines_of(r.err).back();
     EXPECT_EQ(last.rfind("pheap " + cmd + ": ", 0), 0u) << r.err;
     EXPECT_NE(last.find(seg + ": page 0 (home 0, offset 0) fails its checksum"), std::string::npos) << r.err;
@@ -216,7 +219,7 @@ TEST_F(PheapTool, DamagedPageUnderEveryReadCommandIsAnErrorNamingSegmentAndPageN
   EXPECT_TRUE(c.exited(1)) << c.describe();
   EXPECT_NE(c.out.find(seg + ": page 0 (home 0, offset 0) fails its checksum"), std::string::npos) << c.out;
   const auto s = tool({"snapshot", "--quiet", ds_, dir_ / "copy"});
-  EXPECT_TRUE(s.exited(2)) << s.describe();
+  EXPECT_TRUE(s.exited(1)) << s.describe();
   EXPECT_NE(s.err.find("refusing to copy damaged data"), std::string::npos) << s.err;
   EXPECT_NE(s.err.find(seg + ": page 0"), std::string::npos) << s.err;
   EXPECT_FALSE(fs::exists(dir_ / "copy"));
@@ -234,7 +237,7 @@ TEST_F(PheapTool, DamagedPageMetWhileListingIsAnErrorNamingSegmentAndPageNotASig
   ASSERT_FALSE(seg.empty());
   const auto r = tool({"ls", ds_});
   EXPECT_FALSE(WIFSIGNALED(r.status)) << r.describe();
-  EXPECT_TRUE(r.exited(2)) << r.describe();
+  EXPECT_TRUE(r.exited(1)) << r.describe();
   EXPECT_NE(lines_of(r.err).back().find(seg + ": page "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fails its checksum"), std::string::npos) << r.err;
 }
@@ -267,7 +270,7 @@ TEST_F(PheapTool, InfoWhileAWriterHoldsTheDatastoreShowsItsLastWatermark) {
   EXPECT_NE(r.out.find("epoch:           " + std::to_string(epoch) + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("another process has the datastore open for writing"), std::string::npos) << r.out;
   r = tool({"ls", ds_});
-  EXPECT_TRUE(r.exited(2)) << r.describe();
+  EXPECT_TRUE(r.exited(1)) << r.describe();
   EXPECT_NE(r.err.find("`pheap info` shows its last watermark"), std::string::npos) << r.err;
 }
 
@@ -293,6 +296,75 @@ TEST_F(PheapTool, ProgressIsABarOnATerminalAPlainLineInALogAndNothingWithQuiet) 
   const auto q = tool({"check", "--quiet", ds_});
   ASSERT_TRUE(q.exited(0)) << q.describe();
   EXPECT_TRUE(q.err.empty()) << q.err;
+}
+
+}  // namespace
+}  // namespace pheap::test
+
+namespace pheap::test {
+namespace {
+
+// The same datastore seen by both tools.
+class Tools : public PheapTool {};
+
+// `timeout` ends a child that hangs (exit 124 after SIGTERM, 137 after SIGKILL): a blocking
+// open() would otherwise stall the suite instead of failing it.
+child_result within_a_minute(const std::string& bin, std::vector<std::string> args) {
+  args.insert(args.begin(), {"/usr/bin/timeout", "-s", "KILL", "60", bin});
+  return run_child(args);
+}
+
+// Replaces `file` by each kind of non-regular file in turn and runs `commands` on `ds`: each
+// must fail at once (exit 1, not a hang) with one line naming the file and what it is.
+void expect_every_odd_file_refused(const std::string& ds, const std::string& file,
+                                   const std::vector<std::string>& commands) {
+  const std::string path = ds + "/" + file;
+  const std::string keep = ds + "/../kept-" + file;
+  fs::rename(path, keep);
+  struct odd {
+    const char* says;
+    std::function<void()> make;
+  };
+  const std::vector<odd> kinds{
+      {"is a FIFO (named pipe)", [&] { ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0); }},
+      {"is a directory", [&] { fs::create_directory(path); }},
+      {"is a character device", [&] { fs::create_symlink("/dev/zero", path); }},
+  };
+  for (const auto& k : kinds) {
+    k.make();
+    for (const auto& cmd : commands) {
+      const auto r = within_a_minute(kTool, {cmd, ds});
+      EXPECT_TRUE(r.exited(1)) << file << " " << k.says << ", pheap " << cmd << ": " << r.describe();
+      const std::string all = r.out + r.err;
+      EXPECT_NE(all.find(path + ": " + k.says + ", not the regular file"), std::string::npos)
+          << "pheap " << cmd << ": " << all;
+    }
+    fs::remove(path);
+  }
+  fs::rename(keep, path);
+}
+
+TEST_F(Tools, ANonRegularFileWhereTheSuperblockOrTheMapBelongsIsAnErrorAtOnce) {
+  expect_every_odd_file_refused(ds_, "pheap.super", {"info", "ls", "check"});
+  expect_every_odd_file_refused(ds_, "pheap.map", {"info", "ls", "check"});
+  EXPECT_TRUE(tool({"check", "--quiet", ds_}).exited(0)) << "restored, it is sound again";
+}
+
+TEST_F(Tools, ANonRegularFileWhereASegmentBelongsIsAnErrorAtOnce) {
+  // Segment 0 holds the heap's header: every command reads it.
+  expect_every_odd_file_refused(ds_, "segment-000000", {"info", "ls", "check"});
+  // check says it once, with the pages it could not read, not once per page.
+  ASSERT_EQ(::mkfifo((ds_ + "/x").c_str(), 0600), 0);
+  fs::rename(ds_ + "/segment-000000", dir_ / "seg0");
+  fs::rename(ds_ + "/x", ds_ + "/segment-000000");
+  const auto r = within_a_minute(kTool, {"check", "--quiet", ds_});
+  EXPECT_TRUE(r.exited(1)) << r.describe();
+  const auto lines = lines_of(r.out);
+  const auto problems = std::count_if(lines.begin(), lines.end(),
+                                      [](const std::string& l) { return l.rfind("problem: ", 0) == 0; });
+  EXPECT_EQ(problems, 1) << r.out;
+  EXPECT_NE(r.out.find(" 1 problem(s), "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("pheap: open"), std::string::npos) << "in the user's terms: " << r.out;
 }
 
 }  // namespace

@@ -5,11 +5,19 @@
 #include <pheap/fault_guard.hpp>
 #include <pheap/sparse_store.hpp>
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
 namespace tool_support {
+
+const char* const kExitCodes =
+    "Exit status: 0 success; 1 failure (one message naming the datastore or file and the cause:\n"
+    "I/O, a damaged page or file, a full disk, a locked datastore), or `pheap check` found problems\n"
+    "(listed); 2 usage error (a bad option or value, a missing input, a job or graph mismatch, an\n"
+    "input changed since its watermark); 3 malformed input (pheap-graph ingest: the edges before it\n"
+    "are committed). The same codes for both tools, pheap and pheap-graph.";
 
 const char* const kNumberRules =
     "Numbers: a SIZE is bytes with an optional K, M, G or T suffix in powers of 1024, also\n"
@@ -103,10 +111,20 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     }
     const std::string where = command_path(app);
     std::string what = e.what();
+    // CLI11 capitalises its messages; here they follow "<tool> <command>: " mid-sentence.
+    if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+        !std::isupper(static_cast<unsigned char>(what[1]))) {
+      what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+    }
+    auto commands = [&app] {
+      std::string l = " (one of:";
+      for (const CLI::App* s : app.get_subcommands({})) l += " " + s->get_name();
+      return l + ")";
+    };
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
-      what = "unknown command '" + std::string(argv[1]) + "' (one of:";
-      for (const CLI::App* s : app.get_subcommands({})) what += " " + s->get_name();
-      what += ")";
+      what = "unknown command '" + std::string(argv[1]) + "'" + commands();
+    } else if (app.get_subcommands().empty() && what.find("subcommand is required") != std::string::npos) {
+      what = "a command is required" + commands();  // the tools call them commands
     }
     std::fprintf(stderr, "%s: %s (see %s --help)\n", where.c_str(), what.c_str(), where.c_str());
     return exit_usage;
@@ -115,11 +133,23 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 
-void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes) {
+void set_up(CLI::App& app, const std::string& tool, const std::string& notes) {
   app.set_version_flag("--version", version_line(tool), "print the version and exit");
   app.set_help_flag("-h,--help", "print this help and exit");
   app.require_subcommand(1, 1);
-  app.footer(exit_codes + "\n" + kNumberRules);
+  app.footer(std::string(kExitCodes) + "\n" + (notes.empty() ? "" : notes + "\n") + kNumberRules);
+}
+
+failure describe_failure(const std::exception& e, const std::string& locked_hint) {
+  const auto* pe = dynamic_cast<const pheap::error*>(&e);
+  if (pe == nullptr) return {exit_failure, e.what()};
+  std::string m = e.what();
+  if (pe->code() == pheap::errc::locked) {
+    m += " (" + locked_hint + ")";
+  } else if (pe->code() == pheap::errc::corrupt && pe->op() != "open") {
+    m += " (`pheap check` lists every damaged page)";
+  }
+  return {pe->code() == pheap::errc::invalid_argument ? exit_usage : exit_failure, m};
 }
 
 namespace {

@@ -6,8 +6,8 @@
 //                    are powers of 1024 and may be written KiB or KB ("64MiB" = 67108864);
 //   counts           decimal integers with an optional k, M, G or T suffix meaning powers of
 //                    1000 ("1M" edges = 1000000 edges), parse_count below.
-// Exit codes: each tool documents its own table in its --help footer; both use 0 for success
-// and 2 for a usage error (a bad option or value: one line naming it, then a pointer to --help).
+// Exit codes: one table for both tools (kExitCodes, the first lines of every --help footer;
+// tools/README.md): the same failure exits with the same code from either.
 //
 // Caveat: after a command fails, the tools leave with leave() (std::_Exit after flushing
 // stdio), not by returning from main. A damaged page read inside pheap::guard_faults skipped the
@@ -27,9 +27,14 @@
 namespace tool_support {
 
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_usage = 2;
+inline constexpr int exit_failure = 1;    // the command failed (one message: what and why), or
+                                          // `pheap check` found problems (listed)
+inline constexpr int exit_usage = 2;      // a bad option or value, a missing input, a job or
+                                          // graph mismatch, an input changed since its watermark
+inline constexpr int exit_bad_input = 3;  // pheap-graph ingest: a malformed input
 
-// The footer of every --help: the two number rules above.
+// The footer of every --help: the exit codes above, then the two number rules.
+extern const char* const kExitCodes;
 extern const char* const kNumberRules;
 
 // "pheap 0.1.0 (datastore format 2)": the library version from CMake.
@@ -47,15 +52,21 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64
 CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
                               const std::string& help);
 
-// The top level of a tool: --version, -h/--help, exactly one command, and a footer of the
-// tool's exit codes followed by kNumberRules.
-void set_up(CLI::App& app, const std::string& tool, const std::string& exit_codes);
+// The top level of a tool: --version, -h/--help, exactly one command, and a footer of
+// kExitCodes, `notes` (the tool's own, may be empty) and kNumberRules.
+void set_up(CLI::App& app, const std::string& tool, const std::string& notes);
 
 // What a failed command prints ("<tool> <command>: <message>") and its exit code.
 struct failure {
   int code;
   std::string message;
 };
+
+// A failure as both tools report it: a pheap::error of a bad argument is exit_usage, anything
+// else exit_failure; a locked datastore gets `locked_hint`, a damaged page met while reading
+// (not a datastore that cannot be opened: `pheap check` could not list more) a pointer to
+// `pheap check`.
+failure describe_failure(const std::exception& e, const std::string& locked_hint);
 
 // The whole of a tool's main after its commands are defined: parses argv (the callbacks of the
 // chosen command set `action`), then runs `action` inside pheap::guard_faults. Returns the exit

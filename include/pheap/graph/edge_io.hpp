@@ -34,11 +34,29 @@
 //   * empty input (or only comments) -> 0 edges, eof(), not an error.
 //   * unreadable file -> input_error thrown from the constructor.
 //   * corrupt or truncated gzip/zstd data -> failed(), error() says which and where.
+//   * a text line longer than reader_options::max_line_bytes (1 MiB: no newline in that many
+//     bytes, e.g. /dev/zero or a binary file read as text) -> failed(), error() names the
+//     line and its offset; always an error, also with skip_bad_lines (error().skippable() is
+//     false: skipping to the next newline could read for ever). The buffer never grows past it.
+//   * the text of a bad line in error() (and the tokens quoted in its reason) shows bytes that
+//     are not printable ASCII as \xNN: a binary or NUL byte never reaches a terminal raw.
 // Positions: offset() is the byte offset of the first unconsumed byte, always at a line
 // (text) or record (binary) boundary, so a reader constructed with (offset(), line()) of an
-// earlier reader continues exactly where it stopped. Input "-" is stdin: readable from its
-// start only (a non-zero start offset is rejected with pheap::error(invalid_argument), as is a
-// binary offset inside a record).
+// earlier reader continues exactly where it stopped (a binary offset inside a record is
+// rejected with pheap::error(invalid_argument)). Input "-" is stdin.
+//
+// STREAMS: "-", a named FIFO, a pipe such as bash's <(zcat x.gz) (/dev/fd/N), a character
+// device — any input that is not a regular file — is opened exactly once and never seeked; a
+// start offset N > 0 reads and skips its first N bytes (so the same stream, fed again from its
+// start, continues where an earlier reader stopped).
+//
+// CONSUMED CHECKSUM: consumed_checksum() is the CRC32C (pheap/crc32c.hpp) of the decompressed
+// bytes [0, offset()) — what the reader has consumed, from the input's start — whenever it is
+// known: always when the reader started at 0, and with input_prefix::checksum or ::verify
+// (which read the bytes before the start instead of seeking past them). With ::verify a
+// prefix that differs from the expected checksum (another file, or the file changed) or ends
+// early makes the constructor throw input_changed. graph::ingest records the checksum with
+// each watermark and verifies it at resume (pheap/graph/ingest.hpp, "Changed inputs").
 #pragma once
 
 #include <pheap/graph/types.hpp>
@@ -60,11 +78,38 @@ class input_source;  // graph/src/input_source.hpp
 // file's size; a zstd file whose frames declare their sizes); nullopt otherwise (gzip, stdin).
 std::optional<std::uint64_t> decoded_size(const std::string& path);
 
+// Thrown by edge_reader's constructor (input_prefix::verify): the bytes before the start are
+// not those read before. what(): "<file>: <why>".
+class input_changed : public std::runtime_error {
+ public:
+  input_changed(std::string file, std::uint64_t offset, const std::string& why);
+  const std::string& file() const noexcept { return file_; }
+  std::uint64_t offset() const noexcept { return offset_; }  // the start that was verified
+
+ private:
+  std::string file_;
+  std::uint64_t offset_;
+};
+
+// What a reader that starts past byte 0 does with the bytes before its start.
+//   seek      a plain regular file is seeked (the bytes before are not read); a compressed
+//             input or a stream is read from its start and the bytes skipped.
+//             consumed_checksum() is then unknown.
+//   checksum  the bytes before the start are read from the input's start (never seeked) and
+//             checksummed, so consumed_checksum() is known.
+//   verify    as checksum, and the checksum must equal `crc`, else input_changed.
+struct input_prefix {
+  enum class mode { seek, checksum, verify };
+  mode how = mode::seek;
+  std::uint32_t crc = 0;
+};
+
 struct reader_options {
   input_format format = input_format::text;
   weight_kind weights = weight_kind::none;  // what the target graph stores
   bool skip_bad_lines = false;
   std::size_t buffer_bytes = std::size_t{1} << 20;
+  std::size_t max_line_bytes = std::size_t{1} << 20;  // text: longer lines are an error
   // The reader ends (eof()) at the first line or record that starts at or after this offset:
   // a part of an input (pheap/graph/mpi: each rank reads a range cut at line boundaries).
   std::uint64_t end_offset = UINT64_MAX;
@@ -73,7 +118,7 @@ struct reader_options {
 class edge_reader {
  public:
   edge_reader(std::string path, const reader_options& opts, std::uint64_t start_offset = 0,
-              std::uint64_t start_line = 0);
+              std::uint64_t start_line = 0, input_prefix prefix = {});
   ~edge_reader();
   edge_reader(const edge_reader&) = delete;
   edge_reader& operator=(const edge_reader&) = delete;
@@ -90,6 +135,9 @@ class edge_reader {
   std::uint64_t bad_lines() const noexcept { return bad_lines_; }
   const std::string& path() const noexcept { return path_; }
   bool is_stdin() const noexcept { return path_ == "-"; }
+  // CRC32C of the decompressed bytes [0, offset()); nullopt when the reader seeked past bytes
+  // it did not read (see CONSUMED CHECKSUM above).
+  std::optional<std::uint32_t> consumed_checksum();
 
  private:
   bool fill();  // reads more bytes into the buffer; false at end of file
@@ -99,6 +147,9 @@ class edge_reader {
   // reason string (std::string) for malformed lines.
   bool parse_line(const char* b, const char* e, edge& out);
   void scan_matrix_market_header();
+  void read_prefix(std::uint64_t n, const input_prefix& p);
+  void fold_checksum() noexcept;  // crc_ += the consumed bytes of buf_ not yet in it
+  bool take_damage();  // the damage fill() met, once what precedes it is consumed: error_
 
   std::string path_;
   reader_options opts_;
@@ -112,6 +163,10 @@ class edge_reader {
   std::uint64_t bad_lines_ = 0;
   bool mm_size_line_pending_ = false;
   std::optional<input_error> error_;
+  std::string damage_;          // corrupt compressed data met after the bytes in buf_
+  std::uint32_t crc_ = 0;       // CRC32C of the input's bytes before buf_[crc_pos_]
+  std::size_t crc_pos_ = 0;     // <= pos_
+  bool crc_known_ = true;
 };
 
 // Writes edges in either format, to a file (created/truncated) or "-" for stdout. Text weights

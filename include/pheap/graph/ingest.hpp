@@ -5,8 +5,9 @@
 // callback (pheap: manager::flush(), which commits one atomic watermark).
 //
 // Exactly-once protocol. The state object records the position of the next unread edge
-// (input index, byte offset, line) and is only ever updated at batch boundaries, after every
-// edge of the batch has been inserted and while no insertion is running:
+// (input index, byte offset, line; with an input_check, the checksum of the bytes before it)
+// and is only ever updated at batch boundaries, after every edge of the batch has been
+// inserted and while no insertion is running:
 //     read batch -> insert batch (grouped, N threads) -> update state -> (every flush_every) flush()
 // Hence every watermark holds edges and position of the same instant: a watermark with
 // position P contains exactly the edges before P. After a crash the heap reopens at the last
@@ -23,9 +24,25 @@
 // in order) plus format and weight kind. Rerunning a finished job is a no-op ("already
 // ingested"), unless `reingest` is set. A different job while one is unfinished is refused
 // (finish it by rerunning it, or pass `abandon_incomplete` to keep what was committed and
-// start the new job). Input "-" (stdin) is allowed once per job; a stdin job cannot be resumed
-// (rerun is refused with a message; `abandon_incomplete` keeps the committed prefix) and is
-// not recorded as finished (stdin content may differ between runs).
+// start the new job). STREAMS — "-" (stdin, allowed once per job), a named FIFO, a pipe such
+// as bash's <(zcat x.gz), anything that is not a regular file (edge_io.hpp) — count by
+// position, not by path (every stream is "-" in the fingerprint), are read once and never
+// seeked, and a job with a stream is not recorded as finished (the next stream may hold
+// other bytes).
+//
+// Changed inputs. Path and size do not say the bytes are the same: every watermark also holds
+// the CRC32C of the bytes of the current input consumed so far (its input_check, below, saved
+// with the position). A resume reads those bytes again from the input's start — a plain file,
+// a compressed one, or a stream fed again from its start (skipping them is the only way past
+// them in a pipe) — and compares: a difference, or an input that ends before the position, is
+// refused with ingest_usage_error naming the input, before anything is inserted; the graph
+// keeps the edges of the bytes as they were. So a resume costs a sequential read of the
+// consumed part of the current input (about 1-2 s per GB of plain text; inputs before it are
+// not read again). A CRC32C misses a change with probability about 2^-32. Without an
+// input_check (ingest() without one, or a watermark written before pheap-graph recorded one:
+// the record does not match the state's position) the bytes are read again but cannot be
+// compared, the report says so (ingest_report::resume_unverified), and a stream job is then
+// refused as before, since nothing says the new stream starts like the old one.
 //
 // The engine (graph/src/ingest.cpp) is not a template: it sees the graph and the state
 // through detail::ingest_target, which ingest() below implements for any Graph and State.
@@ -91,6 +108,21 @@ struct ingest_state {
   fp_vector completed;              // fingerprints of finished (file) jobs
 };
 
+// The content check of an ingestion ("Changed inputs" above). A record of its own (graph
+// datastores: N.ingest-check, next to N.ingest; pheap/graph/store.hpp) because ingest_state's
+// layout is what existing datastores hold. The engine writes it with the state, at the same
+// protocol points, so one watermark holds both; it applies only while its job and position
+// equal the state's (a resume by a pheap-graph that did not know it leaves it behind).
+struct input_check {
+  static constexpr std::uint64_t kMagic = 0x4b434843504750ULL;  // "PGPCHCK"
+  std::uint64_t magic = kMagic;
+  std::uint64_t version = 1;
+  std::uint64_t fingerprint = 0;  // of the job it belongs to; 0 = nothing recorded
+  std::uint64_t input_index = 0;  // the position it belongs to
+  std::uint64_t byte_offset = 0;
+  std::uint64_t crc32c = 0;       // CRC32C of the decompressed bytes [0, byte_offset) of that input
+};
+
 struct ingest_options {
   input_format format = input_format::text;
   unsigned threads = 1;                        // inserting threads (>= 1)
@@ -132,6 +164,7 @@ struct ingest_report {
   std::uint64_t resumed_at_edges = 0;
   std::size_t resumed_input = 0;
   std::uint64_t resumed_offset = 0;
+  bool resume_unverified = false;  // resumed without a checksum to compare ("Changed inputs")
   ingest_progress final;          // totals at the end
   std::uint64_t flushes = 0;
 };
@@ -139,11 +172,11 @@ struct ingest_report {
 struct input_fingerprint {
   std::uint64_t value = 0;
   std::string description;
-  bool has_stdin = false;
+  bool has_stdin = false;  // a stream among the inputs (stdin, a FIFO, a pipe: "Job identity")
 };
 
 // Fingerprint of an input list (see "Job identity"). Throws ingest_usage_error when a file
-// cannot be stat'ed or "-" appears twice.
+// cannot be stat'ed, is a directory, or "-" appears twice.
 input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, input_format format,
                                      weight_kind weights);
 
@@ -195,9 +228,12 @@ std::vector<std::pair<const void*, std::size_t>> prefetch_ranges(const Graph& g,
 namespace detail {
 
 // The fields of ingest_state whose types do not depend on the allocator.
+// Plus the input_check's checksum, known when the record matches the position.
 struct job_counters {
   std::uint64_t fingerprint = 0, active = 0, from_stdin = 0, input_index = 0, byte_offset = 0,
                 line = 0, edges = 0, bad_lines = 0, total_edges = 0, jobs_completed = 0;
+  std::uint32_t consumed_crc = 0;  // CRC32C of [0, byte_offset) of input input_index
+  bool crc_known = false;
 };
 
 // What the engine needs of a graph and its ingest_state.
@@ -237,16 +273,31 @@ ingest_report run_ingest(ingest_target& target, const std::vector<std::string>& 
 template <class Graph, class State>
 class target_of final : public ingest_target {
  public:
-  target_of(Graph& g, State& st) : g_(g), st_(st) {}
+  target_of(Graph& g, State& st, input_check* check = nullptr) : g_(g), st_(st), check_(check) {}
   weight_kind weights() const override { return Graph::kind; }
   void insert(std::span<const edge> edges, const grouped_insert_options& o) override {
     inserter_.insert(g_, edges, o);
   }
   job_counters load() const override {
-    return {st_.fingerprint, st_.active, st_.from_stdin, st_.input_index, st_.byte_offset,
-            st_.line,        st_.edges,  st_.bad_lines,  st_.total_edges, st_.jobs_completed};
+    job_counters c{st_.fingerprint, st_.active, st_.from_stdin, st_.input_index, st_.byte_offset,
+                   st_.line,        st_.edges,  st_.bad_lines,  st_.total_edges, st_.jobs_completed};
+    const input_check* k = check_;
+    if (k != nullptr && k->magic == input_check::kMagic && k->fingerprint != 0 &&
+        k->fingerprint == c.fingerprint && k->input_index == c.input_index &&
+        k->byte_offset == c.byte_offset) {
+      c.consumed_crc = static_cast<std::uint32_t>(k->crc32c);
+      c.crc_known = true;
+    }
+    return c;
   }
   void save(const job_counters& c) override {
+    if (check_ != nullptr) {
+      check_->magic = input_check::kMagic;
+      check_->fingerprint = c.crc_known ? c.fingerprint : 0;
+      check_->input_index = c.input_index;
+      check_->byte_offset = c.byte_offset;
+      check_->crc32c = c.consumed_crc;
+    }
     st_.fingerprint = c.fingerprint;
     st_.active = c.active;
     st_.from_stdin = c.from_stdin;
@@ -268,6 +319,7 @@ class target_of final : public ingest_target {
  private:
   Graph& g_;
   State& st_;
+  input_check* check_;
   grouped_inserter inserter_;  // its DRAM serves batch after batch
 };
 
@@ -282,6 +334,16 @@ ingest_report ingest(Graph& g, State& st, const std::vector<std::string>& inputs
                      const ingest_options& opt, const std::function<std::uint64_t()>& flush,
                      const std::function<void(const ingest_progress&)>& progress = {}) {
   detail::target_of<Graph, State> target(g, st);
+  return detail::run_ingest(target, inputs, opt, flush, progress);
+}
+
+// The same, recording the checksum of the consumed bytes in `check` (in the same heap as `st`)
+// and verifying it at resume ("Changed inputs" above).
+template <class Graph, class State>
+ingest_report ingest(Graph& g, State& st, input_check& check, const std::vector<std::string>& inputs,
+                     const ingest_options& opt, const std::function<std::uint64_t()>& flush,
+                     const std::function<void(const ingest_progress&)>& progress = {}) {
+  detail::target_of<Graph, State> target(g, st, &check);
   return detail::run_ingest(target, inputs, opt, flush, progress);
 }
 

@@ -1,10 +1,15 @@
 // pheap/graph/store.hpp — graphs inside a pheap datastore (pheap::manager).
 //
-// A graph named N occupies three named objects in the heap, created together and therefore
+// A graph named N occupies these named objects in the heap, created together and therefore
 // committed by the same watermark:
-//   N          adjacency_list<W, pheap::allocator<std::byte>>   (W chosen by the weight kind)
-//   N.info     graph_info  (directedness, weight kind, banks: tells readers which type N has)
-//   N.ingest   ingest_state<pheap::allocator<std::byte>>  (position of the resumable ingestion)
+//   N               adjacency_list<W, pheap::allocator<std::byte>>  (W chosen by the weight kind)
+//   N.info          graph_info  (directedness, weight kind, banks: tells readers which type N has)
+//   N.ingest        ingest_state<pheap::allocator<std::byte>>  (position of the resumable ingestion)
+//   N.ingest-check  input_check  (CRC32C of the bytes of the current input before that position:
+//                   pheap/graph/ingest.hpp, "Changed inputs"). Graphs made before it existed
+//                   get it at their next read-write open_or_create_graph; until a batch records
+//                   it, a resume there is not verified (ingest_report::resume_unverified).
+//                   Readers never need it.
 //
 //   pheap::manager m(pheap::open_read_only, "/data/g");
 //   pheap::graph::visit_graph(m, "graph", [](const auto& g) { std::cout << g.num_arcs(); });
@@ -50,13 +55,14 @@ inline pheap::options datastore_options() {
 
 inline std::string info_name(const std::string& graph) { return graph + ".info"; }
 inline std::string ingest_name(const std::string& graph) { return graph + ".ingest"; }
+inline std::string ingest_check_name(const std::string& graph) { return graph + ".ingest-check"; }
 
 // The graph_info of graph `name`, or nullptr when the datastore has no such graph. Throws
 // pheap::error(corrupt) when the record has the wrong magic or version.
 inline const graph_info* find_graph_info(const pheap::manager& m, const std::string& name) {
   const graph_info* gi = m.find<graph_info>(info_name(name)).first;
   if (gi != nullptr && (gi->magic != graph_info::kMagic || gi->version != graph_info::kVersion)) {
-    throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name,
+    throw pheap::error(pheap::errc::corrupt, m.path(), "find graph '" + name + "'",
                        "graph_info record has an unknown magic or version");
   }
   return gi;
@@ -68,14 +74,14 @@ template <class F>
 decltype(auto) visit_graph(pheap::manager& m, const std::string& name, F&& f) {
   const graph_info* gi = find_graph_info(m, name);
   if (gi == nullptr) {
-    throw pheap::error(pheap::errc::not_found, m.path(), "find graph " + name,
+    throw pheap::error(pheap::errc::not_found, m.path(), "find graph",
                        "no graph named '" + name + "' in this datastore");
   }
   auto get = [&](auto* tag) -> auto& {
     using G = std::remove_pointer_t<decltype(tag)>;
     G* g = m.find<G>(name).first;
     if (g == nullptr) {
-      throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name,
+      throw pheap::error(pheap::errc::corrupt, m.path(), "find graph '" + name + "'",
                          "graph_info exists but the graph object does not");
     }
     return *g;
@@ -85,7 +91,7 @@ decltype(auto) visit_graph(pheap::manager& m, const std::string& name, F&& f) {
     case weight_kind::u64: return f(get(static_cast<persistent_graph<std::uint64_t>*>(nullptr)));
     case weight_kind::f32: return f(get(static_cast<persistent_graph<float>*>(nullptr)));
   }
-  throw pheap::error(pheap::errc::corrupt, m.path(), "find graph " + name, "unknown weight kind");
+  throw pheap::error(pheap::errc::corrupt, m.path(), "find graph '" + name + "'", "unknown weight kind");
 }
 
 // Finds graph `name` of weight type W, or creates it (with its info and ingest state) when the
@@ -96,13 +102,13 @@ persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& 
                                           std::size_t banks = persistent_graph<W>::default_banks) {
   if (const graph_info* gi = find_graph_info(m, name)) {
     if ((gi->directed != 0) != directed) {
-      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph " + name,
+      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph '" + name + "'",
                          "graph '" + name + "' is " + (gi->directed ? "directed" : "undirected") +
                              ", but " + (directed ? "directed" : "undirected (--undirected)") +
                              " was requested");
     }
     if (gi->weights != weight_kind_of<W>) {
-      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph " + name,
+      throw pheap::error(pheap::errc::invalid_argument, m.path(), "open graph '" + name + "'",
                          "graph '" + name + "' has weights '" + to_string(gi->weights) + "', but '" +
                              to_string(weight_kind_of<W>) + "' was requested");
     }
@@ -113,6 +119,7 @@ persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& 
   want.banks = banks;
   m.find_or_construct<graph_info>(info_name(name))(want);
   m.find_or_construct<persistent_ingest_state>(ingest_name(name))(m.get_allocator<std::byte>());
+  m.find_or_construct<input_check>(ingest_check_name(name))();
   return *m.find_or_construct<persistent_graph<W>>(name)(directed, banks, m.get_allocator<std::byte>());
 }
 
@@ -127,6 +134,12 @@ void create_datastore(const std::string& path, const pheap::options& o, const st
 
 inline persistent_ingest_state* find_ingest_state(pheap::manager& m, const std::string& name) {
   return m.find<persistent_ingest_state>(ingest_name(name)).first;
+}
+
+// The input_check of graph `name`, or nullptr (a graph no read-write open_or_create_graph has
+// touched since pheap-graph began recording it).
+inline input_check* find_input_check(pheap::manager& m, const std::string& name) {
+  return m.find<input_check>(ingest_check_name(name)).first;
 }
 
 }  // namespace pheap::graph

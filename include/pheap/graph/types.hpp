@@ -42,21 +42,26 @@ const char* to_string(input_format f) noexcept;
 input_format parse_input_format(std::string_view s);  // "text" | "binary", as above
 
 // Bad input: names the file, the 1-based line number (0 for binary input), the byte offset of
-// the offending line or record, and (for text) the offending line, truncated to 200 bytes.
+// the offending line or record (of the end of the data for damaged compressed input), and (for
+// text) the offending line, truncated to 200 bytes, its unprintable bytes shown as \xNN.
+// skippable(): whether skipping bad lines (reader_options::skip_bad_lines) gets past it — false
+// for damaged or truncated compressed data, a truncated binary record and an over-long line.
 class input_error : public std::runtime_error {
  public:
   input_error(std::string file, std::uint64_t line, std::uint64_t offset, std::string text,
-              const std::string& reason);
+              const std::string& reason, bool skippable = true);
   const std::string& file() const noexcept { return file_; }
   std::uint64_t line() const noexcept { return line_; }
   std::uint64_t offset() const noexcept { return offset_; }
   const std::string& text() const noexcept { return text_; }
+  bool skippable() const noexcept { return skippable_; }
 
  private:
   std::string file_;
   std::uint64_t line_;
   std::uint64_t offset_;
   std::string text_;
+  bool skippable_;
 };
 
 // 64-bit finaliser (MurmurHash3 fmix64): a bijection on uint64 with good avalanche. Used for

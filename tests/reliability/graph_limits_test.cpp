@@ -1,0 +1,137 @@
+// `pheap-graph ingest` against the limits a batch job runs under, in real children:
+//   * a memory cgroup (v1, /sys/fs/cgroup/memory: root) of 96 MiB and PHEAP_BUFFER_SIZE=1G:
+//     the pager clamps the buffer to what the cgroup leaves (and follows the limit), says so
+//     in one line, and the ingestion of a graph larger than the cgroup completes exactly —
+//     instead of the OOM kill an unclamped 1 GiB buffer meets once it fills;
+//   * RLIMIT_AS of 2 GiB with the default 64 GiB capacity: the error names the datastore (not
+//     the temporary directory it is built in), the capacity and --capacity, and leaves nothing
+//     behind; with --capacity 1G the same command works.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/test_util.hpp"
+#include "reliability/graph_util.hpp"
+#include "reliability/reliability_util.hpp"
+
+namespace pheap::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A child running argv with `env`, after moving itself into cgroup directory `cgroup` (v1:
+// its pid into cgroup.procs) and setting RLIMIT_AS to `as_limit` (0: unchanged). Output
+// captured; the caller waits.
+child_result run_limited(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& cgroup, rlim_t as_limit) {
+  std::vector<std::string> wrapped{"/bin/sh", "-c",
+                                   std::string(cgroup.empty() ? "" : "echo $$ > '" + cgroup + "/cgroup.procs' && ") +
+                                       (as_limit ? "ulimit -v " + std::to_string(as_limit / 1024) + " && " : "") +
+                                       "exec \"$0\" \"$@\""};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  child_process c(wrapped, env);
+  return c.wait();
+}
+
+// A memory cgroup v1 of `limit` bytes, removed (after its tasks are gone) when destroyed.
+class memory_cgroup {
+ public:
+  explicit memory_cgroup(std::uint64_t limit) {
+    const fs::path root = "/sys/fs/cgroup/memory";
+    if (::geteuid() != 0 || !fs::exists(root / "memory.limit_in_bytes")) return;
+    dir_ = root / ("pheap-test-" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directory(dir_, ec);
+    if (ec) {
+      dir_.clear();
+      return;
+    }
+    std::ofstream(dir_ + "/memory.limit_in_bytes") << limit;
+  }
+  ~memory_cgroup() {
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return dir_; }
+  std::uint64_t limit() const {
+    std::ifstream f(dir_ + "/memory.limit_in_bytes");
+    std::uint64_t v = 0;
+    f >> v;
+    return v;
+  }
+  std::uint64_t failcnt() const {
+    std::ifstream f(dir_ + "/memory.failcnt");
+    std::uint64_t v = 0;
+    f >> v;
+    return v;
+  }
+
+ private:
+  std::string dir_;
+};
+
+TEST(GraphLimits, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInsteadOfAnOomKill) {
+  scenario_timer timer;
+  memory_cgroup cg(96ull << 20);
+  if (cg.path().empty()) {
+    PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
+  }
+  ASSERT_EQ(cg.limit(), 96ull << 20);
+  const graph_tools tools;
+  // On a disk, not in /dev/shm: tmpfs pages are charged to the cgroup and cannot be reclaimed
+  // without swap, so a datastore there counts against the limit whatever the buffer.
+  temp_dir work;
+  const std::string input = work / "edges.bin";
+  // SCALE 18: 4 Mi edges, a datastore well over the cgroup's 96 MiB.
+  const auto g = run_child({tools.graph, "generate", "--scale", "18", "--seed", "46", "--format", "binary",
+                            "--quiet", "--output", input});
+  ASSERT_TRUE(g.exited(0)) << g.describe();
+  const auto r = run_limited({tools.graph, "ingest", "--datastore", work / "ds", "--format", "binary",
+                              "--capacity", "2G", "--quiet", input},
+                             {"PHEAP_BUFFER_SIZE=1G"}, cg.path(), 0);
+  std::uint64_t failures = 0;
+  EXPECT_TRUE(r.exited(0)) << (r.killed() ? "OOM-killed: " : "") << r.describe();
+  EXPECT_NE(r.err.find("buffer_size 1024.0 MiB (PHEAP_BUFFER_SIZE or the option) is more than the memory cgroup"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(cg.path()), std::string::npos) << "names the cgroup: " << r.err;
+  if (r.exited(0)) EXPECT_EQ(tools.committed_edges(work / "ds"), 4194304u);
+  std::printf("ingest in a 96 MiB cgroup with PHEAP_BUFFER_SIZE=1G: %s, cgroup failcnt %llu\n",
+              r.describe().c_str(), static_cast<unsigned long long>(cg.failcnt()));
+  if (HasFailure()) ++failures;
+  print_result("limits_buffer_over_memory_cgroup", 1, failures, 0, timer.seconds());
+}
+
+TEST(GraphLimits, UnderAnAddressSpaceLimitTheErrorNamesTheDatastoreTheCapacityAndCapacityOption) {
+  scenario_timer timer;
+  const graph_tools tools;
+  scratch_dir work;
+  const std::string input = work / "edges.txt";
+  std::ofstream(input) << "1 2\n2 3\n";
+  const std::string ds = work / "ds";
+  const auto r = run_limited({tools.graph, "ingest", "--datastore", ds, "--quiet", input}, {}, "", 2ull << 30);
+  std::uint64_t failures = 0;
+  EXPECT_TRUE(r.exited(1)) << r.describe();
+  EXPECT_NE(r.err.find("pheap: create " + ds + ": cannot reserve 64 GiB of address space"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--capacity"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RLIMIT_AS"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("creating"), std::string::npos) << "names the datastore, not its temporary: " << r.err;
+  for (const auto& e : fs::directory_iterator(work.path())) {
+    EXPECT_EQ(e.path().filename(), "edges.txt") << "left behind: " << e.path();
+  }
+  const auto ok = run_limited({tools.graph, "ingest", "--datastore", ds, "--capacity", "1G", "--quiet", input}, {}, "",
+                              2ull << 30);
+  EXPECT_TRUE(ok.exited(0)) << ok.describe();
+  const auto c = run_limited({tools.tool, "check", "--quiet", ds}, {}, "", 2ull << 30);
+  EXPECT_TRUE(c.exited(0)) << c.describe();
+  if (HasFailure()) ++failures;
+  print_result("limits_address_space", 1, failures, 0, timer.seconds());
+}
+
+}  // namespace
+}  // namespace pheap::test
