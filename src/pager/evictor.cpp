@@ -73,35 +73,49 @@ void pager_impl::wait_evictor_idle() {
   for (;;) {
     // Read steps first: one that waits for room (read-ahead, prefetch) has the evictor run again.
     if (pf_queued_.load() == 0 && pf_active_.load() == 0) {
+      batch_waiters_.fetch_add(1, std::memory_order_seq_cst);
       std::lock_guard b(evict_batch_mu_);
+      batch_waiters_.fetch_sub(1, std::memory_order_release);
       if (budget_.evictor_idle() && pf_queued_.load() == 0 && pf_active_.load() == 0) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
+void pager_impl::wait_for_eviction_batch() {
+  batch_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  { std::lock_guard b(evict_batch_mu_); }
+  batch_waiters_.fetch_sub(1, std::memory_order_release);
+}
+
 void pager_impl::evictor_main() {
   for (;;) {
     if (!budget_.wait_for_kick()) return;
     bool idle_round = false;
-    {
-      std::lock_guard batch(evict_batch_mu_);
-      // Evict down to the low watermark; with waiters, at least one page each round.
-      for (;;) {
+    // Evict down to the low watermark; with waiters, at least one page each round. The batch
+    // lock is held per batch; a flush waiting for it gets in before the next batch.
+    for (;;) {
+      if (stop_.load()) return;
+      while (batch_waiters_.load(std::memory_order_acquire) != 0 && !stop_.load()) {
+        std::this_thread::yield();
+      }
+      const std::size_t excess = budget_.to_evict();
+      if (excess == 0) break;
+      budget_.note_if_short();  // limit_pool.hpp P3: evicting below a fair share
+      const std::size_t want = std::min(excess, evict_batch_pages_);
+      const std::uint64_t t0 = now_ns();
+      std::size_t freed;
+      {
+        std::lock_guard batch(evict_batch_mu_);
         if (stop_.load()) return;
-        const std::size_t excess = budget_.to_evict();
-        if (excess == 0) break;
-        budget_.note_if_short();  // limit_pool.hpp P3: evicting below a fair share
-        const std::size_t want = std::min(excess, evict_batch_pages_);
-        const std::uint64_t t0 = now_ns();
-        const std::size_t freed = evict_batch(want);
-        c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        budget_.notify_freed();
-        wake_prefetch_if_waiting();
-        if (freed == 0) {
-          idle_round = true;  // everything owned, pinned or failing: back off briefly
-          break;
-        }
+        freed = evict_batch(want);
+      }
+      c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      budget_.notify_freed();
+      wake_prefetch_if_waiting();
+      if (freed == 0) {
+        idle_round = true;  // everything owned, pinned or failing: back off briefly
+        break;
       }
     }
     budget_.end_round(idle_round);

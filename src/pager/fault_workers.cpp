@@ -232,6 +232,7 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
   pages[0] = page;
   const bool stored = store_->may_have_data(page);
   const std::size_t n = stored ? 1 : 1 + claim_zero_ahead(page, pages + 1);
+  assert(n <= thread_bounce_pages());  // a faulting thread's bounce slot holds them all
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
   // this fill wakes the faulting thread (whose next access then waits for the window's read
   // instead of faulting on its pages one by one), and read by the workers while this thread

@@ -76,7 +76,7 @@ std::uint64_t pager_impl::flush_ending(std::span<const std::byte> root, const ch
     flush_chunk(cand.data() + i, std::min(flush_batch_pages_, cand.size() - i));
   }
   // An eviction batch in flight may hold writes made before this flush: let it land.
-  { std::lock_guard b(evict_batch_mu_); }
+  wait_for_eviction_batch();
   errors_.throw_pending();
   const std::uint64_t epoch = ((*store_).*finish)(root);
   if (!cand.empty()) budget_.set_writeback_failing(false);  // writes work again
@@ -101,7 +101,7 @@ std::size_t pager_impl::flush_chunk(const std::size_t* cand, std::size_t n) {
   // meanwhile may take such a page again (then it writes the page itself and step 4 waits).
   if (!later.empty()) c_.flush_write_back_waits.fetch_add(later.size(), std::memory_order_relaxed);
   while (!later.empty()) {
-    { std::lock_guard b(evict_batch_mu_); }
+    wait_for_eviction_batch();
     std::vector<std::size_t> again;
     for (const std::size_t p : later) {
       switch (table_.claim_flush(p, dirty_only)) {

@@ -373,7 +373,7 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 // The pager's memory outside the buffer that is not yet in use when the buffer is sized: the
 // bounce buffers of flush and eviction (a batch each; the eviction's also takes a batch's
 // verification reads), the dropped victim frames the staging range keeps (staging.hpp step
-// 3), one bounce per fault thread (1 + read_ahead pages), the zero page. (The page table
+// 3), one bounce per fault thread (worker_bounce_pages), the zero page. (The page table
 // grows with the pages used, 1/1024 of them at 4 KiB pages: the reserve and the follower's
 // samples cover it.)
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
@@ -504,7 +504,7 @@ void pager_impl::register_region() {
   if (!thread_fill_) return;
   // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
   // fill the region's pages.
-  thread_bounce_.open(kThreadBouncePages * ps_);  // before any fill can run (bounce_pool.hpp)
+  thread_bounce_.open(thread_bounce_pages() * ps_);  // before any fill can run (bounce_pool.hpp)
   auto fill = [](void* me, std::uintptr_t a, bool write) {
     return static_cast<pager_impl*>(me)->fill_on_this_thread(a, write);
   };

@@ -268,9 +268,11 @@ class pager_impl {
   std::size_t worker_bounce_pages() const noexcept {
     return std::max<std::size_t>(prefetch_depth_, read_ahead_.ceiling());
   }
-  // Pages of a faulting-thread fill's bounce slot: the faulting page (its zero-ahead pages
-  // come from the zero page, its read-ahead from the workers).
-  static constexpr std::size_t kThreadBouncePages = 1;
+  // Pages of a faulting-thread fill's bounce slot: the faulting page and its zero-ahead pages
+  // (claim_zero_ahead stays within the fault's unit of zero_ahead_pages_). A zero-ahead page
+  // whose first eviction's write is still in flight comes from the write-back (I8) into its
+  // own bounce page, so each needs one; the fault's read-ahead is read by the workers.
+  std::size_t thread_bounce_pages() const noexcept { return zero_ahead_pages_; }
   // `why`: the store's error, logged with the registration for guard_faults.
   void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
   // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
@@ -314,7 +316,14 @@ class pager_impl {
 
   // --- evictor (evictor.cpp) -----------------------------------------------------------------
   std::thread evictor_;
-  std::mutex evict_batch_mu_;  // held for the whole of every eviction batch
+  // Held for the whole of every eviction batch, and only for one: the evictor lets go between
+  // batches, and does not take it again while someone waits for it (batch_waiters_), so a
+  // flush under constant eviction pressure is not starved (it was: the evictor once held it
+  // for a whole round, and a round lasts as long as faults outpace it).
+  std::mutex evict_batch_mu_;
+  std::atomic<unsigned> batch_waiters_{0};
+  // Waits until no eviction batch runs (the one in flight, if any, has landed or failed).
+  void wait_for_eviction_batch();
   std::size_t evict_batch_pages_ = 1;
   resident_clock clock_;  // the resident pages and the hand (resident_clock.hpp, C1-C2)
   std::size_t examined_since_harvest_ = ~std::size_t(0) / 2;  // evictor only
