@@ -205,7 +205,9 @@
 //     is claimed then, while the rest of the current one is still ahead. A window takes
 //     buffer slots below the high watermark only; the part that gets none waits in the
 //     prefetch queue for the room the evictor makes, so read-ahead never takes the buffer
-//     past its size. Random faults earn nothing unless three fall a stride apart by chance.
+//     past its size. Random faults earn nothing unless three of one thread fall a stride
+//     apart by chance, and while too few first windows are followed (under a quarter in a
+//     round of 32) only one in 8 is planned (pager_stats::read_ahead_gated counts the rest).
 //     pager_stats: read_ahead_pages (read), read_ahead_windows, read_ahead_planned and
 //     read_ahead_passed (planned pages the application then went past: the rest bounds
 //     what was read in vain). Caveats: 8 streams at once (a ninth scan, or random faults

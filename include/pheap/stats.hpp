@@ -57,6 +57,9 @@ struct pager_stats {
   std::uint64_t read_ahead_windows = 0;
   std::uint64_t read_ahead_planned = 0;
   std::uint64_t read_ahead_passed = 0;
+  // First windows not planned because too few first windows were followed lately (the gate
+  // against random faults that fall a stride apart by chance, src/pager/read_ahead.hpp).
+  std::uint64_t read_ahead_gated = 0;
   std::uint64_t zero_ahead_pages = 0;  // never-written pages zero-filled next to a zero-fill fault
   std::uint64_t prefetched_pages = 0;  // pages filled by prefetch() and prefetch_stored()
   // Requested pages a prefetch never filled: fill requests beyond half the buffer (the oldest

@@ -238,7 +238,7 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
   // instead of faulting on its pages one by one), and read by the workers while this thread
   // reads its own page.
   if (stored && read_ahead_.on()) {
-    if (const auto w = read_ahead_.on_fault(page)) start_read_ahead(*w);
+    if (const auto w = read_ahead_.on_fault(page, tid)) start_read_ahead(*w);
   }
   fill_pages(pages, n, write, true, tid, bounce);
   c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);

@@ -119,7 +119,8 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
   os << "faults: read " << s.read_faults << " write " << s.write_faults << " wp " << s.wp_faults
      << " | fills: zero " << s.zero_fills << " store " << s.pages_read << " (" << s.bytes_read
      << " B) read-ahead " << s.read_ahead_pages << " (" << s.read_ahead_windows << " windows, "
-     << s.read_ahead_passed << " of " << s.read_ahead_planned << " planned passed) zero-ahead "
+     << s.read_ahead_passed << " of " << s.read_ahead_planned << " planned passed, "
+     << s.read_ahead_gated << " gated) zero-ahead "
      << s.zero_ahead_pages << " prefetch " << s.prefetched_pages << " (dropped "
      << s.prefetch_dropped << ") read steps " << s.read_steps << " (" << s.read_step_pages
      << " pages)" << " victim cache " << s.victim_hits
@@ -444,7 +445,9 @@ void pager_impl::open_descriptors(const uffd_features& f) {
   if (wp_registered_ && mode_ == dirty_tracking::wp_async) feats |= feat_wp_async;
   if (f.move) feats |= feat_move;
   if (f.poison) feats |= feat_poison;
-  else feats |= UFFD_FEATURE_THREAD_ID;  // tgkill fallback for read errors
+  // The faulting thread's id: the tgkill fallback for read errors (no UFFDIO_POISON), and the
+  // read-ahead's streams (read_ahead.hpp: a thread's faults are matched with its own).
+  if (!f.poison || (f.kernel & UFFD_FEATURE_THREAD_ID)) feats |= UFFD_FEATURE_THREAD_ID;
   if (thread_fill_) feats |= UFFD_FEATURE_SIGBUS;  // missing faults: SIGBUS on the thread
   uffd_api(uffd_, feats, name_);
   if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
@@ -641,16 +644,22 @@ void pager_impl::prefetch_stored(std::span<const std::pair<std::size_t, std::siz
   // watermark too (claim_queued), whatever faults take meanwhile: a scan's hint never starts
   // an eviction round.
   const std::size_t room = budget_.room_below_low();
-  std::size_t queued = 0;
+  std::size_t queued = 0, dropped = 0;
   {
     std::lock_guard lk(pf_mu_);
     for (const auto& [off, len] : ranges) {
       if (len == 0 || off >= cap_) continue;
       const std::size_t end = std::min(cap_, off + std::min(len, cap_ - off));
       const std::size_t first = off / ps_, last = (end + ps_ - 1) / ps_;
-      // Runs of pages the store has data for (map blocks load once, then lock-free).
-      for (std::size_t p = first; p < last && queued < room;) {
+      // Runs of pages the store has data for (map blocks load once, then lock-free); past
+      // the room, the pages with data are only counted (dropped).
+      for (std::size_t p = first; p < last;) {
         if (!store_->may_have_data(p) || ps::kind(table_.load(p)) != ps::absent) {
+          ++p;
+          continue;
+        }
+        if (queued >= room) {
+          ++dropped;
           ++p;
           continue;
         }
@@ -662,6 +671,7 @@ void pager_impl::prefetch_stored(std::span<const std::pair<std::size_t, std::siz
       }
     }
   }
+  if (dropped) c_.prefetch_dropped.fetch_add(dropped, std::memory_order_relaxed);
   const std::uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
 }
@@ -733,6 +743,7 @@ pager_stats pager_impl::stats() const {
     s.read_ahead_windows = ra.windows;
     s.read_ahead_planned = ra.planned;
     s.read_ahead_passed = ra.passed;
+    s.read_ahead_gated = ra.gated;
   }
   s.prefetch_dropped = g(c_.prefetch_dropped);
   s.read_steps = g(c_.read_steps);

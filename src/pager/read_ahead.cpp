@@ -12,6 +12,8 @@ void read_ahead::configure(std::size_t region_pages, std::size_t ceiling) noexce
   s_ = {};
   recent_ = {};
   seen_ = 0;
+  round_first_ = round_followed_ = sample_ = 0;
+  shut_ = false;
   c_ = {};
 }
 
@@ -39,6 +41,7 @@ std::optional<read_window> read_ahead::plan(stream& s, std::ptrdiff_t start, std
   w.marker = pages >= kMinMarked ? pages / 2 : read_window::npos;
   s.w = w;
   s.window = true;
+  s.strays = 0;
   ++c_.windows;
   c_.planned += pages - (w.marker != read_window::npos ? 1 : 0);
   return w;
@@ -54,12 +57,31 @@ void read_ahead::pass(stream& s, std::size_t upto) {
   }
 }
 
-std::optional<read_window> read_ahead::on_fault(std::size_t page) {
+bool read_ahead::gate_allows() {
+  if (round_first_ >= kGateRound) {
+    shut_ = round_followed_ * 4 < round_first_;
+    round_first_ = round_followed_ = 0;
+  }
+  if (shut_ && ++sample_ % kGateSample != 0) {
+    ++c_.gated;
+    return false;
+  }
+  ++round_first_;
+  return true;
+}
+
+std::optional<read_window> read_ahead::on_fault(std::size_t page, std::uint32_t tid) {
   if (ceiling_ == 0) return std::nullopt;
   std::lock_guard lk(mu_);
   const std::uint64_t now = ++tick_;
   const auto p = static_cast<std::ptrdiff_t>(page);
 
+  for (stream& s : s_) {
+    if (s.used && s.window && now - s.tick > kExpirePerPage * s.w.pages) {
+      s.window = false;  // expired: not followed in time
+      s.first = false;
+    }
+  }
   for (stream& s : s_) {
     if (!s.used || !s.window) continue;
     const std::size_t i = index_in(s.w, page);
@@ -71,6 +93,10 @@ std::optional<read_window> read_ahead::on_fault(std::size_t page) {
       continue;
     }
     // R1: followed. The pages before the fault were passed, the previous window's tail too.
+    if (s.first) {
+      s.first = false;
+      ++round_followed_;
+    }
     c_.passed += s.tail;
     s.tail = 0;
     const std::size_t read = s.w.pages - (s.w.marker != read_window::npos ? 1 : 0);
@@ -86,21 +112,38 @@ std::optional<read_window> read_ahead::on_fault(std::size_t page) {
     const std::size_t pages = std::min(ceiling_, 2 * s.w.pages);
     return plan(s, at_marker ? after : p + s.w.stride, pages);
   }
+  // Followed no window, inside none: a stray of its thread's windows (expiry).
+  if (tid != 0) {
+    for (stream& s : s_) {
+      if (s.used && s.window && s.tid == tid && ++s.strays > kExpireStrays) {
+        s.window = false;
+        s.first = false;
+      }
+    }
+  }
 
   for (stream& s : s_) {
-    if (!s.used || s.stride == 0 || p != static_cast<std::ptrdiff_t>(s.last) + s.stride) continue;
-    // R2: the run grows; at kTrigger faults the first window.
+    if (!s.used || s.stride == 0 || !same_thread(s.tid, tid) ||
+        p != static_cast<std::ptrdiff_t>(s.last) + s.stride) {
+      continue;
+    }
+    // R2: the run grows; at kTrigger faults the first window, if the gate lets it.
     s.last = page;
     s.tick = now;
-    if (++s.run < kTrigger || s.window) return std::nullopt;
-    return plan(s, p + s.stride, std::min(ceiling_, kFirstWindow));
+    if (++s.run < kTrigger || s.window || !gate_allows()) return std::nullopt;
+    auto w = plan(s, p + s.stride, std::min(ceiling_, kFirstWindow));
+    s.first = w.has_value();
+    return w;
   }
 
   // R3: a recent fault a step away starts a stream with that stride.
   const std::size_t known = std::min(seen_, kRecent);
-  for (std::size_t k = 1; k <= known; ++k) {  // the most recent first
-    const std::size_t q = recent_[(seen_ - k) % kRecent];
-    const std::ptrdiff_t d = p - static_cast<std::ptrdiff_t>(q);
+  std::size_t mine = 0;
+  for (std::size_t k = 1; k <= known && mine < kSameThread; ++k) {  // the most recent first
+    const recent_fault& r = recent_[(seen_ - k) % kRecent];
+    if (!same_thread(r.tid, tid)) continue;
+    ++mine;
+    const std::ptrdiff_t d = p - static_cast<std::ptrdiff_t>(r.page);
     if (d == 0 || d > kMaxStride || d < -kMaxStride) continue;
     stream* victim = nullptr;
     for (stream& s : s_) {
@@ -119,6 +162,7 @@ std::optional<read_window> read_ahead::on_fault(std::size_t page) {
     }
     *victim = stream{};
     victim->used = true;
+    victim->tid = tid;
     victim->last = page;
     victim->stride = d;
     victim->run = 2;
@@ -127,7 +171,7 @@ std::optional<read_window> read_ahead::on_fault(std::size_t page) {
   }
 
   // R4: remembered.
-  recent_[seen_ % kRecent] = page;
+  recent_[seen_ % kRecent] = {page, tid};
   ++seen_;
   return std::nullopt;
 }

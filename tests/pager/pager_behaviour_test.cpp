@@ -635,14 +635,21 @@ TEST(PagerEviction, CleanVictimsAreJudgedByChecksumWithoutReadingTheStore) {
   EXPECT_EQ(s2.evicted_dirty, s0.evicted_dirty) << s2;
 }
 
-// A store of `n` pages, page p holding byte p & 0xff at its start, committed.
-std::shared_ptr<mem_store::shared> numbered_store(std::size_t n) {
+// A store of `n` pages, every `step`-th page p holding byte value(p) at its start (the others
+// never written), committed.
+template <class Value>
+std::shared_ptr<mem_store::shared> store_of(std::size_t n, std::size_t step, Value value) {
   auto s = mem_store::create(n * kPs, kPs);
   auto sh = s->state();
   pager pg(std::move(s));
-  for (std::size_t p = 0; p < n; ++p) pg.base()[p * kPs] = std::byte(p & 0xff);
+  for (std::size_t p = 0; p < n; p += step) pg.base()[p * kPs] = value(p);
   pg.flush({});
   return sh;
+}
+
+// A store of `n` pages, page p holding byte p & 0xff at its start, committed.
+std::shared_ptr<mem_store::shared> numbered_store(std::size_t n) {
+  return store_of(n, 1, [](std::size_t p) { return std::byte(p & 0xff); });
 }
 
 // A fault that waited for a slot may be slow to wake after the evictor made room; the evictor
@@ -687,14 +694,7 @@ TEST(PagerHints, PinnedPagesStayResidentAndBadUnpinOrPinThrows) {
 
 TEST(PagerHints, PrefetchFillsPagesBeforeTheyAreTouched) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
-  const std::size_t n = 256;
-  auto s = mem_store::create(n * kPs, kPs);
-  auto sh = s->state();
-  {
-    pager pg(std::move(s));
-    for (std::size_t p = 0; p < n; ++p) pg.base()[p * kPs] = std::byte(p & 0xff);
-    pg.flush({});
-  }
+  auto sh = numbered_store(256);
   pager pg(mem_store::reopen(sh));
   const auto before = pg.stats();
   const std::pair<std::size_t, std::size_t> r{200 * kPs, 8 * kPs};
@@ -813,16 +813,10 @@ TEST(PagerHints, ReadAheadOfAScanLargerThanTheBufferStaysWithinIt) {
 // prefetch_stored (a scan's hint): only pages the store has data for are read — never-written
 // ones are neither read nor zero-filled — and only as far as the buffer has room below its
 // low watermark: the rest is dropped, and nothing is evicted for it.
-TEST(PagerHints, PrefetchStoredReadsOnlyPagesWithDataAndNothingPastTheHighWatermark) {
+TEST(PagerHints, PrefetchStoredReadsOnlyPagesWithDataAndNothingPastTheLowWatermark) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   constexpr std::size_t n = 1024;
-  auto s = mem_store::create(n * kPs, kPs);
-  auto sh = s->state();
-  {
-    pager pg(std::move(s));
-    for (std::size_t p = 0; p < n; p += 2) pg.base()[p * kPs] = std::byte((p & 0x7f) | 0x80);  // evens only
-    pg.flush({});
-  }
+  auto sh = store_of(n, 2, [](std::size_t p) { return std::byte((p & 0x7f) | 0x80); });  // evens only
   {
     pager pg(mem_store::reopen(sh));  // a buffer holding everything
     const std::pair<std::size_t, std::size_t> all{0, n * kPs};

@@ -133,10 +133,10 @@ TEST(ReadAhead, AWindowIsClippedToTheRegion) {
   EXPECT_EQ(back.windows.back().page(back.windows.back().pages - 1), 0u);  // and down to 0
 }
 
-TEST(ReadAhead, AScanKeepsItsStreamWhileRandomFaultsComeBetweenItsWindows) {
+TEST(ReadAhead, AScanKeepsItsStreamWhileAnotherThreadsRandomFaultsComeBetweenItsWindows) {
   read_ahead ra;
   ra.configure(1u << 20, 512);
-  // A scan of pages 0.. with 20 random faults (far away) after each of its faults.
+  // A scan of pages 0.. by thread 1 with 20 random faults of thread 2 after each of its faults.
   std::set<std::size_t> resident;
   std::size_t scan_faults = 0, windows = 0;
   std::uint64_t x = 2463534242ull;
@@ -144,7 +144,7 @@ TEST(ReadAhead, AScanKeepsItsStreamWhileRandomFaultsComeBetweenItsWindows) {
     if (resident.count(p)) continue;
     ++scan_faults;
     resident.insert(p);
-    if (const auto w = ra.on_fault(p)) {
+    if (const auto w = ra.on_fault(p, 1)) {
       ++windows;
       for (std::size_t i = 0; i < w->pages; ++i) {
         if (i != w->marker) resident.insert(w->page(i));
@@ -154,11 +154,71 @@ TEST(ReadAhead, AScanKeepsItsStreamWhileRandomFaultsComeBetweenItsWindows) {
       x ^= x << 13;
       x ^= x >> 17;
       x ^= x << 5;
-      (void)ra.on_fault(100000 + static_cast<std::size_t>(x % 900000));
+      (void)ra.on_fault(100000 + static_cast<std::size_t>(x % 900000), 2);
     }
   }
   EXPECT_GT(windows, 50u);
   EXPECT_LT(scan_faults, 50000u / 50);
+}
+
+// Random faults with a bounded resident set (the pager's buffer) in a region that is not much
+// larger fall a stride apart, and on old markers, by chance: expiry and the gate keep what is
+// read ahead for them below a tenth of the faults. A scan that starts afterwards still gets its
+// windows (a sampled first window is followed, and its round opens the gate again).
+TEST(ReadAhead, RandomFaultsThroughASmallBufferReadLittleAheadAndAScanAfterwardsStillDoes) {
+  read_ahead ra;
+  ra.configure(4096, 512);
+  std::set<std::size_t> resident;
+  std::vector<std::size_t> fifo;  // install order: the oldest goes when 512 are resident
+  auto install = [&](std::size_t p) {
+    if (!resident.insert(p).second) return false;
+    fifo.push_back(p);
+    if (fifo.size() > 512) {
+      resident.erase(fifo.front());
+      fifo.erase(fifo.begin());
+    }
+    return true;
+  };
+  std::uint64_t x = 99991;
+  std::size_t faults = 0, ahead = 0;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const std::size_t p = static_cast<std::size_t>(x % 4096);
+    if (!install(p)) continue;
+    ++faults;
+    if (const auto w = ra.on_fault(p)) {
+      for (std::size_t k = 0; k < w->pages; ++k) {
+        if (k != w->marker && install(w->page(k))) ++ahead;
+      }
+    }
+  }
+  EXPECT_LE(ahead, faults / 10) << ra.totals().windows << " windows, " << ra.totals().gated << " gated";
+  // Then a scan of the region through the same state: at most a sampling period of faults
+  // before its first window, then a fault per window.
+  const walk_result scan = walk(ra, range(0, 4096));
+  EXPECT_GE(scan.windows.size(), 4u);
+  EXPECT_LT(scan.faults, 4096u / 20) << ra.totals().gated << " gated";
+}
+
+// A scan's next own fault is its marker; a thread that faults elsewhere more than
+// kExpireStrays times has left its window, and a later fault on the marker (random, by
+// chance) is no follow. Up to kExpireStrays strays (a scan that also walks other data) keep it.
+TEST(ReadAhead, AWindowExpiresWhenItsThreadFaultsElsewhereMoreThanAFewTimes) {
+  for (const unsigned strays : {read_ahead::kExpireStrays, read_ahead::kExpireStrays + 1}) {
+    read_ahead ra;
+    ra.configure(1u << 20, 512);
+    EXPECT_FALSE(ra.on_fault(0, 1));
+    EXPECT_FALSE(ra.on_fault(1, 1));
+    const auto w = ra.on_fault(2, 1);
+    ASSERT_TRUE(w);
+    ASSERT_NE(w->marker, read_window::npos);
+    for (unsigned k = 0; k < strays; ++k) EXPECT_FALSE(ra.on_fault(500000 + 1000 * k, 1));
+    (void)ra.on_fault(900000, 2);  // another thread's fault is no stray of thread 1's window
+    const auto next = ra.on_fault(w->page(w->marker), 1);
+    EXPECT_EQ(next.has_value(), strays <= read_ahead::kExpireStrays) << strays << " strays";
+  }
 }
 
 TEST(ReadAhead, OffPlansNothing) {
