@@ -85,7 +85,7 @@ run() {
   local mb reads rate
   mb=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.1f", (b - a) * 512 / 1e6}')
   reads=$((r1 - r0))
-  rate=$(awk -v m="$mb" -v w="$wall" 'BEGIN {printf "%.0f", w > 0 ? m / w : 0}')
+  rate=$(awk -v m="$mb" -v w="$wall" 'BEGIN {printf "%.0f", (w > 0 ? m / w : 0)}')
   echo "$scale,$rnd,$cmd,$sys,$state,$wall,$user,$stime,$mb,$reads,$rate" >>"$csv"
   log "  S$scale r$rnd $cmd $sys $state: ${wall} s, $mb MB read in $reads requests"
 }
@@ -163,15 +163,19 @@ set xlabel "ms since start"; set ylabel "reads in flight"
 plot for [sys in "pheap pheap-direct mmap mmap-random"] "$out/inflight-".sys."-s$s.csv" using 1:2 every ::1 with steps title sys
 EOF
   done
-  awk -F, 'NR > 1 && $5 == "cold" && $3 != "cat" && $3 != "dd" {print $1 " " $3 "," $4 "," $6}' "$out/summary.csv" >"$out/cold-plot.dat" || true
+  # One file per system: "SCALE command,median wall s" per cold row.
+  for sys in pheap pheap-direct mmap mmap-random; do
+    awk -F, -v s="$sys" 'NR > 1 && $4 == "cold" && $3 == s {print $1 " " $2 "," $5}' \
+      "$out/summary.csv" >"$out/cold-$sys.dat"
+  done
   gnuplot <<EOF 2>>"$out/run.log" || log "gnuplot failed (cold-scan)"
 set terminal pngcairo size 1000,480
 set output "$out/cold-scan.png"
 set datafile separator ","
 set style data histogram; set style histogram cluster gap 1; set style fill solid border -1
 set title "Cold reopen + full scan (median wall s), page cache dropped"
-set ylabel "s"; set xtics rotate by -30
-plot for [sys in "pheap pheap-direct mmap mmap-random"] "< awk -F, '\$2 == \"".sys."\"' $out/cold-plot.dat" using 3:xtic(1) title sys
+set ylabel "s"; set xtics rotate by -30; set key left top
+plot for [sys in "pheap pheap-direct mmap mmap-random"] "$out/cold-".sys.".dat" using 2:xtic(1) title sys
 EOF
 fi
 log "done: $out"
