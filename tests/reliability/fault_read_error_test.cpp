@@ -46,6 +46,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -321,9 +322,22 @@ class slow_failing_store final : public sparse_store {
   explicit slow_failing_store(std::unique_ptr<sparse_store> inner) : in_(std::move(inner)) {}
   std::atomic<bool> armed{false};
 
+  // From the first multi-page read on, every read that includes a page at or after that
+  // read's first one fails. Reads of earlier pages still work: the faults that earned a
+  // read-ahead window read their own pages while the window is read (fault_workers.cpp), and
+  // may come after it.
   void read_pages(std::span<const page_read> batch) override {
-    if (batch.size() > 1) armed.store(true);
-    if (armed.load()) {
+    if (batch.size() > 1) {
+      std::uint64_t first = batch.front().page;
+      for (const page_read& r : batch) first = std::min<std::uint64_t>(first, r.page);
+      std::uint64_t cur = fail_from_.load();
+      while (first < cur && !fail_from_.compare_exchange_weak(cur, first)) {
+      }
+      armed.store(true);
+    }
+    bool fail = false;
+    for (const page_read& r : batch) fail = fail || r.page >= fail_from_.load();
+    if (fail) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       throw error(errc::io, in_->path(), "read_pages", "Input/output error (injected slow failure)", EIO);
     }
@@ -359,6 +373,7 @@ class slow_failing_store final : public sparse_store {
 
  private:
   std::unique_ptr<sparse_store> in_;
+  std::atomic<std::uint64_t> fail_from_{~std::uint64_t{0}};
 };
 
 // Runs `fn` in a forked child (SIGBUS gets its default action), stderr captured; kills it
@@ -445,7 +460,7 @@ void touch_during_failing_batch(const std::string& dir, std::size_t victim, Star
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the batch is in its slow read
   if (base[victim * ps] != 0x5a) ::_exit(5);                 // wrong bytes: silent garbage
   std::fprintf(stderr, "victim page read without error\n");
-  ::_exit(6);  // the read must fail: every read fails from now on
+  ::_exit(6);  // the read must fail: every read of the victim fails from now on
 }
 
 void expect_sigbus_naming_page(const std::string& what, int status, bool hung, const std::string& err,
