@@ -379,8 +379,14 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
     c_.read_step_pages.fetch_add(got.size(), std::memory_order_relaxed);
     fill_pages(got.data(), got.size(), false, false, 0, bounce);
   }
-  pf_active_.fetch_sub(1, std::memory_order_release);
-  return !got.empty();
+  pf_active_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!got.empty()) return true;
+  // A claimed batch queued while this step ran may have been turned away by the limit above
+  // (its worker then sleeps), and faults wait for its pages (`filling`): look again after
+  // leaving. A queuer that saw this step active pushed its batch after this look's lock was
+  // released, so the look either sees the batch or the queuer's own step sees pf_active_ down.
+  std::lock_guard lk(pf_mu_);
+  return !ra_q_.empty();
 }
 
 bool pager_impl::take_claimed(std::vector<std::size_t>& got) {

@@ -10,10 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -232,7 +235,7 @@ TEST(PagerWriteError, EvictionWritesFailingOnAndOffUnderTwoWritersLoseNothing) {
       }
       sh->fail_writes = false;
     });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < 2; ++t) {
       ts.emplace_back([&, t] {
@@ -808,6 +811,48 @@ TEST(PagerHints, ReadAheadOfAScanLargerThanTheBufferStaysWithinIt) {
   EXPECT_GE(st.read_ahead_pages, 2048u) << st;  // of the 4096 page reads of two rounds
   EXPECT_LE(st.read_faults, 2048u) << st;
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
+// A read-ahead batch is claimed (`filling`: faults on its pages wait for it) and queued for
+// the workers' read steps, of which only pf_max_active_ run at once. A batch queued while a
+// step that found nothing was leaving had its worker turned away and then slept with the
+// others: the faulting thread waited in the kernel for ever (1 scan in ~100 of a 256-page
+// store through a 32-page buffer). The scans here run until done; a watchdog turns a hang into
+// a failure naming it instead of the suite's timeout.
+TEST(PagerHints, AReadAheadBatchQueuedWhileAnotherReadStepLeavesIsStillRead) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  auto sh = numbered_store(256);
+  // wp_async with a store without checksums: the evictor reads each victim's stored copy back
+  // (a slow evictor keeps read steps waiting for room, the step that finds nothing).
+  sh->crc_unknown = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lk(mu);
+    if (!cv.wait_for(lk, std::chrono::seconds(300), [&] { return done; })) {
+      std::fprintf(stderr, "a read-ahead batch was never read: the scan hangs in a fault\n");
+      std::_Exit(1);
+    }
+  });
+  std::uint64_t read_ahead = 0;
+  for (int run = 0; run < 200; ++run) {
+    pager_options o;
+    o.buffer_size = 32 * kPs;
+    o.tracking = dirty_tracking::wp_async;
+    pager pg(mem_store::reopen(sh), o);
+    for (int pass = 0; pass < 3; ++pass) {
+      for (std::size_t p = 0; p < 256; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff)) << p;
+    }
+    read_ahead += pg.stats().read_ahead_pages;
+  }
+  {
+    std::lock_guard lk(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  EXPECT_GE(read_ahead, 200u * 256) << "the scans should be read ahead mostly";
 }
 
 // prefetch_stored (a scan's hint): only pages the store has data for are read — never-written
