@@ -297,26 +297,44 @@ std::unique_ptr<pheap::sparse_store> open_store(const std::string& path) {
 }
 
 // One line per problem: pages that fail for the same cause (a missing or truncated file, an
-// unreadable map block) are one problem, with their count and range.
+// unreadable map block) are one problem, with their count and range. "The same cause" is the
+// same file and the same message up to its numbers (a page or an epoch in the store's words):
+// the first page's message stands for the group.
+std::string cause_key(const damaged_page& x) {
+  std::string k = x.file + '\n';
+  bool in_number = false;
+  for (char c : x.problem) {
+    const bool digit = c >= '0' && c <= '9';
+    if (!digit) k += c;
+    else if (!in_number) k += '#';
+    in_number = digit;
+  }
+  return k;
+}
+
 std::vector<std::string> group_problems(const std::vector<damaged_page>& d) {
   struct group {
+    std::string first_problem;
     std::uint64_t first, last, pages;
   };
   std::vector<std::string> order;
   std::map<std::string, group> by_cause;
   for (const auto& x : d) {
-    auto [it, fresh] = by_cause.try_emplace(x.problem, group{x.page, x.page, 0});
-    if (fresh) order.push_back(x.problem);
+    const std::string key = cause_key(x);
+    auto [it, fresh] = by_cause.try_emplace(key, group{x.problem, x.page, x.page, 0});
+    if (fresh) order.push_back(key);
     it->second.first = std::min(it->second.first, x.page);
     it->second.last = std::max(it->second.last, x.page);
     ++it->second.pages;
   }
   std::vector<std::string> out;
-  for (const auto& p : order) {
-    const group& g = by_cause.at(p);
-    out.push_back(g.pages == 1 ? p
-                               : p + " (" + std::to_string(g.pages) + " pages with data, " +
-                                     std::to_string(g.first) + "-" + std::to_string(g.last) + ")");
+  for (const auto& k : order) {
+    const group& g = by_cause.at(k);
+    out.push_back(g.pages == 1 ? g.first_problem
+                               : g.first_problem + "; the same for " + std::to_string(g.pages - 1) +
+                                     " more page(s) with data (" + std::to_string(g.pages) +
+                                     " in all, pages " + std::to_string(g.first) + "-" +
+                                     std::to_string(g.last) + ")");
   }
   return out;
 }

@@ -44,12 +44,14 @@
 //     the child raises SIGSEGV (after one line saying so). Open the datastore again in the
 //     child if it needs the data.
 //   * A store read error while filling a page: that page is poisoned (UFFDIO_POISON, Linux
-//     ≥ 6.6): the access that faulted, and every later access to the page, gets SIGBUS; one
-//     line naming the store path, page and error is printed to stderr; the next flush()
-//     throws that error (once). Inside pheap::guard_faults (pheap/fault_guard.hpp) the SIGBUS
-//     is thrown as that error instead. Without UFFDIO_POISON the faulting thread is sent
-//     SIGBUS with tgkill (UFFD_FEATURE_THREAD_ID) and the page stays unfilled. Never silent
-//     zeros.
+//     ≥ 6.6): the access that faulted, and every later access to the page, gets SIGBUS; the
+//     next flush() throws that error (once). Inside pheap::guard_faults (pheap/fault_guard.hpp)
+//     the SIGBUS is thrown as that error instead, and nothing is printed; outside one, pheap's
+//     SIGBUS handler prints one line naming the store path, page and error to stderr before
+//     the process dies of it (of the last 8 pages poisoned per region; an older one gets a line
+//     without the store's words). Without UFFDIO_POISON the faulting thread is sent SIGBUS with
+//     tgkill (UFFD_FEATURE_THREAD_ID), the page stays unfilled, and the line is printed when
+//     the read fails, guarded or not. Never silent zeros.
 //   * A store write error during eviction keeps the pages resident and dirty (the buffer may
 //     then exceed its size) and the next flush() throws it. A flush() that throws leaves the
 //     previous epoch durable; pages it had collected stay dirty for the next attempt.

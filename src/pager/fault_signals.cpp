@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -24,8 +25,17 @@ struct region_record {
   std::string name;
   std::size_t page_size = 0;
   std::uintptr_t begin = 0;
-  std::mutex mu;  // guards log
+  std::mutex mu;  // guards log and the writers of notes
   std::map<std::uintptr_t, std::exception_ptr> log;  // page address → the store's error
+  // The last few poisonings as text, for the SIGBUS handler (which can take no lock): a note
+  // is written with its page cleared and published by storing the page (release); a reader
+  // copies the text and checks the page again.
+  struct note {
+    std::atomic<std::uintptr_t> page{0};
+    char text[640];
+  };
+  std::array<note, 8> notes;
+  unsigned next_note = 0;  // under mu
 };
 
 namespace {
@@ -132,6 +142,35 @@ bool was_write(const void* uc) noexcept {
 #endif
 }
 
+// The one line an unguarded SIGBUS on a poisoned page of ours gets before the process dies
+// of it: the pager's words for the store's error (note_poisoned), else that the page is
+// poisoned. A guarded one prints nothing: its guard throws the same error for the caller.
+void say_unguarded_sigbus(const slot& s, std::uintptr_t a) noexcept {
+  const region_record* r = s.rec.load(std::memory_order_acquire);
+  if (r == nullptr || r->page_size == 0) return;
+  const std::uintptr_t page = a - (a - r->begin) % r->page_size;
+  line_buf l;
+  l.put("pheap: pager ");
+  l.put(s.name.load(std::memory_order_relaxed));
+  l.put(": ");
+  for (const region_record::note& n : r->notes) {
+    if (n.page.load(std::memory_order_acquire) != page) continue;
+    char text[sizeof n.text];
+    std::memcpy(text, n.text, sizeof text);
+    text[sizeof text - 1] = '\0';
+    if (n.page.load(std::memory_order_acquire) != page) break;  // rewritten meanwhile
+    l.put(text);
+    l.put("; the access was not inside pheap::guard_faults: SIGBUS");
+    l.emit();
+    return;
+  }
+  l.put("SIGBUS at ");
+  l.hex(a);
+  l.put(": the page is poisoned (reading it from the store failed) and the access was not "
+        "inside pheap::guard_faults");
+  l.emit();
+}
+
 void on_sigbus(int sig, siginfo_t* si, void* uc) {
   if (si->si_code == BUS_ADRERR) {  // a missing page of a faulting-thread-fill region
     const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
@@ -153,6 +192,11 @@ void on_sigbus(int sig, siginfo_t* si, void* uc) {
       g->addr = a;
       siglongjmp(g->env, 1);
     }
+  }
+  if (si->si_code > 0) {
+    const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
+    const slot* s = find_slot(a);
+    if (s != nullptr && s->owner.load(std::memory_order_relaxed) == ::getpid()) say_unguarded_sigbus(*s, a);
   }
   chain(sig, si, uc, g_old_bus);
 }
@@ -290,8 +334,23 @@ bool region_registration::set_fill(bool (*fill)(void*, std::uintptr_t, bool), vo
 
 void region_registration::note_poisoned(const std::byte* page, std::exception_ptr why) {
   if (!rec_) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(page);
+  std::string what = "the store's read failed";
+  try {
+    std::rethrow_exception(why);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  const std::size_t n = (a - rec_->begin) / rec_->page_size;
   std::lock_guard lk(rec_->mu);
-  rec_->log[reinterpret_cast<std::uintptr_t>(page)] = std::move(why);
+  rec_->log[a] = std::move(why);
+  region_record::note& note = rec_->notes[rec_->next_note++ % rec_->notes.size()];
+  note.page.store(0, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::snprintf(note.text, sizeof note.text, "page %zu (offset %zu) could not be read: %s", n,
+                static_cast<std::size_t>(a - rec_->begin), what.c_str());
+  note.page.store(a, std::memory_order_release);
 }
 
 }  // namespace pheap::paging

@@ -381,12 +381,13 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
   }
   pf_active_.fetch_sub(1, std::memory_order_seq_cst);
   if (!got.empty()) return true;
-  // A claimed batch queued while this step ran may have been turned away by the limit above
-  // (its worker then sleeps), and faults wait for its pages (`filling`): look again after
-  // leaving. A queuer that saw this step active pushed its batch after this look's lock was
-  // released, so the look either sees the batch or the queuer's own step sees pf_active_ down.
+  // Work queued while this step ran may have had its worker turned away by the limit above
+  // (that worker then sleeps): a claimed batch, whose pages faults wait for (`filling`), or a
+  // range. Look again after leaving. A queuer that saw this step active pushed after this
+  // look's lock was released, so the look sees its work or its own step saw pf_active_ down.
+  // A range waiting for room is the evictor's to wake (pf_wants_room_), not this look's.
   std::lock_guard lk(pf_mu_);
-  return !ra_q_.empty();
+  return !ra_q_.empty() || (!pf_q_.empty() && !pf_wants_room_.load(std::memory_order_relaxed));
 }
 
 bool pager_impl::take_claimed(std::vector<std::size_t>& got) {
@@ -629,17 +630,9 @@ void pager_impl::forget_fill(std::size_t p) {
 
 void pager_impl::poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why) {
   c_.poisoned_pages.fetch_add(1, std::memory_order_relaxed);
-  std::string what;
-  try {
-    std::rethrow_exception(why);
-  } catch (const std::exception& e) {
-    what = e.what();
-  }
-  std::fprintf(stderr,
-               "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
-               "SIGBUS (an error inside pheap::guard_faults) and the next flush() reports it\n",
-               name_.c_str(), page, page * ps_, what.c_str());
-  registration_.note_poisoned(page_addr(page), std::move(why));
+  // The access gets SIGBUS: inside pheap::guard_faults it becomes this error, else the SIGBUS
+  // handler prints it in one line (fault_signals.cpp) before the process dies of it.
+  registration_.note_poisoned(page_addr(page), why);
   if (have_poison_) {
     const int rc = uffd_poison(uffd_, page_addr(page), ps_);
     if (rc == 0) {
@@ -650,7 +643,18 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, std::exception
     std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", name_.c_str(), page,
                  std::strerror(rc));
   }
-  // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly.
+  // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly, from tgkill
+  // (whose SIGBUS names no address: the handler cannot say which page), so it is said here.
+  std::string what;
+  try {
+    std::rethrow_exception(why);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  std::fprintf(stderr,
+               "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
+               "SIGBUS (an error inside pheap::guard_faults)\n",
+               name_.c_str(), page, page * ps_, what.c_str());
   table_.abandon_fill(page);
   budget_.release(1);
   if (tid != 0) {

@@ -260,7 +260,7 @@ class pager_impl {
   // (runs of consecutive pages are one request each) and installed a run per UFFDIO_COPY.
   // False when it filled nothing (nothing queued, pf_max_active_ steps running already, or no
   // room below the high watermark: then the evictor is asked for room and wakes the workers
-  // when it made some) and no claimed batch waits: a batch queued while the step ran, whose
+  // when it made some) and nothing it could take waits: work queued while the step ran, whose
   // worker the limit turned away, is taken by the next step of this one.
   bool prefetch_step(std::byte* bounce);
   bool take_claimed(std::vector<std::size_t>& got);  // a batch of ra_q_, if any

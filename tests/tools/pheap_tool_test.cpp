@@ -242,6 +242,33 @@ TEST_F(PheapTool, DamagedPageMetWhileListingIsAnErrorNamingSegmentAndPageNotASig
   EXPECT_NE(r.err.find("fails its checksum"), std::string::npos) << r.err;
 }
 
+// A damaged page is said once, in the tool's line: the pager's own line about the SIGBUS
+// (which the tool's guard turns into the error) is for programs that do not guard; and a
+// missing segment file is one problem for all its pages, not one line per page.
+TEST_F(PheapTool, DamageIsSaidInOneLinePerProblemAndNotAgainByThePager) {
+  const std::string seg = ds_ + "/segment-000000";
+  flip_bit(seg, 1000);
+  for (const std::string cmd : {"ls", "info"}) {
+    const auto r = tool({cmd, ds_});
+    EXPECT_TRUE(r.exited(1)) << cmd << ": " << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << cmd << ": " << r.err;
+    EXPECT_EQ(r.err.find("pheap: pager"), std::string::npos) << cmd << ": " << r.err;
+  }
+  fs::remove(seg);
+  const auto c = tool({"check", "--quiet", ds_});
+  EXPECT_TRUE(c.exited(1)) << c.describe();
+  const auto lines = lines_of(c.out);
+  ASSERT_GE(lines.size(), 2u) << c.out;
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [&](const std::string& l) { return l.rfind("problem: " + seg + ": ", 0) == 0; }),
+            1)
+      << "the missing file is one problem: " << c.out;
+  EXPECT_NE(c.out.find("missing segment file"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("more page(s) with data"), std::string::npos) << "its pages are counted: " << c.out;
+  const auto i = tool({"info", ds_});
+  EXPECT_TRUE(i.exited(1)) << "info on a datastore missing a segment: " << i.describe();
+}
+
 TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
   const auto r = tool({"snapshot", ds_, dir_ / "copy"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
