@@ -249,7 +249,8 @@ class pager {
   pager& operator=(const pager&) = delete;
 
   std::byte* base() const noexcept;        // region start, page_size() aligned
-  std::size_t size() const noexcept;       // == store().capacity()
+  // == store().capacity(), or less for a read-only pager (pager_options::read_only_map_bytes)
+  std::size_t size() const noexcept;
   std::size_t page_size() const noexcept;  // == store().page_size()
   bool read_only() const noexcept;
   dirty_tracking tracking() const noexcept;  // the mode in use (never automatic)

@@ -87,6 +87,14 @@ struct pager_options {
   // heap page that is not in memory fails with EFAULT, which code ported from mmap does not
   // expect.
   fault_filling fault_fill = fault_filling::workers;
+  // Read-only pagers: of the store, the bytes the region maps, from offset 0 (rounded up to
+  // whole pages; 0, or at least the capacity: all of it); a read-write pager maps its whole
+  // capacity whatever this says. An access past it is outside the region. pheap::manager sets
+  // it on a read-only open to the part of the heap in use (its metadata and every chunk ever
+  // used), so that a read-only open reserves that much address space rather than the
+  // datastore's capacity (64 GiB by default): under an RLIMIT_AS below the capacity a
+  // read-only open (`pheap check`, `pheap-graph stats`) works where a read-write one cannot.
+  std::size_t read_only_map_bytes = 0;
   bool debug = false;  // stderr: a line at construction (the buffer and its source), the statistics at close
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or

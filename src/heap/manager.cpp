@@ -39,8 +39,14 @@ class manager_core {
   std::atomic<bool> discard_failed{false};
 
   void attach() {
-    alloc = std::make_unique<heap::segment_allocator>(pg->base(), pg->size(), ro, path);
-    if (alloc->header().chunk_size != root.chunk_size || pg->size() != root.capacity) {
+    // A read-only region may map less than the capacity (the part in use: read_only_extent).
+    alloc = std::make_unique<heap::segment_allocator>(pg->base(), pg->store().capacity(), ro, path);
+    if (alloc->used_extent() > pg->size()) {
+      throw error(errc::corrupt, path, "open heap",
+                  "the heap's chunks in use end at " + std::to_string(alloc->used_extent()) +
+                      ", past the " + std::to_string(pg->size()) + " bytes mapped");
+    }
+    if (alloc->header().chunk_size != root.chunk_size || pg->store().capacity() != root.capacity) {
       throw error(errc::corrupt, path, "open heap",
                   "root record geometry (capacity " + std::to_string(root.capacity) + ", chunk " +
                       std::to_string(root.chunk_size) + ") does not match the heap header");
@@ -160,8 +166,27 @@ void check_description(const std::string& path, const std::string& text) {
   }
 }
 
+// Of a read-only store's heap, the bytes in use (metadata and every chunk ever used), read
+// from its header in page 0 before anything is mapped; 0 (map it all) when page 0 holds no
+// data or no valid header, or cannot be read: the attach then reports why, as without this.
+std::uint64_t read_only_extent(sparse_store& store) {
+  if (!store.may_have_data(0)) return 0;
+  const std::size_t ps = store.page_size();
+  const std::unique_ptr<std::byte, decltype(&std::free)> buf(
+      static_cast<std::byte*>(std::aligned_alloc(4096, (ps + 4095) / 4096 * 4096)), &std::free);
+  if (!buf) return 0;
+  try {
+    const page_read r{0, buf.get()};
+    store.read_pages(std::span(&r, 1));
+  } catch (const error&) {
+    return 0;
+  }
+  return heap::segment_allocator::used_extent_of(buf.get(), ps, store.capacity());
+}
+
 // The backend region for an opened (validated) store. The mmap backend first commits the
-// root marked "open by the mmap backend" (read-write only).
+// root marked "open by the mmap backend" (read-write only). A read-only pager maps only the
+// part of the heap in use (pager_options::read_only_map_bytes), not the whole capacity.
 std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, const std::string& path,
                                           const options& opt, bool ro, const heap::root_record& root) {
   if (opt.backend == backend_kind::mmap) {
@@ -170,7 +195,9 @@ std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, c
     marked.mmap_open = true;
     return heap::make_mmap_region(std::move(store), path, store_opts(opt, ro), marked.encode());
   }
-  return heap::make_pager_region(std::move(store), opt.pager);
+  pager_options po = opt.pager;
+  if (ro && po.read_only_map_bytes == 0) po.read_only_map_bytes = read_only_extent(*store);
+  return heap::make_pager_region(std::move(store), po);
 }
 
 // max_epoch: the highest store epoch the caller accepts (store_options::max_epoch).
@@ -518,7 +545,9 @@ const std::string& manager::path() const noexcept {
   return core_ ? core_->path : empty;
 }
 void* manager::get_address() const noexcept { return core_ ? core_->pg->base() : nullptr; }
-manager::size_type manager::get_size() const noexcept { return core_ ? core_->pg->size() : 0; }
+manager::size_type manager::get_size() const noexcept {
+  return core_ ? core_->pg->store().capacity() : 0;
+}
 std::uint64_t manager::epoch() const { return core().pg->store().epoch(); }
 
 // Heap addresses to runs of whole pages (region offsets), sorted and merged: a plan of many
@@ -560,7 +589,7 @@ manager_stats manager::stats() const {
   manager_stats s;
   const heap::allocator_usage u = c.alloc->usage();
   s.epoch = c.pg->store().epoch();
-  s.capacity = c.pg->size();
+  s.capacity = c.pg->store().capacity();
   s.page_size = c.pg->page_size();
   s.chunk_size = u.chunk_size;
   s.num_chunks = u.num_chunks;

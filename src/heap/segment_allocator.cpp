@@ -332,6 +332,17 @@ std::uint64_t segment_allocator::used_extent() const noexcept {
   return h_->data_off + (h_->chunk_high << h_->chunk_shift);
 }
 
+std::uint64_t segment_allocator::used_extent_of(const std::byte* header, std::size_t len,
+                                                std::uint64_t capacity) noexcept {
+  if (len < sizeof(heap_header)) return 0;
+  try {
+    const heap_header& h = validated(const_cast<std::byte*>(header), capacity, "");
+    return std::min(capacity, h.data_off + (h.chunk_high << h.chunk_shift));
+  } catch (...) {
+    return 0;
+  }
+}
+
 allocator_usage segment_allocator::usage() const {
   allocator_usage u;
   u.chunk_size = h_->chunk_size;

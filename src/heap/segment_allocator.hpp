@@ -103,6 +103,11 @@ class segment_allocator {
   // Bytes from the region's start that hold the heap's metadata and every chunk ever used:
   // beyond them the region has never been written (chunk_high).
   std::uint64_t used_extent() const noexcept;
+  // The same, read from a copy of the heap's first `len` bytes (its header) before the region
+  // is mapped; 0 when they are not a valid header of a heap of `capacity` bytes (the attach
+  // then reports why).
+  static std::uint64_t used_extent_of(const std::byte* header, std::size_t len,
+                                      std::uint64_t capacity) noexcept;
 
   // Invariant checker: appends one message per violation. Caller holds the world lock
   // exclusive or the heap is not shared (read-only check tool).

@@ -182,6 +182,9 @@ void pager_impl::set_geometry(const pager_options& opt) {
     throw error(errc::invalid_argument, name_, "map pager",
                 "page size must be a power of two ≥ the system page size and divide the capacity");
   }
+  if (ro_ && opt.read_only_map_bytes != 0 && opt.read_only_map_bytes < cap_) {
+    cap_ = (opt.read_only_map_bytes + ps_ - 1) / ps_ * ps_;  // the rest is never read
+  }
   npages_ = cap_ / ps_;
   table_ = page_table(npages_);
   clock_.size_for(npages_);
@@ -469,10 +472,13 @@ void pager_impl::map_region() {
     // Almost always an address-space limit: say which one, and what sets the size.
     rlimit as{};
     const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    const std::string what =
+        cap_ < store_->capacity()
+            ? "that is the part of the datastore in use (a read-only open maps no more)"
+            : "that is the datastore's capacity, fixed when it was created (options::capacity; "
+              "pheap-graph ingest --capacity, default 64 GiB)";
     throw error(errc::io, name_, "map pager",
-                "cannot reserve " + gib_or_mib(cap_) + " of address space for the heap: that is the datastore's "
-                "capacity, fixed when it was created (options::capacity; pheap-graph ingest --capacity, "
-                "default 64 GiB)" +
+                "cannot reserve " + gib_or_mib(cap_) + " of address space for the heap: " + what +
                     (limited ? ", and this process may map at most " + gib_or_mib(as.rlim_cur) +
                                    " (RLIMIT_AS, ulimit -v): raise the limit or use a smaller capacity"
                              : ": the kernel refused it (vm.overcommit_memory, vm.max_map_count?)"),

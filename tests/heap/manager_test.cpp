@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <numeric>
 #include <stdexcept>
 #include <set>
@@ -58,6 +61,54 @@ TEST_F(Manager, CreatedObjectsAreFoundAfterReopenReadWriteAndReadOnly) {
   EXPECT_EQ(*r.find<int>("answer").first, 43);
   EXPECT_EQ(r.find<point>("p").first->y, 2.5);
   EXPECT_EQ(r.find<int>("absent").first, nullptr);
+}
+
+// The length of the mapping that starts at `base`, from /proc/self/maps (0: none).
+std::uint64_t mapping_length_at(const void* base) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::uint64_t b = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &b, &e) == 2 && b == reinterpret_cast<std::uintptr_t>(base)) {
+      return e - b;
+    }
+  }
+  return 0;
+}
+
+// A read-only open reserves the part of the heap in use (its metadata and every chunk ever
+// used), not the capacity (pager_options::read_only_map_bytes): under an RLIMIT_AS below the
+// capacity read-only tools still work. The top chunk here was allocated and never written (no
+// page of it is in the store): it is mapped all the same, and reads as zeros.
+TEST_F(Manager, AReadOnlyOpenMapsOnlyThePartInUseAndReadsEveryChunkEverUsed) {
+  constexpr std::uint64_t kCapacity = 1ull << 30;
+  constexpr std::size_t kUntouched = 8u << 20;
+  std::ptrdiff_t untouched_off = 0;
+  {
+    manager m(create_only, path_, small_options(kCapacity));
+    m.construct<int>("answer")(42);
+    auto* p = static_cast<std::byte*>(m.allocate(kUntouched));
+    ASSERT_NE(p, nullptr);
+    untouched_off = p - static_cast<std::byte*>(m.get_address());
+    m.construct<std::ptrdiff_t>("untouched")(untouched_off);
+  }
+  {
+    manager r(open_read_only, path_);
+    EXPECT_EQ(r.get_size(), kCapacity) << "the capacity is still the datastore's";
+    const std::uint64_t mapped = mapping_length_at(r.get_address());
+    EXPECT_GT(mapped, 0u);
+    EXPECT_LT(mapped, kCapacity / 4) << "a read-only open maps the part in use only";
+    EXPECT_GE(mapped, static_cast<std::uint64_t>(untouched_off) + kUntouched);
+    EXPECT_EQ(*r.find<int>("answer").first, 42);
+    ASSERT_EQ(*r.find<std::ptrdiff_t>("untouched").first, untouched_off);
+    const auto* z = static_cast<const volatile std::byte*>(r.get_address()) + untouched_off;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < kUntouched; i += 512) nonzero += z[i] != std::byte{0};
+    EXPECT_EQ(nonzero, 0u);
+    EXPECT_TRUE(r.check().empty());
+  }
+  manager w(open_only, path_);
+  EXPECT_EQ(mapping_length_at(w.get_address()), kCapacity) << "a read-write open maps it all";
 }
 
 TEST_F(Manager, ReadOnlyManagerRejectsEveryMutationWithReadOnlyError) {

@@ -5,7 +5,8 @@
 //     instead of the OOM kill an unclamped 1 GiB buffer meets once it fills;
 //   * RLIMIT_AS of 2 GiB with the default 64 GiB capacity: the error names the datastore (not
 //     the temporary directory it is built in), the capacity and --capacity, and leaves nothing
-//     behind; with --capacity 1G the same command works.
+//     behind; with --capacity 1G the same command works; read-only tools on a datastore of the
+//     default capacity work under that limit (they map the part of the heap in use).
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -100,7 +101,9 @@ TEST(GraphLimits, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInste
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find(cg.path()), std::string::npos) << "names the cgroup: " << r.err;
-  if (r.exited(0)) EXPECT_EQ(tools.committed_edges(work / "ds"), 4194304u);
+  if (r.exited(0)) {
+    EXPECT_EQ(tools.committed_edges(work / "ds"), 4194304u);
+  }
   std::printf("ingest in a 96 MiB cgroup with PHEAP_BUFFER_SIZE=1G: %s, cgroup failcnt %llu\n",
               r.describe().c_str(), static_cast<unsigned long long>(cg.failcnt()));
   if (HasFailure()) ++failures;
@@ -131,6 +134,33 @@ TEST(GraphLimits, UnderAnAddressSpaceLimitTheErrorNamesTheDatastoreTheCapacityAn
   EXPECT_TRUE(c.exited(0)) << c.describe();
   if (HasFailure()) ++failures;
   print_result("limits_address_space", 1, failures, 0, timer.seconds());
+}
+
+// Read-only opens map the part of the heap in use, not the capacity: a datastore of the
+// default 64 GiB capacity, built without a limit, is checked, described and read under a
+// 2 GiB RLIMIT_AS; a read-write open of it there is refused naming the capacity.
+TEST(GraphLimits, UnderAnAddressSpaceLimitBelowTheCapacityReadOnlyToolsStillWork) {
+  scenario_timer timer;
+  const graph_tools tools;
+  scratch_dir work;
+  const std::string input = work / "edges.txt";
+  std::ofstream(input) << "1 2\n2 3\n3 1\n";
+  const std::string ds = work / "ds";
+  const auto made = run_child({tools.graph, "ingest", "--datastore", ds, "--quiet", input});
+  ASSERT_TRUE(made.exited(0)) << made.describe();
+  std::uint64_t failures = 0;
+  const auto check = run_limited({tools.tool, "check", "--quiet", ds}, {}, "", 2ull << 30);
+  EXPECT_TRUE(check.exited(0)) << check.describe();
+  const auto info = run_limited({tools.tool, "info", ds}, {}, "", 2ull << 30);
+  EXPECT_TRUE(info.exited(0)) << info.describe();
+  const auto stats = run_limited({tools.graph, "stats", "--datastore", ds}, {}, "", 2ull << 30);
+  EXPECT_TRUE(stats.exited(0)) << stats.describe();
+  EXPECT_NE(stats.out.find("3 (stored adjacency entries)"), std::string::npos) << stats.out;
+  const auto more = run_limited({tools.graph, "ingest", "--datastore", ds, "--quiet", input}, {}, "", 2ull << 30);
+  EXPECT_TRUE(more.exited(1)) << more.describe();
+  EXPECT_NE(more.err.find("cannot reserve 64 GiB of address space"), std::string::npos) << more.err;
+  if (HasFailure()) ++failures;
+  print_result("limits_address_space_read_only", 1, failures, 0, timer.seconds());
 }
 
 }  // namespace
