@@ -81,6 +81,15 @@ class graph_handle {
     std::shared_lock<std::shared_mutex> l(s_->mu());
     return read_locked(f);
   }
+  // A whole-graph walk (bfs, components), as pheap-graph's queries do: the heap is read ahead
+  // of it in large requests, as far as the buffer holds it (manager::prefetch_all), instead of
+  // one fault per page of a random walk.
+  template <class F>
+  auto walk_nogil(F&& f) {
+    std::shared_lock<std::shared_mutex> l(s_->mu());
+    pheap::guard_faults([&] { s_->manager().prefetch_all(); });  // reads the heap header
+    return read_locked(f);
+  }
   template <class F>
   auto read_locked(F& f) {
     pheap::manager& m = s_->manager();
@@ -154,7 +163,7 @@ class graph_handle {
     std::vector<std::uint64_t> level, parent;
     {
       nb::gil_scoped_release nogil;
-      read_nogil([&](const auto& g) {
+      walk_nogil([&](const auto& g) {
         if (!g.contains(source)) {
           throw pheap::error(pheap::errc::invalid_argument, s_->path(), "bfs " + name_,
                              "source " + std::to_string(source) + " is not a vertex of the graph");
@@ -172,7 +181,7 @@ class graph_handle {
     std::vector<std::uint64_t> c;
     {
       nb::gil_scoped_release nogil;
-      read_nogil([&](const auto& g) {
+      walk_nogil([&](const auto& g) {
         c = pg::connected_components(g).component;
         return 0;
       });
