@@ -376,7 +376,29 @@ class slow_failing_store final : public sparse_store {
   std::atomic<std::uint64_t> fail_from_{~std::uint64_t{0}};
 };
 
-// Runs `fn` in a forked child (SIGBUS gets its default action), stderr captured; kills it
+// The victims below must die of SIGBUS itself, with pheap's line naming the page, which its
+// SIGBUS handler prints before passing the signal on to the action it found when it was
+// installed (by a process's first region). So a victim resets SIGBUS to SIG_DFL (a
+// sanitizer's handler would turn the death into a report) only while pheap's handler is not
+// installed yet: then it is installed after the reset and passes the signal to SIG_DFL. Where
+// an earlier test of this process installed it (a whole-binary run: scripts/reliability.sh),
+// the victim keeps it. SIGBUS's action at program start, before any region:
+struct sigaction initial_sigbus_action() {
+  struct sigaction a {};
+  ::sigaction(SIGBUS, nullptr, &a);
+  return a;
+}
+const struct sigaction g_initial_sigbus = initial_sigbus_action();
+
+bool pheaps_sigbus_handler_installed() {
+  struct sigaction now {};
+  ::sigaction(SIGBUS, nullptr, &now);
+  return (now.sa_flags & SA_SIGINFO) != (g_initial_sigbus.sa_flags & SA_SIGINFO) ||
+         ((now.sa_flags & SA_SIGINFO) ? now.sa_sigaction != g_initial_sigbus.sa_sigaction
+                                      : now.sa_handler != g_initial_sigbus.sa_handler);
+}
+
+// Runs `fn` in a forked child (SIGBUS as above), stderr captured; kills it
 // after `timeout_ms`. Returns the wait status; `hung` tells whether it had to be killed.
 template <class Fn>
 int in_child_with_timeout(Fn fn, int timeout_ms, std::string& err, bool& hung) {
@@ -386,7 +408,7 @@ int in_child_with_timeout(Fn fn, int timeout_ms, std::string& err, bool& hung) {
   if (pid == 0) {
     ::close(pipefd[0]);
     ::dup2(pipefd[1], 2);
-    ::signal(SIGBUS, SIG_DFL);
+    if (!pheaps_sigbus_handler_installed()) ::signal(SIGBUS, SIG_DFL);
     const rlimit no_core{0, 0};
     (void)::setrlimit(RLIMIT_CORE, &no_core);
     try {
@@ -420,10 +442,8 @@ int in_child_with_timeout(Fn fn, int timeout_ms, std::string& err, bool& hung) {
   return status;
 }
 
-// Whether the pager works here, probed in a child: the victims below die of SIGBUS itself
-// (SIG_DFL, so a sanitizer's handler does not turn the death into a report), and pheap's own
-// handler, which prints the page's error before an unguarded death, must be installed after
-// that reset; it is installed by a process's first region, which must then be the victim's.
+// Whether the pager works here, probed in a child, so that this process installs no handler
+// for it (under ASan the victims' reset above then comes before pheap's handler).
 bool pager_available_in_a_child() {
   const pid_t pid = ::fork();
   if (pid == 0) ::_exit(mixc::pager_available(kVictimBuffer) ? 0 : 1);
