@@ -40,6 +40,19 @@ child_result run_limited(const std::vector<std::string>& argv, const std::vector
   return c.wait();
 }
 
+// argv under a 2 GiB RLIMIT_AS (below the default 64 GiB capacity), in no cgroup.
+child_result under_2gib_address_space(const std::vector<std::string>& argv) {
+  return run_limited(argv, {}, "", 2ull << 30);
+}
+
+// A scratch directory holding a text edge list and the path of a datastore beside it.
+struct edge_list_beside_datastore {
+  explicit edge_list_beside_datastore(const std::string& edges) { std::ofstream(input) << edges; }
+  scratch_dir work;
+  const std::string input = work / "edges.txt";
+  const std::string ds = work / "ds";
+};
+
 // A memory cgroup v1 of `limit` bytes, removed (after its tasks are gone) when destroyed.
 class memory_cgroup {
  public:
@@ -113,24 +126,22 @@ TEST(GraphLimits, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInste
 TEST(GraphLimits, UnderAnAddressSpaceLimitTheErrorNamesTheDatastoreTheCapacityAndCapacityOption) {
   scenario_timer timer;
   const graph_tools tools;
-  scratch_dir work;
-  const std::string input = work / "edges.txt";
-  std::ofstream(input) << "1 2\n2 3\n";
-  const std::string ds = work / "ds";
-  const auto r = run_limited({tools.graph, "ingest", "--datastore", ds, "--quiet", input}, {}, "", 2ull << 30);
+  const edge_list_beside_datastore e("1 2\n2 3\n");
+  const std::string& ds = e.ds;
+  const auto r = under_2gib_address_space({tools.graph, "ingest", "--datastore", ds, "--quiet", e.input});
   std::uint64_t failures = 0;
   EXPECT_TRUE(r.exited(1)) << r.describe();
   EXPECT_NE(r.err.find("pheap: create " + ds + ": cannot reserve 64 GiB of address space"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--capacity"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RLIMIT_AS"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("creating"), std::string::npos) << "names the datastore, not its temporary: " << r.err;
-  for (const auto& e : fs::directory_iterator(work.path())) {
-    EXPECT_EQ(e.path().filename(), "edges.txt") << "left behind: " << e.path();
+  for (const auto& f : fs::directory_iterator(e.work.path())) {
+    EXPECT_EQ(f.path().filename(), "edges.txt") << "left behind: " << f.path();
   }
-  const auto ok = run_limited({tools.graph, "ingest", "--datastore", ds, "--capacity", "1G", "--quiet", input}, {}, "",
-                              2ull << 30);
+  const auto ok =
+      under_2gib_address_space({tools.graph, "ingest", "--datastore", ds, "--capacity", "1G", "--quiet", e.input});
   EXPECT_TRUE(ok.exited(0)) << ok.describe();
-  const auto c = run_limited({tools.tool, "check", "--quiet", ds}, {}, "", 2ull << 30);
+  const auto c = under_2gib_address_space({tools.tool, "check", "--quiet", ds});
   EXPECT_TRUE(c.exited(0)) << c.describe();
   if (HasFailure()) ++failures;
   print_result("limits_address_space", 1, failures, 0, timer.seconds());
@@ -142,21 +153,19 @@ TEST(GraphLimits, UnderAnAddressSpaceLimitTheErrorNamesTheDatastoreTheCapacityAn
 TEST(GraphLimits, UnderAnAddressSpaceLimitBelowTheCapacityReadOnlyToolsStillWork) {
   scenario_timer timer;
   const graph_tools tools;
-  scratch_dir work;
-  const std::string input = work / "edges.txt";
-  std::ofstream(input) << "1 2\n2 3\n3 1\n";
-  const std::string ds = work / "ds";
-  const auto made = run_child({tools.graph, "ingest", "--datastore", ds, "--quiet", input});
+  const edge_list_beside_datastore e("1 2\n2 3\n3 1\n");
+  const std::string& ds = e.ds;
+  const auto made = run_child({tools.graph, "ingest", "--datastore", ds, "--quiet", e.input});
   ASSERT_TRUE(made.exited(0)) << made.describe();
   std::uint64_t failures = 0;
-  const auto check = run_limited({tools.tool, "check", "--quiet", ds}, {}, "", 2ull << 30);
+  const auto check = under_2gib_address_space({tools.tool, "check", "--quiet", ds});
   EXPECT_TRUE(check.exited(0)) << check.describe();
-  const auto info = run_limited({tools.tool, "info", ds}, {}, "", 2ull << 30);
+  const auto info = under_2gib_address_space({tools.tool, "info", ds});
   EXPECT_TRUE(info.exited(0)) << info.describe();
-  const auto stats = run_limited({tools.graph, "stats", "--datastore", ds}, {}, "", 2ull << 30);
+  const auto stats = under_2gib_address_space({tools.graph, "stats", "--datastore", ds});
   EXPECT_TRUE(stats.exited(0)) << stats.describe();
   EXPECT_NE(stats.out.find("3 (stored adjacency entries)"), std::string::npos) << stats.out;
-  const auto more = run_limited({tools.graph, "ingest", "--datastore", ds, "--quiet", input}, {}, "", 2ull << 30);
+  const auto more = under_2gib_address_space({tools.graph, "ingest", "--datastore", ds, "--quiet", e.input});
   EXPECT_TRUE(more.exited(1)) << more.describe();
   EXPECT_NE(more.err.find("cannot reserve 64 GiB of address space"), std::string::npos) << more.err;
   if (HasFailure()) ++failures;
