@@ -25,6 +25,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 namespace pheap::graph::mpi {
@@ -204,10 +205,11 @@ class distributed_run {
       throw pheap::error(pheap::errc::corrupt, ds_.path(), "ingest",
                          "the ranks' ingestion records disagree (some would resume, start or skip the job)");
     }
-    std::uint64_t mine[2] = {c_.edges, c_.bad_lines}, sum[2] = {0, 0};
-    MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, comm_);
+    std::uint64_t mine[3] = {c_.edges, c_.bad_lines, rep_.job.resume_unverified ? 1u : 0u}, sum[3] = {0, 0, 0};
+    MPI_Allreduce(mine, sum, 3, MPI_UINT64_T, MPI_SUM, comm_);
     pr().edges = sum[0];
     pr().bad_lines = sum[1];
+    rep_.job.resume_unverified = sum[2] != 0;  // on some rank
     rep_.job.resumed_at_edges = rep_.job.resumed ? sum[0] : 0;
     if (!work_) pr().seconds = seconds_since(t0_);
     return work_;
@@ -267,6 +269,34 @@ class distributed_run {
     cur_ = static_cast<std::size_t>(c_.input_index);
     offset_ = c_.byte_offset;
     line_ = c_.line;
+    crc_ = c_.consumed_crc;
+    crc_known_ = c_.crc_known;
+    if (rep_.job.resumed && cur_ < inputs_.size()) verify_consumed();
+  }
+
+  // A resume reads this rank's consumed bytes of its current input again (from its range's
+  // start) and, when the watermark holds their checksum, compares: a changed input is refused
+  // here, where every rank agrees on the outcome ("Changed inputs" in graph/mpi/FORMAT.md).
+  void verify_consumed() {
+    if (offset_ != ranges_[cur_].begin && !crc_known_) rep_.job.resume_unverified = true;
+    try {
+      open_reader();
+    } catch (const input_changed& e) {
+      throw ingest_usage_error(
+          "input " + std::to_string(cur_ + 1) + " of the unfinished ingestion changed since its last watermark: " +
+          e.what() + " (the part rank " + std::to_string(rank_of(comm_)) + " reads). The graph keeps the edges this "
+          "job committed, from the input as it was; rerun with it as it was to finish the job, or pass "
+          "--abandon-incomplete to keep those edges and ingest the inputs as they are now from their start.");
+    }
+  }
+
+  // The reader of input cur_ from the recorded position, checksumming from its range's start.
+  void open_reader() {
+    input_prefix prefix;
+    prefix.how = crc_known_ ? input_prefix::mode::verify : input_prefix::mode::checksum;
+    prefix.crc = crc_;
+    prefix.base = ranges_[cur_].begin;
+    reader_ = std::make_unique<edge_reader>(inputs_[cur_], reader_opts(ranges_[cur_].end), offset_, line_, prefix);
   }
 
   // A new job: this rank's ranges, durable with the first batch (like the job itself).
@@ -300,15 +330,16 @@ class distributed_run {
     batch_bad_ = 0;
     batch_bytes_ = 0;
     while (batch_.size() < opt_.batch_size && reading()) {
-      if (!reader_) {
-        reader_ = std::make_unique<edge_reader>(inputs_[cur_], reader_opts(ranges_[cur_].end), offset_, line_);
-      }
+      if (!reader_) open_reader();
       const std::uint64_t bad_before = reader_->bad_lines(), off_before = reader_->offset();
       reader_->read(batch_, opt_.batch_size - batch_.size());
       batch_bad_ += reader_->bad_lines() - bad_before;
       batch_bytes_ += reader_->offset() - off_before;
       offset_ = reader_->offset();
       line_ = reader_->line();
+      const std::optional<std::uint32_t> crc = reader_->consumed_checksum();
+      crc_ = crc.value_or(0);
+      crc_known_ = crc.has_value();
       if (reader_->failed()) {
         failed_ = true;
       } else if (reader_->eof()) {
@@ -316,6 +347,8 @@ class distributed_run {
         if (++cur_ < inputs_.size()) {
           offset_ = ranges_[cur_].begin;
           line_ = 0;
+          crc_ = 0;  // of nothing: the next input is read from its range's start
+          crc_known_ = true;
         }
       }
     }
@@ -354,6 +387,8 @@ class distributed_run {
     c_.edges += batch_.size();
     c_.total_edges += batch_.size();
     c_.bad_lines += batch_bad_;
+    c_.consumed_crc = crc_;
+    c_.crc_known = crc_known_;
     t_.save(c_);
   }
 
@@ -412,6 +447,8 @@ class distributed_run {
   std::vector<byte_range> ranges_;
   std::size_t cur_ = 0;  // input being read; inputs_.size() when this rank read all of its part
   std::uint64_t offset_ = 0, line_ = 0;
+  std::uint32_t crc_ = 0;   // CRC32C of input cur_'s bytes [range begin, offset_), when crc_known_
+  bool crc_known_ = false;
   std::unique_ptr<edge_reader> reader_;
   bool failed_ = false;
   std::vector<edge> batch_;
@@ -482,7 +519,7 @@ distributed_report ingest(MPI_Comm comm, pheap::mpi::datastore& ds, const std::s
       part = &partition_of(ds, name);
     });
     pheap::graph::detail::target_of<persistent_graph<W>, persistent_ingest_state> target(
-        *g, *find_ingest_state(ds.local(), name));
+        *g, *find_ingest_state(ds.local(), name), find_input_check(ds.local(), name));
     auto inserter = std::make_shared<routed_inserter>();
     distributed_run run(comm, ds, target, *part, g->directed(), inputs, opt,
                         [g, inserter](std::span<const routed> rs) { inserter->insert(*g, rs); }, progress);

@@ -133,27 +133,38 @@ edge_reader::edge_reader(std::string path, const reader_options& opts, std::uint
                        "resume offset " + std::to_string(start_offset) +
                            " is not a multiple of the " + std::to_string(rec) + "-byte record size");
   }
-  const bool read_before = start_offset != 0 && prefix.how != input_prefix::mode::seek;
+  const bool checksummed = prefix.how != input_prefix::mode::seek;
+  if (checksummed && (prefix.base > start_offset ||
+                      (opts_.format == input_format::binary && prefix.base % rec != 0))) {
+    throw pheap::error(errc::invalid_argument, path_, "open edge list",
+                       "checksum base " + std::to_string(prefix.base) + " is not a record boundary at or before " +
+                           "the resume offset " + std::to_string(start_offset));
+  }
+  const std::uint64_t open_at = checksummed ? prefix.base : start_offset;
   try {
-    src_ = detail::open_input(path_, read_before ? 0 : start_offset);
+    src_ = detail::open_input(path_, open_at);
   } catch (const std::runtime_error& e) {
-    throw input_error(path_, 0, start_offset, "", e.what());
+    throw input_error(path_, 0, open_at, "", e.what());
   }
   buf_.resize(opts_.buffer_bytes);
-  if (read_before) {
-    read_prefix(start_offset, prefix);
+  if (checksummed && start_offset > prefix.base) {
+    read_prefix(prefix.base, start_offset - prefix.base, prefix);
+    // From the input's start read_prefix also found the Matrix Market size line; from a
+    // part's base the header lies before it.
+    if (prefix.base != 0 && opts_.format == input_format::text) scan_matrix_market_header();
   } else {
-    crc_known_ = start_offset == 0;
+    crc_known_ = checksummed || start_offset == 0;  // nothing consumed from the base yet
     if (opts_.format == input_format::text) scan_matrix_market_header();
   }
 }
 
-// Reads the input's first n bytes (from its start), checksumming them and finding whether a
-// Matrix Market size line lies beyond them; the bytes read past n stay in the buffer, unconsumed.
-void edge_reader::read_prefix(std::uint64_t n, const input_prefix& p) {
+// Reads the input's n bytes from `base` (where src_ stands), checksumming them and, from the
+// input's start, finding whether a Matrix Market size line lies beyond them; the bytes read
+// past n stay in the buffer, unconsumed.
+void edge_reader::read_prefix(std::uint64_t base, std::uint64_t n, const input_prefix& p) {
   static constexpr std::string_view kMM = "%%MatrixMarket";
   std::string head;          // the first bytes, up to kMM's length
-  bool decided = opts_.format != input_format::text;
+  bool decided = opts_.format != input_format::text || base != 0;
   bool in_comment = false, data_line = false;
   std::uint64_t left = n;
   std::uint32_t crc = 0;
@@ -162,12 +173,12 @@ void edge_reader::read_prefix(std::uint64_t n, const input_prefix& p) {
     try {
       got = src_->read(buf_.data(), buf_.size());
     } catch (const std::runtime_error& e) {
-      throw input_error(path_, 0, n - left, "", e.what(), false);
+      throw input_error(path_, 0, base + n - left, "", e.what(), false);
     }
     if (got == 0) {
-      throw input_changed(path_, n,
-                          "it ends at byte " + std::to_string(n - left) + ", before byte " +
-                              std::to_string(n) + " where the reading stopped: it is not the input "
+      throw input_changed(path_, base + n,
+                          "it ends at byte " + std::to_string(base + n - left) + ", before byte " +
+                              std::to_string(base + n) + " where the reading stopped: it is not the input "
                               "that was read then");
     }
     const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(got, left));
@@ -197,9 +208,10 @@ void edge_reader::read_prefix(std::uint64_t n, const input_prefix& p) {
   mm_size_line_pending_ = head == kMM && !data_line;
   crc_ = crc;
   if (p.how == input_prefix::mode::verify && crc != p.crc) {
-    throw input_changed(path_, n,
-                        "its first " + std::to_string(n) + " bytes are not those read before (CRC32C " +
-                            hex32(crc) + ", recorded " + hex32(p.crc) +
+    const std::string which = base == 0 ? "its first " + std::to_string(n) + " bytes are"
+                                        : "its bytes " + std::to_string(base) + "-" + std::to_string(base + n - 1) + " are";
+    throw input_changed(path_, base + n,
+                        which + " not those read before (CRC32C " + hex32(crc) + ", recorded " + hex32(p.crc) +
                             "): the input was changed or replaced");
   }
 }

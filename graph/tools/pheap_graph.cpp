@@ -240,6 +240,15 @@ std::uint64_t prepare_progress(progress& pr, const ingest_args& a, const pg::per
   return start;
 }
 
+// A resume from a watermark without the checksum of the consumed input (stderr).
+void warn_if_unverified(const pg::ingest_report& r) {
+  if (!r.resume_unverified) return;
+  std::fprintf(stderr,
+               "pheap-graph ingest: warning: the watermark resumed from holds no checksum of the input "
+               "read before it (written by an older pheap-graph): resumed trusting the input's path "
+               "and size; later watermarks hold one\n");
+}
+
 // The job's report: stdout for the result, stderr (through pr) for progress. `epoch`: the
 // watermark the datastore ends at (closing writes nothing more when nothing is dirty).
 void print_report(const pg::ingest_report& r, const std::string& name, std::uint64_t vertices,
@@ -308,12 +317,7 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
     tool_support::leave(exit_failure);
   }
   pr.finish();
-  if (r.resume_unverified) {
-    std::fprintf(stderr,
-                 "pheap-graph ingest: warning: the watermark resumed from holds no checksum of the input "
-                 "read before it (written by an older pheap-graph): resumed trusting the input's path "
-                 "and size; later watermarks hold one\n");
-  }
+  warn_if_unverified(r);
   print_report(r, a.name, g.num_vertices(), g.num_arcs(), m.epoch());
   return 0;
 }
@@ -346,6 +350,7 @@ int ingest_distributed(const ingest_args& a, const pg::ingest_options& o, const 
     pg::visit_graph(ds.local(), a.name, [&](const auto& g) { mine[0] = g.num_vertices(), mine[1] = g.num_arcs(); });
     MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (talk) {
+      warn_if_unverified(r.job);
       print_report(r.job, a.name, sum[0], sum[1], ds.epoch());
       if (!r.job.already_done) {
         const auto edges = r.job.final.edges_this_run;

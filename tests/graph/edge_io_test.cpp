@@ -1,6 +1,7 @@
 // Edge-list readers and writers: the grammar of edge_io.hpp and every documented bad-input
 // outcome (bad token, overflowing id, truncated binary record, empty file); gzip and zstd
 // inputs detected by their magic bytes, resumed, and refused when corrupt or truncated.
+#include <pheap/crc32c.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/rmat.hpp>
 
@@ -243,6 +244,63 @@ TEST(GraphEdgeIo, ResumingAtReportedOffsetAndLineContinuesExactly) {
   const auto rest = read_all(p, text(), 50, r.offset(), r.line());
   ASSERT_TRUE(rest.failed);
   EXPECT_EQ(rest.error_line, 502u);
+}
+
+// A part of an input (what one MPI rank reads: [base, end_offset)) is checksummed from its
+// base, not from the input's start: a resume inside it verifies only the part's consumed bytes,
+// refuses them changed, and ignores a change before the base. A Matrix Market size line before
+// the base stays skipped.
+TEST(GraphEdgeIo, APartIsChecksummedFromItsBaseAndAResumeInsideItRefusesItsBytesChanged) {
+  pheap::test::temp_dir d;
+  std::string content = "%%MatrixMarket matrix coordinate pattern general\n% c\n900 900 800\n";
+  for (int i = 0; i < 800; ++i) content += std::to_string(i + 1) + " " + std::to_string(i * 3 + 1) + "\n";
+  const auto p = write_file(d, "part.mtx", content);
+  const std::uint64_t base = content.find('\n', content.size() / 3) + 1, end = content.find('\n', 2 * content.size() / 3) + 1;
+  reader_options o = text();
+  o.buffer_bytes = 4096;
+  o.end_offset = end;
+  input_prefix from_base;
+  from_base.how = input_prefix::mode::checksum;
+  from_base.base = base;
+  std::vector<edge> first, rest;
+  edge_reader a(p, o, base, 0, from_base);
+  a.read(first, 100);
+  const std::uint64_t at = a.offset();
+  const auto crc = a.consumed_checksum();
+  ASSERT_TRUE(crc.has_value());
+  EXPECT_EQ(*crc, pheap::crc32c(content.data() + base, at - base, 0));
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.front().src, std::stoull(content.substr(base)));  // the part's first line, not taken for a size line
+
+  input_prefix verify = from_base;
+  verify.how = input_prefix::mode::verify;
+  verify.crc = *crc;
+  {
+    edge_reader b(p, o, at, a.line(), verify);  // the part as it was: continues where a stopped
+    while (b.read(rest, 64) > 0) {
+    }
+    EXPECT_EQ(b.consumed_checksum(), pheap::crc32c(content.data() + base, end - base, 0));
+    edge_reader whole(p, o, base, 0, from_base);
+    std::vector<edge> all;
+    while (whole.read(all, 64) > 0) {
+    }
+    first.insert(first.end(), rest.begin(), rest.end());
+    EXPECT_EQ(first, all);
+  }
+  std::string before_base = content;
+  before_base[base - 3] = before_base[base - 3] == '1' ? '2' : '1';  // a digit of the line before the part
+  write_file(d, "part.mtx", before_base);
+  EXPECT_NO_THROW(edge_reader(p, o, at, a.line(), verify));
+  std::string inside = content;
+  inside[at - 3] = inside[at - 3] == '1' ? '2' : '1';  // a digit of the part's last consumed line
+  write_file(d, "part.mtx", inside);
+  try {
+    edge_reader c(p, o, at, a.line(), verify);
+    ADD_FAILURE() << "a changed part was not refused";
+  } catch (const input_changed& e) {
+    EXPECT_NE(std::string(e.what()).find("its bytes " + std::to_string(base) + "-" + std::to_string(at - 1) + " are not those read before"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(GraphEdgeIo, LinesLongerThanTheBufferAreHandled) {

@@ -211,6 +211,44 @@ TEST_F(GraphMpi, MalformedLineOnOneRankCommitsWhatPrecedesItOnEveryRankAndSkipRe
   EXPECT_EQ(edges(d), reference(want_flags));
 }
 
+// Exactly-once means the same input. A job stopped part-way (by a malformed line near the end)
+// is rerun over an input of the same path and size whose bytes changed inside the part rank 1
+// had consumed: every rank refuses (exit 2), the message names the input and rank 1, and the
+// graph keeps what the job committed. With the input as it was, the rerun finishes the job.
+TEST_F(GraphMpi, AnInputChangedInsideTheConsumedPartOfOneRankIsRefusedAtResumeOnEveryRank) {
+  std::string text = slurp(input_);
+  text.insert(text.rfind('\n', text.size() - 2 - text.size() / 8) + 1, "1 two\n");
+  { std::ofstream(input_) << text; }
+  const std::string d = dir_ / "d";
+  const std::vector<std::string> flags = {"--batch-size", "200", "--flush-every", "400", "--skip-bad-lines"};
+  const std::vector<std::string> strict(flags.begin(), flags.end() - 1);
+  ASSERT_EQ(mpi(3, ingest_args(d, strict)).status, 3);
+  const auto committed = edges(d);
+  ASSERT_GT(committed.size(), 0u);
+  // Rank 1's part starts just after the first newline at or after a third of the input; swap
+  // the two ids of a line a few lines into it (same size, other bytes).
+  std::string changed = text;
+  std::size_t at = changed.find('\n', changed.size() / 3 - 1) + 1;
+  for (int skip = 0; skip < 3; ++skip) at = changed.find('\n', at) + 1;
+  for (;; at = changed.find('\n', at) + 1) {
+    const std::size_t sp = changed.find(' ', at), nl = changed.find('\n', at);
+    const std::string a = changed.substr(at, sp - at), b = changed.substr(sp + 1, nl - sp - 1);
+    if (a == b) continue;
+    changed.replace(at, nl - at, b + " " + a);
+    break;
+  }
+  ASSERT_EQ(changed.size(), text.size());
+  { std::ofstream(input_) << changed; }
+  const auto refused = mpi(3, ingest_args(d, flags));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("changed since its last watermark"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("(the part rank 1 reads)"), std::string::npos) << refused.output;
+  EXPECT_EQ(edges(d), committed);
+  { std::ofstream(input_) << text; }
+  ok(mpi(3, ingest_args(d, flags)));
+  EXPECT_EQ(edges(d), reference(flags));
+}
+
 // Kills of one rank: at random times (from outside, SIGKILL to its pid) and at each named
 // step of the collective flush (the step hook, in pheap-graph-crashable), under 2, 3 and 4
 // ranks. After each kill the job has ended (mpirun ends the others); the next run of the same

@@ -51,12 +51,14 @@
 // start, continues where an earlier reader stopped).
 //
 // CONSUMED CHECKSUM: consumed_checksum() is the CRC32C (pheap/crc32c.hpp) of the decompressed
-// bytes [0, offset()) — what the reader has consumed, from the input's start — whenever it is
-// known: always when the reader started at 0, and with input_prefix::checksum or ::verify
-// (which read the bytes before the start instead of seeking past them). With ::verify a
-// prefix that differs from the expected checksum (another file, or the file changed) or ends
-// early makes the constructor throw input_changed. graph::ingest records the checksum with
-// each watermark and verifies it at resume (pheap/graph/ingest.hpp, "Changed inputs").
+// bytes [base, offset()) — what the reader has consumed, from the input's start (base 0) or from
+// the start of its part (input_prefix::base) — whenever it is known: always when the reader
+// started at 0, and with input_prefix::checksum or ::verify (which read the bytes between base
+// and the start instead of seeking past them). With ::verify a prefix that differs from the
+// expected checksum (another file, or the file changed) or ends early makes the constructor
+// throw input_changed. graph::ingest records the checksum with each watermark and verifies it
+// at resume (pheap/graph/ingest.hpp, "Changed inputs"); the distributed ingestion does the same
+// per rank over the rank's part of each input (graph/mpi/FORMAT.md).
 #pragma once
 
 #include <pheap/graph/types.hpp>
@@ -95,13 +97,17 @@ class input_changed : public std::runtime_error {
 //   seek      a plain regular file is seeked (the bytes before are not read); a compressed
 //             input or a stream is read from its start and the bytes skipped.
 //             consumed_checksum() is then unknown.
-//   checksum  the bytes before the start are read from the input's start (never seeked) and
-//             checksummed, so consumed_checksum() is known.
+//   checksum  the bytes [base, start) are read (never seeked past) and checksummed, so
+//             consumed_checksum() is known. The input is positioned at `base` as a seek
+//             would position it (a regular file is seeked there).
 //   verify    as checksum, and the checksum must equal `crc`, else input_changed.
+// base is 0 for a whole input; a part of one (reader_options::end_offset) starts at its own
+// base, which must be a line (text) or record (binary) boundary <= the start.
 struct input_prefix {
   enum class mode { seek, checksum, verify };
   mode how = mode::seek;
   std::uint32_t crc = 0;
+  std::uint64_t base = 0;
 };
 
 struct reader_options {
@@ -135,8 +141,8 @@ class edge_reader {
   std::uint64_t bad_lines() const noexcept { return bad_lines_; }
   const std::string& path() const noexcept { return path_; }
   bool is_stdin() const noexcept { return path_ == "-"; }
-  // CRC32C of the decompressed bytes [0, offset()); nullopt when the reader seeked past bytes
-  // it did not read (see CONSUMED CHECKSUM above).
+  // CRC32C of the decompressed bytes [base, offset()); nullopt when the reader seeked past
+  // bytes it did not read (see CONSUMED CHECKSUM above).
   std::optional<std::uint32_t> consumed_checksum();
 
  private:
@@ -147,7 +153,7 @@ class edge_reader {
   // reason string (std::string) for malformed lines.
   bool parse_line(const char* b, const char* e, edge& out);
   void scan_matrix_market_header();
-  void read_prefix(std::uint64_t n, const input_prefix& p);
+  void read_prefix(std::uint64_t base, std::uint64_t n, const input_prefix& p);
   void fold_checksum() noexcept;  // crc_ += the consumed bytes of buf_ not yet in it
   bool take_damage();  // the damage fill() met, once what precedes it is consumed: error_
 
@@ -164,7 +170,7 @@ class edge_reader {
   bool mm_size_line_pending_ = false;
   std::optional<input_error> error_;
   std::string damage_;          // corrupt compressed data met after the bytes in buf_
-  std::uint32_t crc_ = 0;       // CRC32C of the input's bytes before buf_[crc_pos_]
+  std::uint32_t crc_ = 0;       // CRC32C of the input's bytes from base to buf_[crc_pos_]
   std::size_t crc_pos_ = 0;     // <= pos_
   bool crc_known_ = true;
 };
