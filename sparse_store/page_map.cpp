@@ -142,6 +142,26 @@ bool page_map::may_have_data(std::uint64_t page) {
   return (n->has_data[i / 64].load(std::memory_order_acquire) >> (i % 64)) & 1u;
 }
 
+std::optional<std::uint64_t> page_map::first_with_data(std::uint64_t first, std::uint64_t end) {
+  for (std::uint64_t p = first; p < end;) {
+    const std::uint64_t b = p / pages_per_block, block_end = std::min(end, (b + 1) * pages_per_block);
+    node* n = loaded(b);
+    if (n == nullptr) {
+      if (open_dir_[b].data_pages == 0) {
+        p = block_end;
+        continue;
+      }
+      load_blocks({b});
+      n = loaded(b);
+    }
+    for (; p < block_end; ++p) {
+      const auto i = static_cast<std::uint32_t>(p % pages_per_block);
+      if ((n->has_data[i / 64].load(std::memory_order_acquire) >> (i % 64)) & 1u) return p;
+    }
+  }
+  return std::nullopt;
+}
+
 // --- reads ----------------------------------------------------------------------------------------
 
 void page_map::newest(std::span<const std::uint64_t> pages, std::span<copy> out) const {

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -91,6 +92,10 @@ class page_map {
   // True if the page's newest version has data. Lock-free once its block is loaded; loads it
   // otherwise (a block that cannot be loaded answers true: the read then reports why).
   bool may_have_data(std::uint64_t page);
+  // The first page of [first, end) whose newest version has data, or nullopt. Blocks the
+  // directory says hold no data are skipped unread; the others are loaded in turn until one is
+  // found. Unlike may_have_data(), a block that cannot be loaded throws (check_block's error).
+  std::optional<std::uint64_t> first_with_data(std::uint64_t first, std::uint64_t end);
 
   // --- reads ---------------------------------------------------------------------------------
   struct copy {

@@ -1,5 +1,5 @@
-// sparse_store/read_path.cpp — read_pages(), may_have_data() and page_crc() (FORMAT.md "Read
-// path").
+// sparse_store/read_path.cpp — read_pages(), may_have_data(), page_crc() and check_files()
+// (FORMAT.md "Read path").
 //
 // A page's newest version (working, sealed or committed: page_map.hpp) says where its copy is.
 // A page without data is zeros, with no I/O. Every other page is read from its home and
@@ -122,6 +122,19 @@ std::optional<std::uint32_t> store_impl::page_crc(std::uint64_t page) const {
     return crc32c(zeros.data(), zeros.size());
   }
   return c.crc;
+}
+
+// Per segment file: its first page with data (page_map::first_with_data skips the blocks the
+// directory says hold none without reading them); if there is one, the file is opened and
+// checked as a read of that page would (segment_files::for_read), and kept open.
+void store_impl::check_files() {
+  const std::uint64_t per = segs_.pages_per_segment(), at = epoch();
+  for (std::uint64_t seg = 0; seg < segs_.segment_count(); ++seg) {
+    const std::uint64_t first = seg * per;
+    if (const auto page = map_.first_with_data(first, std::min(page_count_, first + per))) {
+      (void)segs_.for_read(seg, *page, at);
+    }
+  }
 }
 
 }  // namespace pheap::store

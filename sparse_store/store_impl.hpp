@@ -68,6 +68,7 @@ class store_impl final : public sparse_store {
   void discard(std::uint64_t first_page, std::uint64_t count) override;
   bool may_have_data(std::uint64_t page) const override;
   std::optional<std::uint32_t> page_crc(std::uint64_t page) const override;
+  void check_files() override;
   std::uint64_t commit(std::span<const std::byte> root) override;
   std::uint64_t commit_if_changed(std::span<const std::byte> root) override;
   std::uint64_t prepare(std::span<const std::byte> root) override;

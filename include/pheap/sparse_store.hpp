@@ -167,6 +167,14 @@ class sparse_store {
     (void)page;
     return std::nullopt;
   }
+  // Checks every file a page with data lives in as a read of that page would (present, of its
+  // full size, this datastore's), reading no page data: what an open leaves to the first read
+  // of each file (opens read only the superblock and the map directory). Loads the map blocks
+  // it needs to find one page with data per file (at most a few small reads per file).
+  // Throws errc::corrupt naming the first damaged file, as that read would ("missing segment
+  // file, required by page P of epoch E"), or the map block that cannot be loaded. `pheap
+  // info` calls it so that a datastore missing a file does not look sound.
+  virtual void check_files() = 0;
 
   // Makes everything written so far durable atomically with `root` (≤ max_root_size bytes).
   virtual std::uint64_t commit(std::span<const std::byte> root) = 0;

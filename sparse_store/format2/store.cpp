@@ -90,6 +90,7 @@ class store final : public sparse_store {
   bool may_have_data(std::uint64_t page) const override {
     return page < bits_.size() && bits_.test(page);
   }
+  void check_files() override {}  // open checked every segment the superblock names (segment_set)
 
   void write_pages(std::span<const page_write>) override { refuse("write_pages"); }
   void discard(std::uint64_t, std::uint64_t) override { refuse("discard"); }

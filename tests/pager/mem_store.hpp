@@ -118,6 +118,7 @@ class mem_store : public sparse_store {
     std::lock_guard lk(st_->mu);
     for (std::uint64_t p = first; p < first + count; ++p) st_->current.erase(p);
   }
+  void check_files() override {}  // no files
   bool may_have_data(std::uint64_t page) const override {
     std::lock_guard lk(st_->mu);
     return st_->current.count(page) != 0 || st_->fail_read.count(page) != 0;

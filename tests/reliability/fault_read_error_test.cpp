@@ -346,6 +346,7 @@ class slow_failing_store final : public sparse_store {
   void write_pages(std::span<const page_write> batch) override { in_->write_pages(batch); }
   void discard(std::uint64_t first, std::uint64_t count) override { in_->discard(first, count); }
   bool may_have_data(std::uint64_t page) const override { return in_->may_have_data(page); }
+  void check_files() override { in_->check_files(); }
   std::uint64_t commit(std::span<const std::byte> root) override { return in_->commit(root); }
   std::uint64_t prepare(std::span<const std::byte> root) override { return in_->prepare(root); }
   std::uint64_t confirm() override { return in_->confirm(); }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <filesystem>
 #include <string>
@@ -267,6 +268,37 @@ TEST_F(PheapTool, DamageIsSaidInOneLinePerProblemAndNotAgainByThePager) {
   EXPECT_NE(c.out.find("more page(s) with data"), std::string::npos) << "its pages are counted: " << c.out;
   const auto i = tool({"info", ds_});
   EXPECT_TRUE(i.exited(1)) << "info on a datastore missing a segment: " << i.describe();
+}
+
+// `pheap info` checks every file that a page with data lives in, as the first read of that page
+// would. A datastore whose open needs only segment 0 (the heap's header) and which is missing
+// a later segment fails info with one line naming that file. An open alone does not see it.
+TEST_F(PheapTool, InfoRefusesADatastoreMissingASegmentThatNoHeaderPageLivesIn) {
+  const std::string ds = dir_ / "segmented";
+  {
+    options o;
+    o.segment_size = 1u << 20;
+    manager m(create_only, ds, o);
+    std::memset(m.construct<char>("far")[6u << 20](0), 'x', 6u << 20);  // over several segments
+    m.flush();
+    m.flush();
+  }
+  std::vector<std::string> segments;
+  for (const auto& e : fs::directory_iterator(ds)) {
+    if (e.path().filename().string().rfind("segment-", 0) == 0) segments.push_back(e.path().string());
+  }
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u);
+  ASSERT_TRUE(tool({"info", ds}).exited(0));
+  const std::string gone = segments.back();
+  fs::remove(gone);
+  { manager still_opens(open_read_only, ds); }
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"info", ds}, {"info", "--json", ds}}) {
+    const auto r = tool(args);
+    EXPECT_TRUE(r.exited(1)) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(gone + ": missing segment file, required by page "), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
