@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Regenerate the tables of bench/README.md from the CSVs in bench/results/.
+
+  python3 bench/tables.py          rewrite every table between its markers
+  python3 bench/tables.py --check  exit 1 if bench/README.md is not what this script writes,
+                                   or a relative link of README.md or DECISIONS.md does not resolve
+  python3 bench/tables.py --list   print which folder and file feed each table
+
+A table sits between `<!-- table: NAME -->` and `<!-- end table -->` in bench/README.md.
+MANIFEST below says, for each NAME, which result folder and file feed it and which of its
+columns are read; the function of the same name turns those rows into the table. Medians are
+over the rounds a CSV holds; a ratio is of medians unless the table says per round.
+Python 3 standard library only.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(BENCH, "results")
+README = os.path.join(BENCH, "README.md")
+
+# name -> the sources of the table: (folder under bench/results, file, columns read).
+MANIFEST = {
+    "incore-peers": [("2026-11-22-quick", "construct.csv",
+                      "label system scale threads arcs_per_s")],
+    "incore-pagesize": [("2026-11-29-incore-am", "incore-pagesize.csv",
+                         "system page_size ingest_s")],
+    "ooc-kernel": [
+        ("2026-11-28-pagesize", "pagesize.csv", "system mode scale page_size status arcs_per_s"),
+        ("2026-11-29-lazy-staging", "construct2.csv", "label system status arcs_per_s"),
+        ("2026-11-27-eighth-after-fills", "construct.csv", "system status arcs_per_s"),
+        ("2026-11-27-graph-defaults", "construct.csv", "system scale status arcs_per_s"),
+        ("2026-11-29-s20-quarter-ak", "construct.csv", "system status arcs_per_s"),
+        ("2026-11-29-s20-half-mmap", "construct.csv", "system status arcs arcs_per_s"),
+    ],
+    "ooc-ab": [("2026-12-01-ooc-ab", "construct-s18-half-quarter.csv",
+                "label mode status ingest_s arcs_per_s pager_pages_read")],
+    "tiny": [("2026-11-29-mechanism-floor", "floor.csv",
+              "page buffer_pages pheap_s disk2_s floor2_s")],
+    "cold-read": [("2026-12-01-cold-read", "summary.csv",
+                   "scale command system state wall_s vs_mmap vs_cat")],
+    "scan": [("2026-12-01-scan", "scan.csv",
+              "case mib_per_s faults pages_read store_read_requests")],
+    "durability": [("2026-11-25-format3", "durability.csv",
+                    "label bench page_size bytes seconds")],
+    "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
+                     "column 1 (budget), 2 (form), 3 (seconds)")],
+    "python": [("2026-12-01-python", "summary.csv", "case measure value target met")],
+}
+
+
+def read(folder, name, header=True):
+    with open(os.path.join(RESULTS, folder, name), newline="") as f:
+        return list(csv.DictReader(f)) if header else list(csv.reader(f))
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def x(v, nd=2):
+    return f"{v:.{nd}f}x"
+
+
+def s(v, nd=2):
+    return f"{v:.{nd}f} s"
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def rates(rows, **match):
+    """arcs/s of the rows whose columns equal match, and whether any did not finish."""
+    got = [r for r in rows if all(re.fullmatch(v, r[k]) for k, v in match.items())]
+    return [float(r["arcs_per_s"]) for r in got], any(r["status"] != "ok" for r in got)
+
+
+# Each function: the rows of its MANIFEST sources -> the markdown table.
+
+def incore_peers():
+    rows = [r for r in read("2026-11-22-quick", "construct.csv") if r["label"] == "incore"]
+    rate = {(r["system"], r["scale"], r["threads"]): float(r["arcs_per_s"]) for r in rows}
+    out = []
+    for sc, th in sorted({(r["scale"], r["threads"]) for r in rows}):
+        u, d, b, m = (rate[(k, sc, th)] for k in ("uffd", "dram", "bip", "mmap"))
+        out.append([sc, th, x(u / d), x(u / b), x(u / m), x(m / d)])
+    return table(["SCALE", "threads", "pheap / std::allocator", "pheap / Boost.IP",
+                  "pheap / mmap backend", "mmap backend / std::allocator"], out)
+
+
+def incore_pagesize():
+    rows = read("2026-11-29-incore-am", "incore-pagesize.csv")
+    out = []
+    for system in ("uffd", "uffd-grouped"):
+        t = {p: med([float(r["ingest_s"]) for r in rows
+                     if r["system"] == system and r["page_size"] == p]) for p in ("4096", "65536")}
+        out.append([system, s(t["4096"], 3), s(t["65536"], 3), x(t["4096"] / t["65536"]),
+                    "≤ 1.1x", "met" if t["4096"] / t["65536"] <= 1.1 else "**missed**"])
+    return table(["form", "4 KiB, median of 5", "64 KiB", "4 KiB ÷ 64 KiB", "target", ""], out)
+
+
+def ooc_kernel():
+    points = [  # (SCALE, budget, folder, file, pheap match, kernel match)
+        ("18", "1/2", "2026-11-28-pagesize", "pagesize.csv",
+         dict(system="uffd", mode="half", page_size="4096"), dict(system="mmap-random", mode="half")),
+        ("18", "1/4", "2026-11-29-lazy-staging", "construct2.csv",
+         dict(label="AI2-new-.*", system="uffd"), dict(system="mmap-random")),
+        ("18", "1/8", "2026-11-27-eighth-after-fills", "construct.csv",
+         dict(system="uffd"), dict(system="mmap-random")),
+        ("20", "1/2", "2026-11-27-graph-defaults", "construct.csv",
+         dict(system="uffd", scale="20"), dict(system="mmap-random", scale="20")),
+        ("20", "1/4", "2026-11-29-s20-quarter-ak", "construct.csv",
+         dict(system="uffd"), dict(system="mmap-random")),
+        ("20", "1/2", "2026-11-29-s20-half-mmap", "construct.csv",
+         dict(system="uffd"), dict(system="mmap")),
+    ]
+    out = []
+    for sc, budget, folder, name, pm, km in points:
+        rows = read(folder, name)
+        p, pdnf = rates(rows, **pm)
+        k, kdnf = rates(rows, **km)
+        # per round: the i-th pheap run against the i-th kernel run of the same file
+        ratios = ", ".join(("≥ " if kdnf and not pdnf else "") + x(a / b) for a, b in zip(p, k))
+        kernel = km["system"] + (" (default advice)" if km["system"] == "mmap" else "")
+        status = "did not finish" if kdnf else "ok"
+        out.append([sc, budget, kernel, len(p), ratios, status, f"`{folder}`"])
+    return table(["SCALE", "budget", "kernel path", "rounds", "pheap ÷ kernel (arcs/s, per round)",
+                  "kernel run", "folder"], out)
+
+
+def ooc_ab():
+    rows = read("2026-12-01-ooc-ab", "construct-s18-half-quarter.csv")
+    out = []
+    for mode, col, what in (("half", "ingest_s", "median ingest"),
+                            ("quarter", "arcs_per_s", "median arcs/s by progress (DNF in 120 s)")):
+        v = {}
+        for who in ("base", "main"):
+            got = [float(r[col]) for r in rows if r["label"].startswith(who) and r["mode"] == mode]
+            v[who] = (med(got), len(got))
+        b, a = v["base"][0], v["main"][0]
+        ratio = b / a if col == "ingest_s" else a / b
+        fmt = (lambda t: s(t)) if col == "ingest_s" else (lambda t: f"{t / 1000:.1f} k")
+        out.append([mode.replace("half", "1/2").replace("quarter", "1/4"), what, v["base"][1],
+                    fmt(b), fmt(a), x(ratio, 3)])
+    return table(["S18 budget", "measure", "pairs", "before (671f42c)", "after", "after ÷ before (speed)"],
+                 out)
+
+
+def tiny():
+    rows = read("2026-11-29-mechanism-floor", "floor.csv")
+    out = []
+    for page, buf in (("4096", "16"), ("4096", "64"), ("65536", "16"), ("65536", "4")):
+        got = [r for r in rows if r["page"] == page and r["buffer_pages"] == buf]
+        f = lambda a, b: med([float(r[a]) / float(r[b]) for r in got])
+        out.append([f"{int(page) // 1024} KiB, {buf} pages", len(got),
+                    s(med([float(r["pheap_s"]) for r in got]), 1), x(f("pheap_s", "disk2_s")),
+                    x(f("floor2_s", "disk2_s")), x(f("pheap_s", "floor2_s"))])
+    return table(["page, buffer", "rounds", "pheap, median", "pheap ÷ disk alone",
+                  "floor ÷ disk alone", "pheap ÷ floor"], out)
+
+
+def cold_read():
+    rows = read("2026-12-01-cold-read", "summary.csv")
+    get = {(r["scale"], r["command"], r["system"], r["state"]): r for r in rows}
+    out = []
+    for sc in ("18", "20"):
+        for cmd in ("stats", "bfs", "cc", "export"):
+            pc, mc = get[(sc, cmd, "pheap", "cold")], get[(sc, cmd, "mmap", "cold")]
+            pw, mw = get[(sc, cmd, "pheap", "warm")], get[(sc, cmd, "mmap", "warm")]
+            out.append([sc, cmd, pc["wall_s"][:-1] + " s", mc["wall_s"][:-1] + " s", pc["vs_mmap"],
+                        pw["wall_s"][:-1] + " s", mw["wall_s"][:-1] + " s", pw["vs_mmap"], pc["vs_cat"]])
+    return table(["SCALE", "command", "pheap cold", "mmap cold", "÷ mmap", "pheap warm", "mmap warm",
+                  "÷ mmap", "cold ÷ `cat`"], out)
+
+
+def scan():
+    rows = read("2026-12-01-scan", "scan.csv")
+    names = [("dd", "dd `iflag=direct bs=1M`"), ("pheap", "pheap (fault read-ahead)"),
+             ("pheap-backward", "pheap backwards"), ("pheap-prefetch", "pheap, `prefetch_all` first"),
+             ("pheap-quarter", "pheap, buffer a quarter of the data"),
+             ("pheap-noahead", "pheap `PHEAP_READ_AHEAD=0`"), ("mmap", "mmap, default advice"),
+             ("mmap-random", "mmap `MADV_RANDOM`")]
+    col = lambda case, c: [float(r[c]) for r in rows if r["case"] == case]
+    dd = med(col("dd", "mib_per_s"))
+    out = []
+    for case, label in names:
+        rate = med(col(case, "mib_per_s"))
+        pheap = case.startswith("pheap")
+        per = med(col(case, "pages_read")) / med(col(case, "store_read_requests")) if pheap else None
+        out.append([label, f"{rate:.0f}", f"{rate / dd:.2f}",
+                    f"{med(col(case, 'faults')):.0f}" if pheap else "—",
+                    f"{per:.0f}" if pheap else "—"])
+    return table(["case (1 GiB, cold)", "MiB/s, median of 3", "of dd's", "faults",
+                  "pages per store request"], out)
+
+
+def durability():
+    rows = read("2026-11-25-format3", "durability.csv")
+    last, ratio = {}, {}
+    for r in rows:  # each persist_bench invocation times its dd right after its writer
+        key = (r["label"], r["page_size"], r["bytes"])
+        if r["bench"] == "dur_flush_close":
+            last[key] = float(r["seconds"])
+        elif r["bench"] == "dd_direct_fdatasync" and key in last:
+            ratio.setdefault(key, []).append(last.pop(key) / float(r["seconds"]))
+    m = lambda key, bench: med([float(r["seconds"]) for r in rows
+                                if (r["label"], r["page_size"], r["bytes"]) == key and r["bench"] == bench])
+    out = []
+    for label, gib, page in (("format3", 1, "4096"), ("format3", 1, "65536"), ("format3", 4, "4096"),
+                             ("format3", 4, "65536"), ("format3-buffer4g", 16, "65536")):
+        key = (label, page, str(gib << 30))
+        if key not in ratio:
+            key = (label, page, str(gib << 30))
+        f2 = ("format2" + label[7:], page, str(gib << 30))
+        fc = med(ratio[key])
+        out.append([f"{gib} GiB" + (", 4 GiB buffer" if gib == 16 else ""), f"{int(page) // 1024} KiB",
+                    len(ratio[key]), f"{m(key, 'dur_device_write_ratio'):.3f}",
+                    f"{fc:.2f}" if gib != 16 else f"({fc:.2f})",
+                    f"{med(ratio[f2]):.1f}" if f2 in ratio and gib != 16 else "—",
+                    f"{m(key, 'dur_reopen_clean') * 1000:.1f} ms",
+                    f"{m(key, 'dur_reopen_after_kill') * 1000:.1f} ms"])
+    return table(["data", "page", "n", "device bytes per data byte (≤ 1.1)",
+                  "flush + close ÷ dd (≤ 1.5)", "same, format 2", "reopen after clean close",
+                  "reopen after kill -9 (≤ 50 ms)"], out)
+
+
+def tool_ingest():
+    rows = read("2026-11-26-tool-ingest", "tool-ingest.csv", header=False)
+    t = lambda budget, form: [float(r[2]) for r in rows if r[0] == budget and r[1] == form]
+    out = []
+    for form, label in (("tool", "`pheap-graph ingest` (defaults)"),
+                        ("tool-no-lookahead", "`--prefetch-window 0`"),
+                        ("kernel-mmap-random", "kernel-mmap backend, `MADV_RANDOM`"),
+                        ("mpi-np2", "`mpirun -np 2`, each rank grouped"),
+                        ("mpi-np2-old", "`mpirun -np 2`, 031be46 (per record)")):
+        row = [label]
+        for budget in ("incore", "half"):
+            v = t(budget, form)
+            row += [s(med(v)), x(med(v) / med(t(budget, "tool")))] if v else ["–", "–"]
+        out.append(row)
+    return table(["form", "in core, median of 3", "÷ tool", "half (119 MiB cgroup)", "÷ tool"], out)
+
+
+def python_():
+    rows = read("2026-12-01-python", "summary.csv")
+    out = []
+    for r in rows:
+        met = {"True": "met", "False": "**missed**"}.get(r["met"], "")
+        out.append([r["case"], r["measure (median of rounds)"], f"{float(r['value']):.3f}",
+                    r["target"], met])
+    return table(["case", "measure (median of 3)", "value", "target", ""], out)
+
+
+MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
+          "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
+          "durability": durability, "tool-ingest": tool_ingest, "python": python_}
+
+MARK = re.compile(r"(<!-- table: ([a-z0-9-]+) -->\n)(.*?)(<!-- end table -->)", re.S)
+
+
+def render(text):
+    seen = set()
+
+    def sub(mo):
+        name = mo.group(2)
+        if name not in MAKERS:
+            sys.exit(f"bench/tables.py: unknown table {name!r} in bench/README.md")
+        seen.add(name)
+        return mo.group(1) + MAKERS[name]() + "\n" + mo.group(4)
+
+    out = MARK.sub(sub, text)
+    missing = set(MAKERS) - seen
+    if missing:
+        sys.exit(f"bench/tables.py: no markers for {', '.join(sorted(missing))} in bench/README.md")
+    return out
+
+
+def broken_links(md):
+    """Relative links ([..](path#anchor)) and `results/<folder>` paths of md that do not resolve."""
+    base, text, bad = os.path.dirname(md), open(md).read(), []
+    for mo in re.finditer(r"\]\(([^)]+)\)", text):
+        target = mo.group(1)
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(base, path)) if path else md
+        if not os.path.exists(full):
+            bad.append(target)
+        elif anchor:
+            heads = [re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
+                     for h in re.findall(r"^#+ (.*)$", open(full).read(), re.M)]
+            if anchor not in heads:
+                bad.append(target)
+    for mo in re.finditer(r"`(?:bench/)?(results/[0-9][^`/ ]*)", text):
+        if not os.path.exists(os.path.join(base, mo.group(1))):
+            bad.append(mo.group(1))
+    return bad
+
+
+def main(argv):
+    if "--list" in argv:
+        for name, sources in MANIFEST.items():
+            for folder, name_, cols in sources:
+                print(f"{name}: bench/results/{folder}/{name_} ({cols})")
+        return 0
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
+    with open(README) as f:
+        old = f.read()
+    new = render(old)
+    if "--check" in argv:
+        rc = 0
+        if new != old:
+            print("bench/README.md is out of date: run python3 bench/tables.py", file=sys.stderr)
+            rc = 1
+        for md in (README, os.path.join(BENCH, "DECISIONS.md")):
+            for target in broken_links(md):
+                print(f"{os.path.relpath(md, BENCH)}: link does not resolve: {target}", file=sys.stderr)
+                rc = 1
+        return rc
+    if new != old:
+        with open(README, "w") as f:
+            f.write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
