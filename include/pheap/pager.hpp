@@ -82,12 +82,11 @@
 //     SIGBUS (BUS_ADRERR) on the thread that made it, and pheap's SIGBUS handler fills the page
 //     there — the same steps as a worker's fill, store read included — and returns,
 //     and the access is retried. It saves the two cross-CPU wake-ups of a worker's fill (the
-//     fault wakes a worker, the worker's UFFDIO_COPY wakes the thread: ~20 µs each on a VM,
-//     bench/README.md run I) and the fault workers' CPU; the fill's CPU time becomes the
-//     application thread's (pager_stats::thread_fills counts these fills; fault_cpu_ns no
-//     longer covers them). Out of core at SCALE 18 it built the graph 1.26-1.32x faster with
-//     a quarter of the datastore in memory, and an in-core read fault took 5.9 µs against
-//     50 µs on this VM (bench/README.md, run L). What it costs:
+//     fault wakes a worker, the worker's UFFDIO_COPY wakes the thread; on a VM each is an
+//     IPI) and the fault workers' CPU; the fill's CPU time becomes the application thread's
+//     (pager_stats::thread_fills counts these fills; fault_cpu_ns no longer covers them).
+//     Where faults wait on store reads or wake-ups are dear, it is the faster of the two.
+//     What it costs:
 //       - A system call that reads or writes a missing page of the region (write(2) from the
 //         heap, read(2) into it, a send, an io_uring buffer) fails with EFAULT instead of
 //         waiting for the page: no thread runs the handler for the kernel. Touch the bytes

@@ -36,8 +36,8 @@ struct pager_options {
   // run time below that (pheap/pager.hpp, "Automatic buffer"); pager_stats::buffer_source
   // and buffer_target_source say where the numbers came from. A buffer of a few pages works
   // at the pace of its store reads, one per fault, plus one eviction per fault. Each eviction
-  // is a TLB shootdown, an IPI on a VM. bench/README.md run AL: 1.02-1.21x the floor of the
-  // userfaultfd mechanism, which is itself 1.05-1.29x the disk alone for the same I/O there.
+  // is a TLB shootdown, an IPI on a VM, so it runs slower than the disk alone would do the
+  // same I/O (bench/README.md, "Out of core", has the measured ratios).
   // Over the limit: an explicit size (PHEAP_BUFFER_SIZE, pheap-graph --buffer-size) larger
   // than what the process's memory cgroup (v2 or v1) leaves for it at construction is CLAMPED:
   // the buffer is what an automatic one would be — sized from the limit then, and following
@@ -46,9 +46,8 @@ struct pager_options {
   // slower. An explicit size within the limit, or without a cgroup limit, is used as given.
   std::size_t buffer_size = 0;
   // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
-  // often the application faults: SCALE-18 graph construction at half its datastore faulted
-  // 542 k times at 0.95/0.90, 368 k at these defaults; bench/README.md run E) and frees a few
-  // percent per round, enough for one batched write-back. A small buffer's watermarks are
+  // often the application faults: the higher the watermarks, the fewer the faults) and frees
+  // a few percent per round, enough for one batched write-back. A small buffer's watermarks are
   // at least 2 pages (or 1/8 of it) below the buffer and 8 pages (or half of it) apart, so
   // that it too evicts several pages per round before it is full (buffer_budget.hpp B7).
   double high_watermark = 0.99, low_watermark = 0.97;

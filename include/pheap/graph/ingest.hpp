@@ -139,10 +139,10 @@ struct ingest_options {
   // which returns at once) — so the store reads them many at a time before they are needed.
   // It runs at most prefetch_window_bytes ahead (grouped_insert.hpp, "The window": the default
   // 4 MiB suits budgets of tens of MiB and up; keep it well below the pager's buffer). In
-  // core it pays too on two cores: it sorts the next banks while the insertion works
-  // (bench/README.md run G: 1.28x; out of core 2.06x). The look-ahead's
-  // reads of the heap happen on its own thread, under a pheap::guard_faults of its own: a
-  // damaged page there is the store's error, thrown from ingest (grouped_insert.hpp, "Errors").
+  // core it pays too on two cores: it sorts the next banks while the insertion works. The
+  // look-ahead's reads of the heap happen on its own thread, under a pheap::guard_faults of
+  // its own: a damaged page there is the store's error, thrown from ingest
+  // (grouped_insert.hpp, "Errors").
   prefetch_fn prefetch;
   std::size_t prefetch_window_bytes = grouped_insert_options::default_window;
 };

@@ -33,12 +33,12 @@ using persistent_ingest_state = ingest_state<heap_alloc>;
 // The options pheap-graph opens and creates graph datastores with (and the graph benches' pheap
 // systems): the library's defaults and PHEAP_* variables (pheap::options{}), except
 //   page_size   4 KiB, not the library's 64 KiB: a graph datastore is built to outgrow memory,
-//               and out of core 4 KiB pages ingest SCALE 18 at least 2.7x faster (64 KiB did
-//               not finish in the time 4 KiB took; in core 4 KiB is 0.78x): bench/README.md,
-//               run D. (Used when a datastore is created; an existing one keeps its own.)
+//               and out of core a graph's scattered updates make a larger page bring in bytes
+//               nobody touches, so 4 KiB pages ingest faster. (Used when a datastore is
+//               created; an existing one keeps its own.)
 //   fault_fill  automatic unless PHEAP_FAULT_FILL says otherwise: missing pages are filled on
 //               the faulting thread (pheap/pager.hpp, "Fills on the faulting thread"), which
-//               built SCALE 18 out of core 1.26-1.32x faster than the fault workers (run L). Its
+//               saves each fill the two wake-ups of a hand-off to the fault workers. Its
 //               cost — a system call on a heap page not in memory fails with EFAULT — does not
 //               arise here: the graph code reads input, exchanges batches (MPI) and writes
 //               edges through private buffers, never handing graph memory to the kernel.
