@@ -1,5 +1,5 @@
 // disk_replay_bench — how long the disk alone takes for a pager run's I/O: the yardstick of
-// "a tiny buffer works at the speed of the disk" (issue 16; bench/README.md run T). Not a test;
+// "a tiny buffer works at the speed of the disk" (issue 16; bench/README.md, "Out of core"). Not a test;
 // prints one CSV line.
 //
 //   disk_replay_bench --dir DIR --page-size P --file-bytes F --reads R --writes W [--threads T]
@@ -13,20 +13,22 @@
 // no faults, no copies, no eviction choice. The file is removed on every path that returns.
 //
 // --faults adds what any userfaultfd pager must pay around that I/O, and nothing of pheap's: the
-// floor of the mechanism (bench/README.md run AL). The T threads read the pages of an anonymous
+// floor of the mechanism (bench/README.md, "Out of core"). The T threads read the pages of an anonymous
 // region of F bytes registered with userfaultfd (UFFD_FEATURE_SIGBUS); each missing page raises
 // SIGBUS on the thread that touched it, whose handler reads the page from the file and installs
 // it with UFFDIO_COPY, and the access is retried, until the thread has taken its R/T faults
 // (one read each, as above). The one more thread is the evictor: it unmaps each filled page
 // (MADV_DONTNEED, one page per call, which is one TLB shootdown per page, as UFFDIO_MOVE of a
-// lone victim costs; bench/README.md run I) and makes the W writes spread among those unmaps.
+// lone victim costs; bench/DECISIONS.md "what this machine charges a pager") and makes the W
+// writes spread among those unmaps.
 // At most B pages (default 16) are filled and not yet unmapped; a faulting thread waits when
 // there are B, and wakes the evictor when there are B/2 or more.
 //
 // Caveats: the pager's evictor writes a batch at queue depth (io_uring), this writes one at a
 // time; the pager's offsets follow the application's (skewed) access, these are uniform. On
 // this VM's SSD neither changed a 4 KiB or 64 KiB request's time by more than the run-to-run
-// spread (bench/README.md run T). The floor keeps no data safe: it writes the same number of
+// spread (bench/DECISIONS.md "the harvest walks the ring, not the region"). The floor keeps no
+// data safe: it writes the same number of
 // pages but not the unmapped ones, and an unmap of a page written between the copy and the zap
 // would lose the write; a correct pager needs an atomic unmap (UFFDIO_MOVE), which costs the
 // same one shootdown per lone page. It does not bound a pager that evicts runs of consecutive

@@ -896,14 +896,14 @@ void define_ingest(CLI::App& app, command_line& c) {
                 "keep what an unfinished job of other inputs committed and start this one");
   tool_support::add_count_option(*ing, "--banks", ia.banks, "adjacency banks of a new graph (default 1024)");
   tool_support::add_size_option(*ing, "--capacity", ia.capacity, "heap capacity of a new datastore (default 64GiB)");
-  tool_support::add_size_option(*ing, "--page-size", ia.page_size, "page size of a new datastore (default 4KiB: faster out of core, bench/README.md run D)");
+  tool_support::add_size_option(*ing, "--page-size", ia.page_size, "page size of a new datastore (default 4KiB: faster out of core)");
   tool_support::add_size_option(*ing, "--buffer-size", ia.buffer_size,
                                 "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
   tool_support::add_size_option(*ing, "--prefetch-window", ia.prefetch_window,
                                 "read ahead the lists the next banks of a batch will grow, at most "
                                 "SIZE ahead of the insertion (default 4MiB, at most 1/8 of the buffer; "
                                 "0: off). Out of core it "
-                                "keeps the device many reads deep (bench/README.md runs F, G); keep "
+                                "keeps the device many reads deep; keep "
                                 "it well below the buffer. Not under mpirun: ranks insert grouped, "
                                 "without look-ahead");
   ing->add_flag("-q,--quiet", ia.quiet, "no progress on stderr");

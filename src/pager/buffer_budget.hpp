@@ -65,8 +65,8 @@
 //       At the fractions alone a buffer of 16 pages evicted one page per round once a fault
 //       waited, and the evictor spent its CPU on each round's fixed costs (a harvest, a
 //       staging drop, a TLB shootdown, a wake-up): 4 KiB pages, 16-page buffer, 81-83 µs of
-//       evictor CPU per eviction and 63-69 s against 26-27 µs and 32-33 s now (bench/README.md
-//       run V).
+//       evictor CPU per eviction and 63-69 s against 26-27 µs and 32-33 s now (bench/DECISIONS.md
+//       "watermark gaps in pages").
 // Locks: free_mu_, evict_mu_ and retarget_mu_ are leaves (nothing is taken while holding them); the sampler
 // is called with no lock held.
 #pragma once

@@ -15,7 +15,7 @@
 //      (its fill takes the victim cache's copy or the bounce buffer of its write in flight),
 //      the fill gives it kCameBackTurns more passes of the hand (page_table.hpp I9): S18 graph
 //      construction at 1/4 of its datastore, 9 % fewer faults, 4 % fewer store reads and 3 %
-//      less time (bench/README.md run AF). The hand costs O(1)
+//      less time (bench/DECISIONS.md "a turn for pages that came back"). The hand costs O(1)
 //      per page looked at, whatever the capacity of the region. Each victim takes along up
 //      to kNeighbourRun pages on either side that are unreferenced victims-to-be as well
 //      (claim_neighbours), so victims leave in runs.
@@ -39,13 +39,15 @@
 //      faults waiting on them (I3): from here a fault on one fills it from the bounce buffer
 //      (copy_from_write_back) while its write is in flight, instead of waiting for the write
 //      (with a tiny buffer the victims are often the pages the application touches next:
-//      bench/README.md run AC). Then lend_victim_slots keeps a copy of every victim in the
+//      bench/DECISIONS.md "fills from a write-back in flight"). Then lend_victim_slots keeps a
+//      copy of every victim in the
 //      victim cache (victim_cache.hpp: handed to the kernel with MADV_FREE, where it is on),
 //      drops the batch's staging slots (emptied with one MADV_DONTNEED for several small
 //      batches, staging.hpp step 3: the frames kept meanwhile count outside the buffer) and
 //      gives the victims' buffer slots back at once: their bytes are out of the buffer now
 //      (in the bounce buffer, the store or the cache), so a fault waiting on a full buffer
-//      reads its page while the victims are written, not after (bench/README.md run U). let_clean_victims_go then makes the
+//      reads its page while the victims are written, not after (bench/DECISIONS.md "slots given
+//      back before the write-back"). let_clean_victims_go then makes the
 //      victims judged clean absent for good (the store has their bytes) and wakes theirs.
 //   6. write_victims: one store write_pages() batch from the bounce buffer; then land_victims
 //      clears `writing` (an absent page gets `kept` now, I7) and wakes the faults that found
@@ -233,10 +235,12 @@ void pager_impl::harvest_writes() {
   // it, wp_async, but it is a trap on the application's thread): eight harvests per
   // revolution cost S18 1/4 about 2 M more minor faults per run than two (11.0 M against
   // 9.0-9.1 M) and 7 % of its time, for as many store reads; the staler bits cost 3-13 % more
-  // store reads at 1/8 and 1/2 (bench/README.md run X). And never more than
+  // store reads at 1/8 and 1/2 (bench/DECISIONS.md "two harvests per revolution"). And never more
+  // than
   // kEntriesPerExamined entries walked per page the hand examined: a ring of a few pages (a
   // tiny buffer) is revolved by every batch, and harvesting it that often walked its span
-  // once per page evicted, a third of the evictor's time at 4 KiB pages and 16 (run V). Such
+  // once per page evicted, a third of the evictor's time at 4 KiB pages and 16 (bench/DECISIONS.md
+  // "harvest bounded per page examined"). Such
   // a ring's reference bits then say "written within the last few revolutions"; out of core
   // (a ring of thousands of pages over a span a few times its size) the first bound is the
   // larger one.
@@ -254,7 +258,8 @@ void pager_impl::harvest_writes() {
   // populated page tables, evicted pages' included; a call costs about as much as visiting
   // kScanCallEntries entries. So one walk over the span of the ring, or, where the ring is
   // small against its span (a tiny buffer in a larger heap, harvested every round), one per
-  // run of consecutive ring pages (bench/README.md run T: with a 4-page buffer of 64 KiB
+  // run of consecutive ring pages (bench/DECISIONS.md "the harvest walks the ring, not the
+  // region": with a 4-page buffer of 64 KiB
   // pages the walks over the region were 18 % of the evictor's time).
   std::size_t first = 0, last = 0;
   if (!clock_.span(first, last)) return;
@@ -304,7 +309,8 @@ bool pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 }
 
 // Victims in runs: the clock's victims are scattered (graph ingestion: 1.1 pages per run), and
-// each run costs one UFFDIO_MOVE with its TLB flush, an IPI on this VM (~10 µs, run I), where
+// each run costs one UFFDIO_MOVE with its TLB flush, an IPI on this VM (~10 µs, bench/DECISIONS.md
+// "what this machine charges a pager"), where
 // a run of many pages costs one flush for all. So the pages next to a victim go with it while
 // they would be victims too once the hand came to them: resident, evictable, not referenced
 // since the hand last passed them, and, next to a clean victim, clean (clean pages first, as

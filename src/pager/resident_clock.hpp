@@ -10,7 +10,7 @@
 //
 // The evictor may also claim a resident page out of the hand's order: a neighbour of a victim,
 // so that victims leave in contiguous runs (one UFFDIO_MOVE and one TLB flush per run instead
-// of one per page; run I in bench/README.md). Such a page's entry stays where it is and
+// of one per page; bench/DECISIONS.md "victims in runs"). Such a page's entry stays where it is and
 // becomes stale (claimed_out_of_order()); next() drops stale entries as it meets them.
 //
 // Invariants:

@@ -19,7 +19,8 @@
 //      MADV_DONTNEED empties them all. Emptying costs a TLB shootdown, whatever the length:
 //      an IPI to the other CPUs running the process, a trap to the host on this VM; a tiny buffer's evictor moves out
 //      two or three pages per batch, and emptying per batch was 9 % of its CPU
-//      (bench/README.md run AC's profile). The next batch starts at the first empty slot.
+//      (bench/DECISIONS.md "staging emptied once for small batches"). The next batch starts at the
+//      first empty slot.
 //
 // Caveats:
 //   * The range is registered MISSING only so that UFFDIO_MOVE may target it; the pager never

@@ -152,7 +152,7 @@ void victim_cache::came_back(std::size_t page) noexcept {
   const std::byte* m = mirror(page);
   taken_.fetch_add(1, std::memory_order_relaxed);
   // Step 4: the page is about to be resident again, so the copy would only hold room that the
-  // kernel's reclaim then takes from older victims (bench/README.md, run N). Noted for the
+  // kernel's reclaim then takes from older victims (bench/DECISIONS.md, "the victim cache drops what it hands back"). Noted for the
   // evictor's next batch, which drops all it finds with one call.
   {
     std::lock_guard l(pending_mu_);

@@ -36,7 +36,7 @@
 //      that reclaim takes from the victims not yet taken (the kernel drops lazily freed pages
 //      oldest first, and a copy that came back is younger than most). S18 graph construction
 //      at a quarter of its datastore: 1.76-1.78 M store reads instead of 2.14-2.18 M
-//      (bench/README.md, run N). take() only notes the page (up to kPendingDrops of them; past
+//      (bench/DECISIONS.md, "the victim cache drops what it hands back"). take() only notes the page (up to kPendingDrops of them; past
 //      that it drops the copy itself); the evictor drops the noted copies with one
 //      process_madvise, one TLB flush, at the start of each batch's keeps (drop_taken), not the
 //      faulting thread with a madvise and a TLB shootdown per hit. The order is what makes it
@@ -64,7 +64,7 @@
 //   * prepare() needs process_madvise to take MADV_POPULATE_WRITE for the caller itself
 //     (Linux 6.13+; probed at open()); without it keep() takes a page fault per mirror page
 //     the kernel took back: S18 graph construction at 1/8 of its datastore, about 2 µs of
-//     the evictor's CPU per eviction (bench/README.md, run Z).
+//     the evictor's CPU per eviction (bench/DECISIONS.md, "mirror pages mapped per batch").
 //   * Up to kPendingDrops taken copies wait for the next eviction batch to be dropped; while
 //     nothing is evicted (everything fits) they stay, lazily freed, for the kernel to take.
 #pragma once

@@ -456,7 +456,7 @@ TEST(GraphToolCli, SizesFollowThePheapVariablesRuleAndCountsArePowersOfAThousand
 }
 
 // A graph datastore is built to outgrow memory: without --page-size it gets 4 KiB pages (out of
-// core at least 2.7x faster than the library's 64 KiB, bench/README.md run D).
+// core at least 2.7x faster than the library's 64 KiB, bench/DECISIONS.md "4 KiB pages for graph datastores").
 TEST(GraphToolCli, NewGraphDatastoreDefaultsToFourKiBPages) {
   pheap::test::temp_dir d;
   write(d / "in.txt", rmat_edges(8, 4, weight_kind::none, 3), input_format::text, weight_kind::none);

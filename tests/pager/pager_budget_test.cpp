@@ -94,8 +94,8 @@ TEST_P(PagerTinyBuffer, CpuPerPageMovedDoesNotGrowWithTheRegionCapacity) {
 }
 
 // With a buffer of a few pages in a wide region the evictor harvests the written bits of each
-// run of resident pages, not of the whole region (evictor.cpp harvest_writes; bench/README.md
-// run T). Pages installed since the hand took them in are left to a later walk: no write may
+// run of resident pages, not of the whole region (evictor.cpp harvest_writes; bench/DECISIONS.md
+// "the harvest walks the ring, not the region"). Pages installed since the hand took them in are left to a later walk: no write may
 // be lost for it. Two threads write their own word of 256 pages spread over 256 MiB through a
 // 3-page buffer, eight rounds; after a flush a new pager on the store sees every last value.
 TEST_P(PagerTinyBuffer, EveryWriteThroughATinyBufferInAWideRegionReachesTheStore) {
