@@ -44,6 +44,10 @@ MANIFEST = {
                    "scale command system state wall_s vs_mmap vs_cat")],
     "scan": [("2026-12-01-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
+    "random-bfs": [("2026-12-01-random-bfs", "bfs.csv",
+                    "system wall_s faults device_reads device_mb avg_inflight")],
+    "flush": [("2026-12-01-flush", "construct-r1.csv construct-r2.csv construct-r3.csv",
+               "system flush_s close_s pager_bytes_written")],
     "durability": [("2026-11-25-format3", "durability.csv",
                     "label bench page_size bytes seconds")],
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
@@ -257,8 +261,47 @@ def python_():
     return table(["case", "measure (median of 3)", "value", "target", ""], out)
 
 
+def random_bfs():
+    rows = read("2026-12-01-random-bfs", "bfs.csv")
+    names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
+             "now-direct": "now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)",
+             "now": "now, default read-only open (through the page cache)"}
+    wall = {k: med([float(r["wall_s"]) for r in rows if r["system"] == k]) for k in names}
+    out = []
+    for k, label in names.items():
+        got = [r for r in rows if r["system"] == k]
+        reads = med([float(r["device_reads"]) / float(r["wall_s"]) for r in got])
+        faults = [float(r["faults"]) / float(r["wall_s"]) for r in got if r["faults"]]
+        out.append([label, s(wall[k], 2), x(wall["before"] / wall[k]), f"{reads / 1000:.1f} k",
+                    f"{med(faults) / 1000:.1f} k" if faults else "—",
+                    f"{med([float(r['avg_inflight']) for r in got]):.2f}"])
+    return table(["system", "wall, median of 3", "speed-up", "device reads/s", "faults/s",
+                  "reads in flight, mean"], out)
+
+
+def flush():
+    rows = []
+    for n in (1, 2, 3):
+        rows += read("2026-12-01-flush", f"construct-r{n}.csv")
+    out = []
+    mm = med([float(r["flush_s"]) for r in rows if r["system"] == "mmap"])
+    mm_close = med([float(r["flush_s"]) + float(r["close_s"]) for r in rows if r["system"] == "mmap"])
+    for system, label in (("mmap", "mmap backend (Metall's way: msync)"), ("uffd", "pheap, per-edge build"),
+                          ("uffd-grouped", "pheap, grouped build (as `pheap-graph ingest`)")):
+        got = [r for r in rows if r["system"] == system]
+        f = med([float(r["flush_s"]) for r in got])
+        fc = med([float(r["flush_s"]) + float(r["close_s"]) for r in got])
+        written = med([float(r["pager_bytes_written"]) for r in got])
+        out.append([label, f"{min(float(r['flush_s']) for r in got):.2f}-{max(float(r['flush_s']) for r in got):.2f} s",
+                    x(f / mm), x(fc / mm_close),
+                    f"{written / f / 1e6:.0f} MB/s" if written else "—"])
+    return table(["system", "flush, 3 runs", "flush ÷ mmap's (≤ 1.1x)", "flush + close ÷ mmap's",
+                  "pager write rate in the flush"], out)
+
+
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
+          "random-bfs": random_bfs, "flush": flush,
           "durability": durability, "tool-ingest": tool_ingest, "python": python_}
 
 MARK = re.compile(r"(<!-- table: ([a-z0-9-]+) -->\n)(.*?)(<!-- end table -->)", re.S)
