@@ -46,6 +46,8 @@ MANIFEST = {
               "case mib_per_s faults pages_read store_read_requests")],
     "random-bfs": [("2026-12-01-random-bfs", "bfs.csv",
                     "system wall_s faults device_reads device_mb avg_inflight")],
+    "random-bfs-look-ahead": [("2026-12-01-random-bfs-look-ahead", "bfs.csv",
+                               "system wall_s faults device_reads device_mb avg_inflight")],
     "flush": [("2026-12-01-flush", "construct-r1.csv construct-r2.csv construct-r3.csv",
                "system flush_s close_s pager_bytes_written")],
     "durability": [("2026-11-25-format3", "durability.csv",
@@ -261,10 +263,10 @@ def python_():
     return table(["case", "measure (median of 3)", "value", "target", ""], out)
 
 
-def random_bfs():
-    rows = read("2026-12-01-random-bfs", "bfs.csv")
+def random_bfs(folder="2026-12-01-random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)"):
+    rows = read(folder, "bfs.csv")
     names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
-             "now-direct": "now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)",
+             "now-direct": direct,
              "now": "now, default read-only open (through the page cache)"}
     wall = {k: med([float(r["wall_s"]) for r in rows if r["system"] == k]) for k in names}
     out = []
@@ -302,6 +304,8 @@ def flush():
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
           "random-bfs": random_bfs, "flush": flush,
+          "random-bfs-look-ahead": lambda: random_bfs("2026-12-01-random-bfs-look-ahead",
+                                                      "now with the BFS look-ahead, `O_DIRECT`"),
           "durability": durability, "tool-ingest": tool_ingest, "python": python_}
 
 MARK = re.compile(r"(<!-- table: ([a-z0-9-]+) -->\n)(.*?)(<!-- end table -->)", re.S)

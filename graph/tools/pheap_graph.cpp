@@ -467,7 +467,14 @@ struct graph_source {
   std::uint64_t watermark = 0;  // the datastore's, or the global one
   json ingestion;               // ingestion_json; summed over the ranks when distributed
   std::uint64_t ranks = 0;      // 0: not distributed
+  pg::walk_hints hints;         // set when the heap does not fit in the buffer (with_graph)
 };
+
+// Out of core, a BFS's frontier is looked up and its lists prefetched by these many threads,
+// this many vertices ahead of the walk (pheap/graph/look_ahead.hpp): enough reads in flight for
+// the disk, few enough pages ahead to stay well inside any buffer such a walk is meant for.
+constexpr unsigned kLookAheadThreads = 4;
+constexpr std::size_t kLookAheadVertices = 256;
 
 #ifdef PHEAP_GRAPH_MPI
 // The ingestion records of every rank as one: edges summed; "input" and "byte_offset" of an
@@ -514,7 +521,18 @@ decltype(auto) with_graph(const query_args& a, F&& f) {
   // Every query walks the whole graph: read the heap ahead of it in large requests, as far as
   // the buffer holds it (the walk's faults, and their read-ahead, read the rest).
   m.prefetch_all();
-  const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0};
+  graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0, {}};
+  // A heap larger than the buffer, read O_DIRECT: the walk's random faults would each wait
+  // alone for the disk; a BFS then has its frontier read ahead (destroyed before m: it may
+  // still be touching the heap). Through the page cache the kernel's readahead of the segment
+  // files already serves most of those faults, and the look-ahead's CPU costs more than it
+  // saves (bench/README.md, "Cold reads").
+  std::optional<pg::look_ahead> ahead;
+  const pheap::manager_stats st = m.stats();
+  if (!o.read_only_cache && pg::walk_look_ahead_wanted(st.store.live_bytes, st.pager.buffer_bytes)) {
+    ahead.emplace(kLookAheadThreads, kLookAheadVertices);
+    src.hints = {&*ahead, [&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); }};
+  }
   return pg::visit_graph(m, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
 }
 
@@ -631,7 +649,7 @@ int cmd_bfs(const query_args& a) {
     if (!g.contains(a.source)) {
       throw usage_error("source " + std::to_string(a.source) + " is not a vertex of the graph");
     }
-    const auto r = pg::bfs(g, a.source);
+    const auto r = pg::bfs(g, a.source, src.hints);
     std::vector<std::uint64_t> per_level(r.max_level + 1, 0);
     for (auto l : r.level)
       if (l != pg::kUnreached) ++per_level[l];

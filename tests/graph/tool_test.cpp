@@ -373,6 +373,29 @@ TEST(GraphTool, BfsAndCcOnReadOnlyOpenEqualReference) {
   EXPECT_EQ(r.code, 2) << r.output;
 }
 
+// A BFS through a buffer smaller than the graph, read O_DIRECT, walks with its frontier read
+// ahead by look-ahead threads (pheap-graph.cpp, with_graph): its output, levels and parents, is
+// byte for byte the output of the same BFS in core.
+TEST(GraphTool, BfsThroughABufferSmallerThanTheGraphReadDirectWritesWhatItWritesInCore) {
+  pheap::test::temp_dir d;
+  write(d / "in.txt", rmat_edges(14, 8, weight_kind::none, 23), input_format::text, weight_kind::none);
+  ASSERT_EQ(run(ingest_args(d / "ds", {"--undirected"}, {d / "in.txt"})).code, 0);
+  const std::string src = std::to_string(rmat_edges(14, 8, weight_kind::none, 23).front().src);
+  auto r = run({"bfs", "--datastore", d / "ds", "--source", src, "--output", d / "in-core.out"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ::setenv("PHEAP_READ_ONLY_CACHE", "off", 1);
+  r = run({"bfs", "--datastore", d / "ds", "--source", src, "--buffer-size", "1MiB", "--output", d / "small.out"});
+  ::unsetenv("PHEAP_READ_ONLY_CACHE");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto bytes = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string want = bytes(d / "in-core.out");
+  EXPECT_GT(want.size(), 100000u);
+  EXPECT_TRUE(want == bytes(d / "small.out")) << "the outputs differ";
+}
+
 namespace {
 
 using nlohmann::json;

@@ -6,11 +6,11 @@
 # O_DIRECT (the pager before the cold-read work always read so; the tree now with
 # PHEAP_READ_ONLY_CACHE=off, and with its default buffered read-only open as a third row).
 # The pager before (671f42c) and this tree alternate, ROUNDS times. /sys/block/DEV/inflight is
-# sampled every 2 ms during each run. Output beside this script: bfs.csv, inflight-*.csv.
+# sampled every 2 ms during each run. Output beside this script (or in $OUT): bfs.csv, inflight-*.csv.
 #   run.sh OLD_TOOL NEW_TOOL DATASTORE SOURCE [ROUNDS]
 set -euo pipefail
 old=$1 new=$2 ds=$3 src=$4 rounds=${5:-3}
-out=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$(cd "$(dirname "$0")" && pwd)}  # OUT: another results folder
 dev=$(basename "$(df --output=source "$ds" | tail -1)")
 [ -e "/sys/block/$dev/stat" ] || dev=$(basename "$(readlink -f "/sys/class/block/$dev/..")")
 echo "round,system,wall_s,faults,pages_read,evictions,device_reads,device_mb,avg_inflight,max_inflight" >"$out/bfs.csv"

@@ -8,12 +8,16 @@
 #pragma once
 
 #include <pheap/error.hpp>
+#include <pheap/graph/look_ahead.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace pheap::graph {
@@ -78,11 +82,21 @@ struct bfs_result {
   std::uint64_t max_level = 0;
 };
 
+// Out of core, how a walk asks for what it will read before it reads it (look_ahead.hpp): for
+// each vertex of a BFS level, a look-ahead thread looks the vertex up and hands `prefetch` the
+// bytes of its list (pheap: [&m](auto r) { m.prefetch(r); }). Empty: no look-ahead.
+struct walk_hints {
+  look_ahead* ahead = nullptr;
+  std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
+  explicit operator bool() const noexcept { return ahead != nullptr && static_cast<bool>(prefetch); }
+};
+
 // Breadth-first search along stored arcs (out-edges; both directions for undirected graphs).
 // Throws pheap::error(invalid_argument) when `source` is not a vertex. Contract: level[] is the
 // exact hop distance; parent[v] is a neighbour-in of v with level[parent] == level[v] - 1.
+// `hints` change no result, only which thread waits for a page first.
 template <class Graph>
-bfs_result bfs(const Graph& g, std::uint64_t source) {
+bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {}) {
   bfs_result r;
   r.index = build_index(g);
   const std::uint64_t s = r.index.index_of(source);
@@ -98,9 +112,23 @@ bfs_result bfs(const Graph& g, std::uint64_t source) {
   r.parent[s] = source;
   r.reached = 1;
   std::uint64_t depth = 0;
+  // The look-ahead reads the frontier and the index while the walk writes only next and
+  // the level and parent arrays; finish() returns before the frontier is swapped.
+  auto touch = [&](std::size_t j) {
+    const auto* lst = g.neighbors(r.index.ids[frontier[j]]);
+    if constexpr (requires { lst->data(); }) {
+      if (lst != nullptr && lst->size() != 0) {
+        const std::pair<const void*, std::size_t> range{lst->data(), lst->size() * sizeof(*lst->data())};
+        hints.prefetch(std::span<const std::pair<const void*, std::size_t>>(&range, 1));
+      }
+    }
+  };
   while (!frontier.empty()) {
     next.clear();
-    for (std::uint64_t ui : frontier) {
+    if (hints) hints.ahead->start(frontier.size(), touch);
+    for (std::size_t k = 0; k < frontier.size(); ++k) {
+      if (hints && k % 16 == 0) hints.ahead->progress(k);
+      const std::uint64_t ui = frontier[k];
       const std::uint64_t u = r.index.ids[ui];
       const auto* lst = g.neighbors(u);
       if (lst == nullptr) continue;
@@ -113,6 +141,7 @@ bfs_result bfs(const Graph& g, std::uint64_t source) {
         next.push_back(vi);
       }
     }
+    if (hints) hints.ahead->finish();
     if (!next.empty()) r.max_level = depth + 1;
     ++depth;
     frontier.swap(next);
