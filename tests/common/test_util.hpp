@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -36,6 +38,35 @@ inline constexpr bool kSanitized = false;
 template <class T>
 constexpr T sanitized_or(T full, T sanitized) {
   return kSanitized ? sanitized : full;
+}
+
+// How long a test waits for a background actor (the evictor, the fault workers, a flusher, a
+// sampler, a thread, a child process) to do what the test then asserts on: only a hang misses
+// it, however loaded the machine (the suite runs two tests at a time on two cores).
+inline constexpr std::chrono::seconds kActorDeadline{60};
+
+// Polls `done` (every millisecond) until it returns true, or `deadline` passes: whether it did.
+// A test that waits for an actor waits for the event itself this way (a counter reaching a
+// value, a stats field changing, a condition, a file appearing), never for a fixed time, which
+// a loaded machine overruns. Reports nothing: for forked children, which report by their exit
+// status; a test's own thread uses wait_until.
+template <class Pred>
+bool eventually(Pred&& done, std::chrono::milliseconds deadline = kActorDeadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return static_cast<bool>(done());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// `eventually`, and a test failure naming `what` (the event that did not happen) at the deadline.
+template <class Pred>
+bool wait_until(Pred&& done, const std::string& what,
+                std::chrono::milliseconds deadline = kActorDeadline) {
+  if (eventually(done, deadline)) return true;
+  ADD_FAILURE() << "waited " << deadline.count() << " ms for " << what << ": it did not happen";
+  return false;
 }
 
 // Skips the current test outside CI, fails it inside CI. Use as:

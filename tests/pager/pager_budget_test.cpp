@@ -363,6 +363,19 @@ TEST_F(PagerBudget, AutomaticBufferFitsAMemoryCgroupFourTimesSmallerThanTheData)
 // as root; as the TSan exclusion around this file).
 #if !defined(__SANITIZE_ADDRESS__)
 
+// Waits until the evictor has sampled the memory limit `n` more times from now
+// (pager_stats::buffer_resamples; it samples every 10 ms, memory_limit.hpp): the target then
+// follows what the process uses now, however late the evictor thread ran. False at the
+// deadline, `report` saying so.
+bool wait_for_samples(pager& pg, std::uint64_t n, std::string& report) {
+  const std::uint64_t r0 = pg.stats().buffer_resamples;
+  if (eventually([&] { return pg.stats().buffer_resamples >= r0 + n; })) return true;
+  report += "; the evictor did not sample the limit " + std::to_string(n) + " times in " +
+            std::to_string(kActorDeadline.count()) + " s (" +
+            std::to_string(pg.stats().buffer_resamples - r0) + " samples)";
+  return false;
+}
+
 // A flush lends its bounce buffer out of the buffer (buffer_budget.hpp B5), so the reserve
 // kept for the rest of the process does not have to hold it: once the limit binds (the
 // application took 24 MiB of its own after open) and the buffer is full of dirty pages, the
@@ -380,11 +393,13 @@ TEST_F(PagerBudget, FlushLendsItsBounceBufferOutOfTheBufferAndGivesItBack) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     write_words(*pg, 0, data / 8);  // twice the limit: the buffer is full of dirty pages
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // five sampling periods
+    if (!wait_for_samples(*pg, 5, report)) return 17;  // the target stands where the limit binds
     const pager_stats s0 = pg->stats();
     pg->flush({});
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    check_words(*pg, 0, data / 64);  // a few faults: the evictor samples on its way
+    // Samples after the flush gave the bounce buffer back. (Not faults for the evictor to
+    // sample on its way: 4 000 page reads grow the rest of the process by 2-3 MiB, and the
+    // target they leave measured them rather than the flush.)
+    if (!wait_for_samples(*pg, 5, report)) return 17;
     const pager_stats s1 = pg->stats();
     report = "target " + std::to_string(s0.buffer_target_bytes >> 10) + " KiB, lowest before " +
              std::to_string(s0.buffer_lowest_target_bytes >> 10) + " KiB, lowest after the flush " +
@@ -437,7 +452,7 @@ TEST_F(PagerBudget, AutomaticBufferShrinksWhenTheApplicationGrowsBeyondTheHeadro
     pg->flush({});
     if (!check_words(*pg, 0, words)) return 13;
     mine.clear();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // ten sampling periods
+    if (!wait_for_samples(*pg, 10, report)) return 17;  // samples after the memory was freed
     check_words(*pg, 0, words / 4);  // a fault or two: the evictor samples on its way
     const pager_stats s2 = pg->stats();
     report += "; freed: target " + std::to_string(s2.buffer_target_bytes >> 20) + " MiB";
