@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "common/test_util.hpp"
 #include "pager/buffer_budget.hpp"
 #include "pager/limit_pool.hpp"
 
@@ -24,6 +25,7 @@ namespace pheap::paging {
 namespace {
 
 using clk = std::chrono::steady_clock;
+using test::wait_until;
 
 TEST(LimitPool, AGrantThatWouldPassTheCapIsRefusedAndCountsAsContentionForTheOthersOnly) {
   limit_pool p;
@@ -114,9 +116,8 @@ TEST(LimitPool, AFaultWaitingBelowItsFairShareCountsAsContentionForTheOthers) {
   EXPECT_FALSE(pool->contended_by_other(newcomer.member(), clk::now()));  // nothing refused
   std::atomic<bool> waited{false};
   std::thread fault([&] { waited = newcomer.reserve(); });  // waits: no evictor frees a slot
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(pool->contended_by_other(first.member(), clk::now()))
-      << "20 of 100 slots and waiting: the first should come down to its fair share";
+  wait_until([&] { return pool->contended_by_other(first.member(), clk::now()); },
+             "the waiting fault, 20 of 100 slots, to count as contention for the first");
   EXPECT_FALSE(pool->contended_by_other(newcomer.member(), clk::now()));
   stop = true;
   newcomer.notify_freed();
@@ -136,7 +137,8 @@ TEST(LimitPool, AFaultWaitingAtItsOwnMaximumIsNoContention) {
   for (int i = 0; i < 80; ++i) ASSERT_TRUE(first.try_reserve_below_target()) << i;
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(small.try_reserve_below_target()) << i;
   std::thread fault([&] { (void)small.reserve(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_until([&] { return small.waits() != 0; }, "the fault to wait for a slot");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // rounds of its wait
   EXPECT_FALSE(pool->contended_by_other(first.member(), clk::now()));
   stop = true;
   small.notify_freed();
