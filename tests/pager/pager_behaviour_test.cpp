@@ -695,6 +695,12 @@ TEST(PagerHints, PinnedPagesStayResidentAndBadUnpinOrPinThrows) {
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
 }
 
+// Waits (up to kActorDeadline) until the pager's prefetch steps have prefetched at least
+// `want` pages.
+bool wait_prefetched(pager& pg, std::uint64_t want) {
+  return eventually([&] { return pg.stats().prefetched_pages >= want; });
+}
+
 TEST(PagerHints, PrefetchFillsPagesBeforeTheyAreTouched) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
   auto sh = numbered_store(256);
@@ -702,23 +708,12 @@ TEST(PagerHints, PrefetchFillsPagesBeforeTheyAreTouched) {
   const auto before = pg.stats();
   const std::pair<std::size_t, std::size_t> r{200 * kPs, 8 * kPs};
   pg.prefetch(std::span(&r, 1));
-  for (int i = 0; i < 200 && pg.stats().prefetched_pages < before.prefetched_pages + 8; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_GE(pg.stats().prefetched_pages, before.prefetched_pages + 8);
+  EXPECT_TRUE(wait_prefetched(pg, before.prefetched_pages + 8)) << pg.stats();
   const auto faults = pg.stats().read_faults + pg.stats().write_faults;
   for (std::size_t p = 200; p < 208; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
   EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, faults);  // no faults: prefetched
   paging::test_access::impl(pg).wait_evictor_idle();
   EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
-}
-
-// Waits (up to 5 s) until the pager has prefetched at least `want` pages.
-bool wait_prefetched(pager& pg, std::uint64_t want) {
-  for (int i = 0; i < 1000 && pg.stats().prefetched_pages < want; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pg.stats().prefetched_pages >= want;
 }
 
 // The device sees prefetch requests dozens at a time: 128 queued pages reach the store in a
@@ -882,9 +877,7 @@ TEST(PagerHints, PrefetchStoredReadsOnlyPagesWithDataAndNothingPastTheLowWaterma
     pg.prefetch_stored(std::span(&all, 1));
     // What fits below the low watermark (118 pages of 128: buffer_budget.hpp B7) arrives; then
     // the queue is empty and nothing else is read: no eviction ever runs for it.
-    for (int i = 0; i < 1000 && pg.stats().resident_pages < 100; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    wait_until([&] { return pg.stats().resident_pages >= 100; }, "100 prefetched pages to arrive");
     paging::test_access::impl(pg).wait_evictor_idle();
     const auto st = pg.stats();
     EXPECT_GE(st.prefetched_pages, 100u) << st;
