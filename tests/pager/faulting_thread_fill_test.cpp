@@ -231,10 +231,7 @@ TEST(FaultingThreadFill, WithEveryBounceSlotHeldAFaultRetriesCountedUntilASlotIs
     got = *reinterpret_cast<volatile std::uint64_t*>(word(pg, 5));
     done = true;
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (pg.stats().thread_fill_retries < 10 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  eventually([&] { return pg.stats().thread_fill_retries >= 10; });
   EXPECT_GE(pg.stats().thread_fill_retries, 10u) << pg.stats();
   EXPECT_FALSE(done.load()) << "filled without a bounce slot";
   EXPECT_EQ(pg.stats().thread_fills, 0u) << pg.stats();
