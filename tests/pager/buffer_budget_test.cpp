@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <thread>
 
+#include "common/test_util.hpp"
 #include "pager/buffer_budget.hpp"
 
 namespace pheap::paging {
@@ -87,7 +88,8 @@ TEST(BufferBudget, LendWaitsForTheEvictorToBringUsedDownToTheNewHighWatermark) {
     f.b.lend(10);  // new target 70, high watermark 68 (B7: two pages below the target)
     returned = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  test::wait_until([&] { return f.b.target_pages() == 70; }, "lend(10) to lower the target to 70");
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // rounds of its wait
   EXPECT_FALSE(returned.load()) << "lend() returned with 78 pages used above a high mark of 68";
   f.b.release(10);  // the evictor's batch
   f.b.notify_freed();
