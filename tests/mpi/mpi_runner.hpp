@@ -114,12 +114,15 @@ inline job_result run_program(const std::string& program, std::vector<std::strin
   return {st, slurp(log)};
 }
 
-// Waits (up to 10 s) for the pid file DIR/RANK a rank writes (crash_hooks.hpp,
-// PHEAP_TEST_MPI_PIDS), waits `delay` more, then SIGKILLs that rank. False when it was gone.
+// Waits (up to kActorDeadline) for the pid line in the file DIR/RANK a rank writes
+// (crash_hooks.hpp, PHEAP_TEST_MPI_PIDS), waits `delay` more, then SIGKILLs that rank. False
+// when it was gone, or (a test failure) when the line never appeared.
 inline bool kill_rank_after(const std::string& pids, int rank, std::chrono::milliseconds delay) {
   const std::string pidfile = pids + "/" + std::to_string(rank);
-  for (int t = 0; t < 2000 && !std::filesystem::exists(pidfile); ++t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Its whole line: the rank creates the file, then writes it.
+  if (!wait_until([&] { return slurp(pidfile).find('\n') != std::string::npos; },
+                  "rank " + std::to_string(rank) + " to write its pid to " + pidfile)) {
+    return false;
   }
   std::this_thread::sleep_for(delay);
   return ::kill(static_cast<pid_t>(std::stol(slurp(pidfile))), SIGKILL) == 0;
