@@ -262,7 +262,9 @@ TEST(GraphAlgorithms, BfsWithALookAheadGivesTheSameResultAndAsksForTheListsAhead
     }
     EXPECT_LE(asked.size(), with_arcs) << ng.name;
     // (Levels of a few vertices are over before a thread wakes: only the larger graphs count.)
-    if (with_arcs >= 200) EXPECT_GE(asked.size() * 10, with_arcs * 9) << ng.name << ": " << asked.size() << " of " << with_arcs;
+    if (with_arcs >= 200) {
+      EXPECT_GE(asked.size() * 10, with_arcs * 9) << ng.name << ": " << asked.size() << " of " << with_arcs;
+    }
   }
   EXPECT_FALSE(ahead.stopped());
 }
