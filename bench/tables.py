@@ -22,6 +22,8 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(BENCH, "results")
 README = os.path.join(BENCH, "README.md")
 
+BFS_COLUMNS = "system wall_s faults device_reads device_mb avg_inflight"
+
 # name -> the sources of the table: (folder under bench/results, file, columns read).
 MANIFEST = {
     "incore-peers": [("2026-11-22-quick", "construct.csv",
@@ -44,10 +46,8 @@ MANIFEST = {
                    "scale command system state wall_s vs_mmap vs_cat")],
     "scan": [("2026-12-01-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
-    "random-bfs": [("2026-12-01-random-bfs", "bfs.csv",
-                    "system wall_s faults device_reads device_mb avg_inflight")],
-    "random-bfs-look-ahead": [("2026-12-01-random-bfs-look-ahead", "bfs.csv",
-                               "system wall_s faults device_reads device_mb avg_inflight")],
+    "random-bfs": [("2026-12-01-random-bfs", "bfs.csv", BFS_COLUMNS)],
+    "random-bfs-look-ahead": [("2026-12-01-random-bfs-look-ahead", "bfs.csv", BFS_COLUMNS)],
     "flush": [("2026-12-01-flush", "construct-r1.csv construct-r2.csv construct-r3.csv",
                "system flush_s close_s pager_bytes_written")],
     "durability": [("2026-11-25-format3", "durability.csv",
@@ -56,6 +56,15 @@ MANIFEST = {
                      "column 1 (budget), 2 (form), 3 (seconds)")],
     "python": [("2026-12-01-python", "summary.csv", "case measure value target met")],
 }
+
+
+def rows_of(table, header=True):
+    """The rows of every file MANIFEST names for `table` (one folder), concatenated."""
+    (folder, files, _), = MANIFEST[table]
+    out = []
+    for f in files.split():
+        out += read(folder, f, header)
+    return out
 
 
 def read(folder, name, header=True):
@@ -90,7 +99,7 @@ def rates(rows, **match):
 # Each function: the rows of its MANIFEST sources -> the markdown table.
 
 def incore_peers():
-    rows = [r for r in read("2026-11-22-quick", "construct.csv") if r["label"] == "incore"]
+    rows = [r for r in rows_of("incore-peers") if r["label"] == "incore"]
     rate = {(r["system"], r["scale"], r["threads"]): float(r["arcs_per_s"]) for r in rows}
     out = []
     for sc, th in sorted({(r["scale"], r["threads"]) for r in rows}):
@@ -101,7 +110,7 @@ def incore_peers():
 
 
 def incore_pagesize():
-    rows = read("2026-11-29-incore-am", "incore-pagesize.csv")
+    rows = rows_of("incore-pagesize")
     out = []
     for system in ("uffd", "uffd-grouped"):
         t = {p: med([float(r["ingest_s"]) for r in rows
@@ -141,7 +150,7 @@ def ooc_kernel():
 
 
 def ooc_ab():
-    rows = read("2026-12-01-ooc-ab", "construct-s18-half-quarter.csv")
+    rows = rows_of("ooc-ab")
     out = []
     for mode, col, what in (("half", "ingest_s", "median ingest"),
                             ("quarter", "arcs_per_s", "median arcs/s by progress (DNF in 120 s)")):
@@ -159,7 +168,7 @@ def ooc_ab():
 
 
 def tiny():
-    rows = read("2026-11-29-mechanism-floor", "floor.csv")
+    rows = rows_of("tiny")
     out = []
     for page, buf in (("4096", "16"), ("4096", "64"), ("65536", "16"), ("65536", "4")):
         got = [r for r in rows if r["page"] == page and r["buffer_pages"] == buf]
@@ -172,7 +181,7 @@ def tiny():
 
 
 def cold_read():
-    rows = read("2026-12-01-cold-read", "summary.csv")
+    rows = rows_of("cold-read")
     get = {(r["scale"], r["command"], r["system"], r["state"]): r for r in rows}
     out = []
     for sc in ("18", "20"):
@@ -186,7 +195,7 @@ def cold_read():
 
 
 def scan():
-    rows = read("2026-12-01-scan", "scan.csv")
+    rows = rows_of("scan")
     names = [("dd", "dd `iflag=direct bs=1M`"), ("pheap", "pheap (fault read-ahead)"),
              ("pheap-backward", "pheap backwards"), ("pheap-prefetch", "pheap, `prefetch_all` first"),
              ("pheap-quarter", "pheap, buffer a quarter of the data"),
@@ -207,7 +216,7 @@ def scan():
 
 
 def durability():
-    rows = read("2026-11-25-format3", "durability.csv")
+    rows = rows_of("durability")
     last, ratio = {}, {}
     for r in rows:  # each persist_bench invocation times its dd right after its writer
         key = (r["label"], r["page_size"], r["bytes"])
@@ -237,7 +246,7 @@ def durability():
 
 
 def tool_ingest():
-    rows = read("2026-11-26-tool-ingest", "tool-ingest.csv", header=False)
+    rows = rows_of("tool-ingest", header=False)
     t = lambda budget, form: [float(r[2]) for r in rows if r[0] == budget and r[1] == form]
     out = []
     for form, label in (("tool", "`pheap-graph ingest` (defaults)"),
@@ -254,7 +263,7 @@ def tool_ingest():
 
 
 def python_():
-    rows = read("2026-12-01-python", "summary.csv")
+    rows = rows_of("python")
     out = []
     for r in rows:
         met = {"True": "met", "False": "**missed**"}.get(r["met"], "")
@@ -263,8 +272,8 @@ def python_():
     return table(["case", "measure (median of 3)", "value", "target", ""], out)
 
 
-def random_bfs(folder="2026-12-01-random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)"):
-    rows = read(folder, "bfs.csv")
+def random_bfs(name="random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)"):
+    rows = rows_of(name)
     names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
              "now-direct": direct,
              "now": "now, default read-only open (through the page cache)"}
@@ -282,9 +291,7 @@ def random_bfs(folder="2026-12-01-random-bfs", direct="now, `PHEAP_READ_ONLY_CAC
 
 
 def flush():
-    rows = []
-    for n in (1, 2, 3):
-        rows += read("2026-12-01-flush", f"construct-r{n}.csv")
+    rows = rows_of("flush")
     out = []
     mm = med([float(r["flush_s"]) for r in rows if r["system"] == "mmap"])
     mm_close = med([float(r["flush_s"]) + float(r["close_s"]) for r in rows if r["system"] == "mmap"])
@@ -304,7 +311,7 @@ def flush():
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
           "random-bfs": random_bfs, "flush": flush,
-          "random-bfs-look-ahead": lambda: random_bfs("2026-12-01-random-bfs-look-ahead",
+          "random-bfs-look-ahead": lambda: random_bfs("random-bfs-look-ahead",
                                                       "now with the BFS look-ahead, `O_DIRECT`"),
           "durability": durability, "tool-ingest": tool_ingest, "python": python_}
 
