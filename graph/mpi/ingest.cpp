@@ -282,11 +282,9 @@ class distributed_run {
     try {
       open_reader();
     } catch (const input_changed& e) {
-      throw ingest_usage_error(
-          "input " + std::to_string(cur_ + 1) + " of the unfinished ingestion changed since its last watermark: " +
-          e.what() + " (the part rank " + std::to_string(rank_of(comm_)) + " reads). The graph keeps the edges this "
-          "job committed, from the input as it was; rerun with it as it was to finish the job, or pass "
-          "--abandon-incomplete to keep those edges and ingest the inputs as they are now from their start.");
+      // This rank's count alone would mislead: the job's edges are summed over the ranks.
+      throw pheap::graph::detail::changed_input_error(
+          cur_, std::string(e.what()) + " (the part rank " + std::to_string(rank_of(comm_)) + " reads)", std::nullopt);
     }
   }
 

@@ -219,12 +219,7 @@ class ingest_run {
       opened.emplace(inputs_[idx], reader_opts(), start_off, at_recorded ? c_.line : 0, prefix,
                      opt_.batch_size);
     } catch (const input_changed& e) {
-      throw ingest_usage_error(
-          "input " + std::to_string(idx + 1) + " of the unfinished ingestion changed since its "
-          "last watermark: " + e.what() + ". The graph keeps the " + std::to_string(c_.edges) +
-          " edges this job committed, from the input as it was; rerun with it as it was to finish "
-          "the job, or pass --abandon-incomplete to keep those edges and ingest the inputs as they "
-          "are now from their start.");
+      throw changed_input_error(idx, e.what(), c_.edges);
     }
     batch_source& src = *opened;
     const std::uint64_t bytes_before = pr().bytes_this_run;
@@ -386,6 +381,15 @@ void begin_job(ingest_target& t, job_counters& c, const input_fingerprint& fp) {
 }
 
 }  // namespace
+
+ingest_usage_error changed_input_error(std::size_t input, const std::string& what,
+                                       std::optional<std::uint64_t> edges) {
+  return ingest_usage_error(
+      "input " + std::to_string(input + 1) + " of the unfinished ingestion changed since its last watermark: " +
+      what + ". The graph keeps the " + (edges ? std::to_string(*edges) + " " : std::string()) +
+      "edges this job committed, from the input as it was; rerun with it as it was to finish the job, or pass "
+      "--abandon-incomplete to keep those edges and ingest the inputs as they are now from their start.");
+}
 
 bool start_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, const ingest_options& opt,
                ingest_report& rep) {

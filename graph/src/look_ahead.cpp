@@ -89,7 +89,6 @@ void look_ahead::run() {
       } catch (...) {
         ok = false;
       }
-      touched_.fetch_add(1, std::memory_order_relaxed);
       lk.lock();
       if (!ok) {
         failed_.store(true, std::memory_order_relaxed);

@@ -67,6 +67,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -264,6 +265,12 @@ bool start_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, c
 // The job is done (every input read): marks it finished in `c` and saves it; a file job's
 // fingerprint joins the completed ones. The caller flushes.
 void end_job(ingest_target& t, job_counters& c, const input_fingerprint& fp, std::size_t inputs);
+
+// The refusal of a resume whose input `input` (0-based) changed since its watermark: `what` is
+// the reader's input_changed text (and where), `edges` what the job committed, when known.
+// Shared with the distributed engine.
+ingest_usage_error changed_input_error(std::size_t input, const std::string& what,
+                                       std::optional<std::uint64_t> edges);
 
 // The engine: graph/src/ingest.cpp.
 ingest_report run_ingest(ingest_target& target, const std::vector<std::string>& inputs,

@@ -4,8 +4,8 @@
 // Why. A breadth-first search visits the vertices of its frontier one after another; each
 // visit looks the vertex up (its hash node) and reads its list. Out of core every one of those
 // is a fault, and the walk's thread waits for each read in turn: one read in flight, whatever
-// the disk could do (88 k random 4 KiB reads/s at depth 32, 14 k at depth 1 on the machine the
-// project is measured on). The pager's fault read-ahead follows runs of faults, and a walk in
+// the disk could do (an SSD answers random reads several times faster many deep than one at a
+// time). The pager's fault read-ahead follows runs of faults, and a walk in
 // frontier order makes none. A walk that knows its next items can have them touched ahead.
 //
 // What it does. For one round (a BFS level) of n items, start(n, touch) lets `threads` threads
@@ -53,8 +53,7 @@ class look_ahead {
   void progress(std::size_t k) noexcept;  // the walk is at item k of the round
   void finish();
 
-  // Touches run so far, and whether a touch threw (the look-ahead stopped).
-  std::uint64_t touched() const noexcept { return touched_.load(std::memory_order_relaxed); }
+  // Whether a touch threw (the look-ahead stopped for good).
   bool stopped() const noexcept { return failed_.load(std::memory_order_relaxed); }
 
  private:
@@ -72,7 +71,6 @@ class look_ahead {
   std::atomic<std::size_t> next_{0}, at_{0};
   std::atomic<unsigned> waiters_{0};  // threads asleep for room ahead
   std::atomic<bool> failed_{false};
-  std::atomic<std::uint64_t> touched_{0};
   std::vector<std::thread> threads_;
 };
 
