@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "/tmp/pheap-example-graph";
   std::filesystem::remove_all(path);  // start from scratch each time this example runs
 
-  pheap::options opt;
+  pheap::options opt = pheap::options::from_env();  // the PHEAP_* variables, then our own choices
   opt.capacity = 1ull << 30;  // 1 GiB of address space; untouched parts cost nothing
   pheap::manager m(pheap::create_only, path, opt);
 

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   const unsigned long rounds = std::stoul(argv[2]);
   int rc = 0;
   try {
-    pheap::options opt;
+    pheap::options opt = pheap::options::from_env();  // the PHEAP_* variables, then our own choices
     opt.capacity = 1ull << 30;
     // Collective: every rank takes the same branch (they all see the same directory).
     const bool exists = std::filesystem::exists(dir + "/" + pheap::mpi::manifest_file);

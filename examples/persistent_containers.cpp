@@ -19,7 +19,7 @@ using dictionary = pheap::container::map<name_t, std::uint64_t>;
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "/tmp/pheap-example-containers";
   const bool first_run = !std::filesystem::exists(path);
-  pheap::options opt;
+  pheap::options opt = pheap::options::from_env();  // the PHEAP_* variables, then our own choices
   opt.capacity = 1ull << 30;
   pheap::manager m = first_run ? pheap::manager(pheap::create_only, path, opt)
                                : pheap::manager(pheap::open_only, path);

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(path);
   std::filesystem::remove_all(snap);
 
-  pheap::options opt;
+  pheap::options opt = pheap::options::from_env();  // the PHEAP_* variables, then our own choices
   opt.capacity = 1ull << 30;
   pheap::manager m(pheap::create_only, path, opt);
   auto& g = pheap::graph::open_or_create_graph<void>(m, "graph", /*directed=*/true);

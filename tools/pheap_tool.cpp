@@ -43,14 +43,18 @@ const char* const kNotes =
 
 struct common_args {
   std::string path;
-  std::uint64_t buffer = 64ull << 20;  // a tool needs little memory
+  std::uint64_t buffer = 0;  // --buffer-size; 0: not given
   bool json = false;
   bool quiet = false;
 };
 
+// The tool's default buffer (a tool needs little memory), then the PHEAP_* variables, then
+// the command line: each wins over the one before.
 pheap::options read_options(const common_args& a) {
-  pheap::options o;
-  o.pager.buffer_size = a.buffer;
+  pheap::options defaults;
+  defaults.pager.buffer_size = 64ull << 20;
+  pheap::options o = pheap::options::from_env(defaults);
+  if (a.buffer != 0) o.pager.buffer_size = a.buffer;
   return o;
 }
 
@@ -460,7 +464,7 @@ void add_path(CLI::App& sub, common_args& a) {
 void add_read_options(CLI::App& sub, common_args& a) {
   sub.add_flag("--json", a.json, "print one JSON document (schema: tools/README.md)");
   tool_support::add_size_option(sub, "--buffer-size", a.buffer,
-                                "memory for the heap's pages while reading (default 64MiB)");
+                                "memory for the heap's pages while reading (default 64MiB, or PHEAP_BUFFER_SIZE)");
 }
 
 void define_ls(CLI::App& app, command_line& c) {

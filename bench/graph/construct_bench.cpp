@@ -330,7 +330,7 @@ result run_pheap(const config& c, const system_spec& sys, std::uint64_t page, st
   o.capacity = bench_capacity(c);
   o.page_size = static_cast<std::uint32_t>(page);
   o.backend = sys.kernel() ? pheap::backend_kind::mmap : pheap::backend_kind::uffd;
-  if (sys.base == "mmap-random") ::setenv("PHEAP_MMAP_ADVICE", "random", 1);  // this child only
+  if (sys.base == "mmap-random") o.mmap_advice = pheap::mmap_advice_kind::random;
   if (sys.base == "uffd-1file") o.segment_size = o.capacity;  // one file covering the capacity
   if (buffer != 0) o.pager.buffer_size = buffer;
   auto t_close = clk::now();

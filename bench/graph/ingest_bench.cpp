@@ -119,7 +119,7 @@ result run_pheap(const config& c, std::uint64_t buffer) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
   result r;
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   o.capacity = 64ull << 30;
   if (buffer != 0) o.pager.buffer_size = buffer;
   auto t_close = clk::now();

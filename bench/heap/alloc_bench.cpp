@@ -159,7 +159,7 @@ void container_bench(pheap::manager& m, std::size_t n) {
 void reopen_bench(const std::string& dir, unsigned gib) {
   const std::string path = dir + "/reopen-" + std::to_string(gib) + "g";
   std::filesystem::remove_all(path);
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   o.capacity = (static_cast<std::uint64_t>(gib) + 2) << 30;
   o.pager.buffer_size = 512ull << 20;
   double build = 0, close_s = 0;
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(heap_path);
   std::filesystem::remove(bip_path);
 
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   o.capacity = 16ull << 30;
   pheap::manager m(pheap::create_only, heap_path, o);
   bip::managed_mapped_file mmf(bip::create_only, bip_path.c_str(), 4ull << 30);

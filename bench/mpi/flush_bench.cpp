@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   o.capacity = 1ull << 30;
   o.page_size = 64 * 1024;
   const std::size_t ps = o.page_size;

@@ -33,8 +33,7 @@ int usage() {
 }
 
 int create(const std::string& dir, std::uint64_t mib) {
-  pheap::options o;
-  o.page_size = pheap::page_size_from_env();
+  pheap::options o = pheap::options::from_env();
   o.capacity = (mib + 256) << 20;
   pheap::manager m(pheap::create_only, dir, o);
   const std::uint64_t n = (mib << 20) / sizeof(std::uint64_t);
@@ -71,7 +70,7 @@ int scan(const std::string& dir, bool prefetch_all, std::uint64_t stride, bool b
   }
   const pheap::manager_stats st = m.stats();
   const double mib = static_cast<double>(n * sizeof(std::uint64_t)) / (1 << 20);
-  std::printf("%s%s%s,%.3f,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", to_string(pheap::options{}.backend),
+  std::printf("%s%s%s,%.3f,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", to_string(pheap::options::from_env().backend),
               prefetch_all ? "+prefetch_all" : "", backward ? "+backward" : "", s, mib, mib / s,
               static_cast<unsigned long long>(st.pager.read_faults + st.pager.write_faults),
               static_cast<unsigned long long>(st.pager.pages_read),

@@ -126,7 +126,7 @@ void watch_termination_signals() {
 }
 
 pheap::options opts(const std::string& backend, std::uint64_t page, std::uint64_t max_bytes) {
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   o.capacity = 1ull << 30;
   while (o.capacity < 2 * max_bytes + (256ull << 20)) o.capacity <<= 1;
   o.page_size = static_cast<std::uint32_t>(page);

@@ -17,9 +17,9 @@
 //   * fractions: a decimal number; counts: a decimal integer; words: one of the listed words.
 //
 // Caveats:
-//   * A variable is read each time its accessor is called: options{} and pager_options::
-//     from_env() read them at construction; io::default_engine() reads PHEAP_IO_ENGINE once
-//     per process.
+//   * A variable is read each time its accessor is called. Only the from_env() functions
+//     (options::from_env, pager_options::from_env) and io::default_engine() (PHEAP_IO_ENGINE,
+//     once per process) call the accessors; a default-constructed options{} reads nothing.
 //   * Relations between variables (low watermark below the high one) are checked by the
 //     layer that owns them (pager_options::from_env), with bad_env().
 //   * The fault engine's variables (PHEAP_FAULT_CRASH_AT, _EIO_AT, _ENOSPC_AT) are test gear
@@ -52,6 +52,13 @@ enum class var : unsigned {
   debug,
 };
 
+// One choice of a word variable: its name (what to_string of the matching enum value returns)
+// and an accepted alias ("auto" for "automatic"), or null.
+struct spelling {
+  const char* name;
+  const char* alias = nullptr;
+};
+
 enum class kind {
   size,      // bytes (parse_size), in [min, max]; a power of two when power_of_two
   fraction,  // a real number in [lo, hi], an end excluded when lo_open / hi_open
@@ -72,8 +79,9 @@ struct variable {
   // fraction: the accepted range.
   double lo = 0, hi = 1;
   bool lo_open = false, hi_open = false;
-  // word: the accepted words, separated by spaces; "a|b" makes b an alias of a.
-  const char* words = "";
+  // word: the accepted choices, in the order of the enum they spell (the one place its
+  // spellings are written: to_string(dirty_tracking) and the others read them from here).
+  std::span<const spelling> words = {};
 };
 
 // Every library variable, in the order of `var`.
@@ -87,7 +95,11 @@ const variable& describe(var v) noexcept;
 std::optional<std::uint64_t> size(var v);
 std::optional<double> fraction(var v);
 std::optional<unsigned> count(var v);
-std::optional<std::string_view> word(var v);  // the first spelling of the word's group
+std::optional<std::string_view> word(var v);  // the choice's name (an alias resolved)
+// The index of the choice in the row's `words` (the value of the enum it spells).
+std::optional<unsigned> choice(var v);
+// The name of choice `i` of a word variable (i < words.size(), asserted): static storage.
+const char* name_of_choice(var v, unsigned i) noexcept;
 
 // Throws error(invalid_argument, op "read <what>", "bad value '<value>': <why>").
 [[noreturn]] void bad_env(const char* what, const std::string& value, const std::string& why);

@@ -174,15 +174,19 @@ class manager {
   using const_unique_iterator = object_iterator;
   using const_anonymous_iterator = object_iterator;
 
+  // Without `opt`, the constructors use options::from_env(): the library's defaults with the
+  // PHEAP_* variables applied (a malformed one throws error(invalid_argument) naming it). With
+  // `opt`, exactly `opt`: no variable is read (pheap/options.hpp).
+  //
   // Creates a datastore at `path` (must not exist, or be an empty directory).
-  manager(create_only_t, const std::string& path, const options& opt = options());
+  manager(create_only_t, const std::string& path, const options& opt = options::from_env());
   // Opens for reading and writing (exclusive across processes).
-  manager(open_only_t, const std::string& path, const options& opt = options());
+  manager(open_only_t, const std::string& path, const options& opt = options::from_env());
   // Opens for reading only (shared); every mutation through the manager (construct, destroy,
   // allocate, flush, set_description, a pheap::allocator of it) throws error(read_only). The
   // heap itself is mapped read-only: a store through a pointer into it is SIGSEGV, announced
   // by one line on stderr naming the datastore and the address (pheap/fault_guard.hpp).
-  manager(open_read_only_t, const std::string& path, const options& opt = options());
+  manager(open_read_only_t, const std::string& path, const options& opt = options::from_env());
   // Flushes (read-write) and closes. A close with nothing dirty since the last flush() (no
   // page written, no object created or destroyed) writes nothing: the datastore ends at the
   // epoch that flush() returned (uffd backend; the mmap backend always commits its clean

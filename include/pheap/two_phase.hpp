@@ -36,11 +36,11 @@ namespace pheap {
 class two_phase {
  public:
   // Creates a datastore as manager(create_only, ...) does, returning a participant.
-  static manager create(const std::string& path, const options& opt = options());
+  static manager create(const std::string& path, const options& opt = options::from_env());
   // Opens at the newest durable epoch <= max_epoch (errc::corrupt if none). Read-write
   // (exclusive) unless read_only.
   static manager open(const std::string& path, std::uint64_t max_epoch, bool read_only,
-                      const options& opt = options());
+                      const options& opt = options::from_env());
   // Makes everything written so far durable as a prepared epoch (manager::flush's protocol)
   // and returns it; manager::epoch() stays at the last confirmed one.
   static std::uint64_t prepare(manager& m);

@@ -25,8 +25,9 @@ namespace {
 
 // ---- options ------------------------------------------------------------------------------
 
+// The PHEAP_* variables (pheap::options::from_env), then the keyword arguments.
 pheap::options options_from(const nb::kwargs& kw, bool creating, const std::string& path) {
-  pheap::options o;
+  pheap::options o = pheap::options::from_env();
   for (auto [k, v] : kw) {
     const std::string key = nb::cast<std::string>(k);
     if (v.is_none()) continue;

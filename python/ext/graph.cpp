@@ -46,19 +46,18 @@ nb::object owned_array(std::vector<std::uint64_t>&& v) {
   return owned_array(std::make_shared<const std::vector<std::uint64_t>>(std::move(v)));
 }
 
-// Graph datastores are opened with pheap::graph::datastore_options() (4 KiB pages for new
-// ones), except that missing pages are filled by the pager's workers, not on the faulting
+// Graph datastores are opened with pheap::graph::datastore_defaults() (4 KiB pages for new
+// ones) and the PHEAP_* variables, except that missing pages are filled by the pager's workers, not on the faulting
 // thread, and that there are 8 of them, not 2 (PHEAP_FAULT_FILL, PHEAP_FAULT_THREADS
 // override). A fill on the faulting thread goes through pheap's SIGBUS handler, which a Python
 // program may replace (faulthandler.enable() after the open), and makes system calls on heap
 // memory fail with EFAULT (a view passed to file.write); 8 workers keep 8 reads in flight for
 // the 16 threads of degrees() (bench/README.md, "Python": as fast as faulting-thread fills).
 pheap::options graph_options(const std::optional<std::size_t>& buffer_size) {
-  pheap::options o = pg::datastore_options();
-  pheap::pager_options base;
-  base.fault_fill = pheap::fault_filling::workers;
-  base.fault_threads = 8;
-  o.pager = pheap::pager_options::from_env(base);
+  pheap::options o = pg::datastore_defaults();
+  o.pager.fault_fill = pheap::fault_filling::workers;
+  o.pager.fault_threads = 8;
+  o = pheap::options::from_env(o);
   if (buffer_size) o.pager.buffer_size = *buffer_size;
   return o;
 }

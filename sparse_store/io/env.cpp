@@ -18,6 +18,17 @@ namespace pheap::env {
 
 namespace {
 
+// The choices of the word variables, in the order of the enums they spell (pheap::
+// dirty_tracking, io engine, backend_kind, mmap_advice_kind, victim_caching, fault_filling,
+// read_only_cache's on/off: to_string of each reads its names from here).
+constexpr spelling kTracking[] = {{"automatic", "auto"}, {"wp_async"}, {"wp_sync"}, {"all_resident"}};
+constexpr spelling kEngine[] = {{"uring", "io_uring"}, {"posix"}};
+constexpr spelling kBackend[] = {{"uffd"}, {"mmap"}};
+constexpr spelling kAdvice[] = {{"normal"}, {"random"}};
+constexpr spelling kVictimCache[] = {{"automatic", "auto"}, {"on"}, {"off"}};
+constexpr spelling kFaultFill[] = {{"workers"}, {"faulting_thread"}, {"automatic"}};
+constexpr spelling kOnOff[] = {{"on"}, {"off"}};
+
 // The order of the rows is the order of `var` (checked below).
 constexpr variable kTable[] = {
     {.id = var::page_size, .name = "PHEAP_PAGE_SIZE", .type = kind::size,
@@ -33,31 +44,31 @@ constexpr variable kTable[] = {
      .lo = 0, .hi = 1, .hi_open = true},
     {.id = var::dirty_tracking, .name = "PHEAP_DIRTY_TRACKING", .type = kind::word,
      .default_value = "automatic", .meaning = "how the pager learns which pages were written",
-     .words = "automatic|auto wp_async wp_sync all_resident"},
+     .words = kTracking},
     {.id = var::fault_threads, .name = "PHEAP_FAULT_THREADS", .type = kind::count,
      .default_value = "2", .meaning = "workers reading the userfaultfd", .min = 1, .max = 64},
     {.id = var::read_ahead, .name = "PHEAP_READ_AHEAD", .type = kind::count,
      .default_value = "2 MiB of pages", .meaning = "ceiling of the read-ahead window of sequential or strided faults, in pages (0: off)", .min = 0, .max = 1024},
     {.id = var::io_engine, .name = "PHEAP_IO_ENGINE", .type = kind::word,
      .default_value = "io_uring, else posix", .meaning = "the I/O engine of io::default_engine()",
-     .words = "uring|io_uring posix"},
+     .words = kEngine},
     {.id = var::backend, .name = "PHEAP_BACKEND", .type = kind::word, .default_value = "uffd",
-     .meaning = "how the heap is mapped: userfaultfd pager or kernel mmap", .words = "uffd mmap"},
+     .meaning = "how the heap is mapped: userfaultfd pager or kernel mmap", .words = kBackend},
     {.id = var::mmap_advice, .name = "PHEAP_MMAP_ADVICE", .type = kind::word,
      .default_value = "normal", .meaning = "madvise of the mmap backend's mapping (random: no read-around)",
-     .words = "normal random"},
+     .words = kAdvice},
     {.id = var::victim_cache, .name = "PHEAP_VICTIM_CACHE", .type = kind::word,
      .default_value = "automatic",
      .meaning = "keep evicted pages where the kernel may take them back (MADV_FREE); automatic: on under a memory cgroup",
-     .words = "automatic|auto on off"},
+     .words = kVictimCache},
     {.id = var::fault_fill, .name = "PHEAP_FAULT_FILL", .type = kind::word,
      .default_value = "workers",
      .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT); automatic: the faulting thread unless tracking is wp_sync (graph datastores' default)",
-     .words = "workers faulting_thread automatic"},
+     .words = kFaultFill},
     {.id = var::read_only_cache, .name = "PHEAP_READ_ONLY_CACHE", .type = kind::word,
      .default_value = "on",
      .meaning = "read-only opens read segment data through the kernel's page cache, so the next job finds it in DRAM (off: O_DIRECT, the pager's buffer the only cache)",
-     .words = "on off"},
+     .words = kOnOff},
     {.id = var::debug, .name = "PHEAP_DEBUG", .type = kind::count, .default_value = "0",
      .meaning = "1: the pager prints its buffer size and where it came from at open, the automatic "
                 "buffer's target whenever it moves by 1/8, and its statistics at close",
@@ -106,34 +117,12 @@ std::string format_fraction_range(const variable& d) {
   return os.str();
 }
 
-// Calls fn(group_index, first_spelling, spelling) for every spelling of `words`.
-template <class Fn>
-void for_each_spelling(std::string_view words, Fn fn) {
-  unsigned group = 0;
-  while (!words.empty()) {
-    const std::size_t end = std::min(words.find(' '), words.size());
-    std::string_view g = words.substr(0, end);
-    const std::string_view first = g.substr(0, std::min(g.find('|'), g.size()));
-    while (!g.empty()) {
-      const std::size_t bar = std::min(g.find('|'), g.size());
-      fn(group, first, g.substr(0, bar));
-      g.remove_prefix(std::min(bar + 1, g.size()));
-    }
-    words.remove_prefix(std::min(end + 1, words.size()));
-    ++group;
-  }
-}
-
 // "expected automatic, wp_async, wp_sync or all_resident"
 std::string expected_words(const variable& d) {
-  std::vector<std::string_view> firsts;
-  for_each_spelling(d.words, [&](unsigned group, std::string_view first, std::string_view) {
-    if (group == firsts.size()) firsts.push_back(first);
-  });
   std::string s = "expected ";
-  for (std::size_t i = 0; i < firsts.size(); ++i) {
-    if (i > 0) s += i + 1 == firsts.size() ? " or " : ", ";
-    s += firsts[i];
+  for (std::size_t i = 0; i < d.words.size(); ++i) {
+    if (i > 0) s += i + 1 == d.words.size() ? " or " : ", ";
+    s += d.words[i].name;
   }
   return s;
 }
@@ -232,15 +221,26 @@ std::optional<unsigned> count(var id) {
   return static_cast<unsigned>(n);
 }
 
-std::optional<std::string_view> word(var id) {
+std::optional<unsigned> choice(var id) {
   const auto [d, v] = lookup(id, kind::word);
   if (!v) return std::nullopt;
-  std::optional<std::string_view> found;
-  for_each_spelling(d.words, [&](unsigned, std::string_view first, std::string_view spelling) {
-    if (spelling == *v) found = first;
-  });
-  if (!found) bad_env(d.name, *v, expected_words(d));
-  return found;
+  for (unsigned i = 0; i < d.words.size(); ++i) {
+    const spelling& w = d.words[i];
+    if (*v == w.name || (w.alias != nullptr && *v == w.alias)) return i;
+  }
+  bad_env(d.name, *v, expected_words(d));
+}
+
+std::optional<std::string_view> word(var id) {
+  const auto i = choice(id);
+  if (!i) return std::nullopt;
+  return std::string_view(describe(id).words[*i].name);
+}
+
+const char* name_of_choice(var id, unsigned i) noexcept {
+  const variable& d = describe(id);
+  assert(d.type == kind::word && i < d.words.size());
+  return i < d.words.size() ? d.words[i].name : "?";
 }
 
 }  // namespace pheap::env

@@ -113,8 +113,9 @@ std::string need_text(const char* s, const std::string& path, const char* op, co
   return s;
 }
 
+// The PHEAP_* variables (pheap::options::from_env), then the non-zero fields of `o`.
 pheap::options to_options(const pheap_options* o) {
-  pheap::options opt;
+  pheap::options opt = pheap::options::from_env();
   if (o == nullptr) return opt;
   if (o->capacity != 0) opt.capacity = o->capacity;
   if (o->page_size != 0) opt.page_size = o->page_size;

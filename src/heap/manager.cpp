@@ -193,7 +193,7 @@ std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, c
     heap::root_record marked = root;
     marked.writer_version = library_version;
     marked.mmap_open = true;
-    return heap::make_mmap_region(std::move(store), path, store_opts(opt, ro), marked.encode());
+    return heap::make_mmap_region(std::move(store), path, store_opts(opt, ro), marked.encode(), opt.mmap_advice);
   }
   pager_options po = opt.pager;
   if (ro && po.read_only_map_bytes == 0) po.read_only_map_bytes = read_only_extent(*store);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <vector>
 
-#include "pheap/env.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap::heap {
@@ -19,7 +18,7 @@ namespace {
 class mmap_region final : public region {
  public:
   mmap_region(std::unique_ptr<sparse_store> store, const std::string& path, const store_options& so,
-              std::span<const std::byte> open_root)
+              std::span<const std::byte> open_root, mmap_advice_kind advice)
       : store_(std::move(store)), path_(path), engine_(so.engine), ro_(store_->read_only()) {
     size_ = store_->capacity();
     page_ = store_->page_size();
@@ -62,9 +61,9 @@ class mmap_region final : public region {
       }
       // Same fork() rule as the pager: a child does not inherit the mapping.
       ::madvise(base_, size_, MADV_DONTFORK);
-      // PHEAP_MMAP_ADVICE=random turns the kernel's fault read-around off (MADV_RANDOM), for
-      // random-access heaps larger than memory; default: the kernel's normal policy.
-      if (env::word(env::var::mmap_advice) == "random") ::madvise(base_, size_, MADV_RANDOM);
+      // mmap_advice_kind::random turns the kernel's fault read-around off (MADV_RANDOM), for
+      // random-access heaps larger than memory; normal: the kernel's default policy.
+      if (advice == mmap_advice_kind::random) ::madvise(base_, size_, MADV_RANDOM);
     } catch (...) {
       ::munmap(base_, size_);
       throw;
@@ -152,8 +151,9 @@ class mmap_region final : public region {
 }  // namespace
 
 std::unique_ptr<region> make_mmap_region(std::unique_ptr<sparse_store> store, const std::string& path,
-                                         const store_options& so, std::span<const std::byte> open_root) {
-  return std::make_unique<mmap_region>(std::move(store), path, so, open_root);
+                                         const store_options& so, std::span<const std::byte> open_root,
+                                         mmap_advice_kind advice) {
+  return std::make_unique<mmap_region>(std::move(store), path, so, open_root, advice);
 }
 
 }  // namespace pheap::heap

@@ -8,26 +8,27 @@
 
 namespace pheap {
 
+// The enums' spellings are the PHEAP_* table's (env.cpp), in enum order.
 const char* to_string(backend_kind b) noexcept {
-  switch (b) {
-    case backend_kind::uffd: return "uffd";
-    case backend_kind::mmap: return "mmap";
-  }
-  return "?";
+  return env::name_of_choice(env::var::backend, static_cast<unsigned>(b));
 }
 
-backend_kind backend_from_env() {
-  const auto w = env::word(env::var::backend);
-  return w && *w == to_string(backend_kind::mmap) ? backend_kind::mmap : backend_kind::uffd;
+const char* to_string(mmap_advice_kind a) noexcept {
+  return env::name_of_choice(env::var::mmap_advice, static_cast<unsigned>(a));
 }
 
-bool read_only_cache_from_env() {
-  const auto w = env::word(env::var::read_only_cache);
-  return !w || *w == "on";
-}
+options options::from_env() { return from_env(options{}); }
 
-std::uint32_t page_size_from_env() {
-  return static_cast<std::uint32_t>(env::size(env::var::page_size).value_or(64 * 1024));
+// Each variable is parsed and range-checked by the table (pheap/env.hpp); here is only where
+// its value goes.
+options options::from_env(options base) {
+  using env::var;
+  if (auto v = env::size(var::page_size)) base.page_size = static_cast<std::uint32_t>(*v);
+  if (auto i = env::choice(var::backend)) base.backend = static_cast<backend_kind>(*i);
+  if (auto i = env::choice(var::mmap_advice)) base.mmap_advice = static_cast<mmap_advice_kind>(*i);
+  if (auto i = env::choice(var::read_only_cache)) base.read_only_cache = *i == 0;  // on | off
+  base.pager = pager_options::from_env(base.pager);
+  return base;
 }
 
 namespace heap {

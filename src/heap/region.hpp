@@ -70,8 +70,10 @@ std::unique_ptr<region> make_pager_region(std::unique_ptr<sparse_store> store, c
 
 // The mmap backend. `store` is open (read-write or read-only) and its root record has been
 // validated; for a read-write store the caller passes the root blob to commit marked "open
-// by the mmap backend" before anything is mapped writable (see mmap_region.hpp).
+// by the mmap backend" before anything is mapped writable (see mmap_region.hpp). `advice`:
+// options::mmap_advice, applied to the whole mapping.
 std::unique_ptr<region> make_mmap_region(std::unique_ptr<sparse_store> store, const std::string& path,
-                                         const store_options& so, std::span<const std::byte> open_root);
+                                         const store_options& so, std::span<const std::byte> open_root,
+                                         mmap_advice_kind advice);
 
 }  // namespace pheap::heap

@@ -27,34 +27,20 @@
 
 namespace pheap {
 
+// The spellings of the option enums are written once, in the PHEAP_* table (env.cpp), in
+// enum order.
 const char* to_string(dirty_tracking t) noexcept {
-  switch (t) {
-    case dirty_tracking::automatic: return "automatic";
-    case dirty_tracking::wp_async: return "wp_async";
-    case dirty_tracking::wp_sync: return "wp_sync";
-    case dirty_tracking::all_resident: return "all_resident";
-  }
-  return "?";
+  return env::name_of_choice(env::var::dirty_tracking, static_cast<unsigned>(t));
 }
 
 std::ostream& operator<<(std::ostream& os, dirty_tracking t) { return os << to_string(t); }
 
 const char* to_string(fault_filling f) noexcept {
-  switch (f) {
-    case fault_filling::workers: return "workers";
-    case fault_filling::faulting_thread: return "faulting_thread";
-    case fault_filling::automatic: return "automatic";
-  }
-  return "?";
+  return env::name_of_choice(env::var::fault_fill, static_cast<unsigned>(f));
 }
 
 const char* to_string(victim_caching v) noexcept {
-  switch (v) {
-    case victim_caching::automatic: return "automatic";
-    case victim_caching::on: return "on";
-    case victim_caching::off: return "off";
-  }
-  return "?";
+  return env::name_of_choice(env::var::victim_cache, static_cast<unsigned>(v));
 }
 
 // ---- options ----------------------------------------------------------------------------------
@@ -93,22 +79,9 @@ pager_options pager_options::from_env(pager_options base) {
     env::bad_env(env::describe(low ? var::low_watermark : var::high_watermark).name, value.str(),
                  "low watermark must be below the high watermark");
   }
-  if (auto w = env::word(var::dirty_tracking)) {
-    for (dirty_tracking t : {dirty_tracking::automatic, dirty_tracking::wp_async,
-                             dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
-      if (*w == to_string(t)) base.tracking = t;
-    }
-  }
-  if (auto w = env::word(var::victim_cache)) {
-    for (victim_caching v : {victim_caching::automatic, victim_caching::on, victim_caching::off}) {
-      if (*w == to_string(v)) base.victim_cache = v;
-    }
-  }
-  if (auto w = env::word(var::fault_fill)) {
-    for (fault_filling f : {fault_filling::workers, fault_filling::faulting_thread, fault_filling::automatic}) {
-      if (*w == to_string(f)) base.fault_fill = f;
-    }
-  }
+  if (auto i = env::choice(var::dirty_tracking)) base.tracking = static_cast<dirty_tracking>(*i);
+  if (auto i = env::choice(var::victim_cache)) base.victim_cache = static_cast<victim_caching>(*i);
+  if (auto i = env::choice(var::fault_fill)) base.fault_fill = static_cast<fault_filling>(*i);
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
   if (auto v = env::count(var::debug)) base.debug = *v == 1;

@@ -488,6 +488,22 @@ TEST(GraphToolCli, NewGraphDatastoreDefaultsToFourKiBPages) {
   EXPECT_EQ(pheap::manager::peek(d / "ds").page_size, 4096u);
 }
 
+// The graph layer's 4 KiB is a default, not a rule: PHEAP_PAGE_SIZE wins over it (it used to
+// be ignored silently), and --page-size wins over the variable.
+TEST(GraphToolCli, PheapPageSizeWinsOverTheFourKiBDefaultAndPageSizeOptionWinsOverTheVariable) {
+  pheap::test::temp_dir d;
+  write(d / "in.txt", rmat_edges(8, 4, weight_kind::none, 3), input_format::text, weight_kind::none);
+  ::setenv("PHEAP_PAGE_SIZE", "16K", 1);
+  const auto by_env = tool({"ingest", "--datastore", d / "env", "--quiet", d / "in.txt"});
+  const auto by_option = tool({"ingest", "--datastore", d / "opt", "--page-size", "8K", "--quiet", d / "in.txt"});
+  ::unsetenv("PHEAP_PAGE_SIZE");
+  ASSERT_TRUE(by_env.exited(0)) << by_env.describe() << by_env.err;
+  ASSERT_TRUE(by_option.exited(0)) << by_option.describe() << by_option.err;
+  EXPECT_EQ(pheap::manager::peek(d / "env").page_size, 16u << 10);
+  EXPECT_EQ(pheap::manager::peek(d / "opt").page_size, 8u << 10);
+  EXPECT_EQ(load(d / "env"), load(d / "opt"));
+}
+
 // --prefetch-window adds the look-ahead prefetch to the grouped insertion (over several batches,
 // so that later ones grow lists that exist): the same graph; a window that is not a size is a
 // usage error. (That the look-ahead saves faults: IngestPrefetch in ingest_prefetch_test.cpp.)

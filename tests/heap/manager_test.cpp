@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "manager_fixture.hpp"
+#include "pheap/env.hpp"
 
 namespace {
 
@@ -550,18 +551,19 @@ TEST(ManagerText, VersionAndCreationTimeAreSpelledAsPheapInfoPrintsThem) {
   EXPECT_EQ(pheap::utc_time_string(1700000000ull * 1000000000ull + 999), "2023-11-14 22:13:20 UTC");
 }
 
-// PHEAP_PAGE_SIZE picks the page size of new datastores, like the other PHEAP_* variables.
+// PHEAP_PAGE_SIZE picks the page size of new datastores, like the other PHEAP_* variables:
+// through options::from_env(), which the constructors without options use.
 TEST(ManagerOptions, PheapPageSizeEnvironmentSetsTheDefaultPageSizeAndRejectsBadValues) {
   ::unsetenv("PHEAP_PAGE_SIZE");
-  EXPECT_EQ(pheap::options().page_size, 64u * 1024);
+  EXPECT_EQ(pheap::options::from_env().page_size, 64u * 1024);
   ::setenv("PHEAP_PAGE_SIZE", "4K", 1);
-  EXPECT_EQ(pheap::options().page_size, 4096u);
+  EXPECT_EQ(pheap::options::from_env().page_size, 4096u);
   ::setenv("PHEAP_PAGE_SIZE", "2MiB", 1);
-  EXPECT_EQ(pheap::options().page_size, 2u << 20);
+  EXPECT_EQ(pheap::options::from_env().page_size, 2u << 20);
   for (const char* bad : {"5K", "1K", "abc", "128M"}) {
     ::setenv("PHEAP_PAGE_SIZE", bad, 1);
     try {
-      (void)pheap::options();
+      (void)pheap::options::from_env();
       ADD_FAILURE() << "PHEAP_PAGE_SIZE=" << bad << " accepted";
     } catch (const pheap::error& e) {
       EXPECT_EQ(e.code(), pheap::errc::invalid_argument);
@@ -569,4 +571,106 @@ TEST(ManagerOptions, PheapPageSizeEnvironmentSetsTheDefaultPageSizeAndRejectsBad
     }
   }
   ::unsetenv("PHEAP_PAGE_SIZE");
+}
+
+// Every PHEAP_* variable of the table is also a field: options::from_env() moves exactly that
+// field away from its default (PHEAP_IO_ENGINE, the io layer's, picks io::default_engine(),
+// whose field is options::engine). A variable added to the table fails here until it has one.
+TEST(ManagerOptions, EveryVariableOfTheTableSetsItsFieldThroughFromEnv) {
+  using env::var;
+  struct row {
+    var v;
+    const char* value;
+    bool (*moved)(const options&);
+  };
+  const row rows[] = {
+      {var::page_size, "16K", [](const options& o) { return o.page_size == 16u << 10; }},
+      {var::buffer_size, "5M", [](const options& o) { return o.pager.buffer_size == 5u << 20; }},
+      {var::high_watermark, "0.995", [](const options& o) { return o.pager.high_watermark == 0.995; }},
+      {var::low_watermark, "0.5", [](const options& o) { return o.pager.low_watermark == 0.5; }},
+      {var::dirty_tracking, "wp_sync", [](const options& o) { return o.pager.tracking == dirty_tracking::wp_sync; }},
+      {var::fault_threads, "7", [](const options& o) { return o.pager.fault_threads == 7; }},
+      {var::read_ahead, "0", [](const options& o) { return o.pager.read_ahead == 0; }},
+      {var::backend, "mmap", [](const options& o) { return o.backend == backend_kind::mmap; }},
+      {var::mmap_advice, "random", [](const options& o) { return o.mmap_advice == mmap_advice_kind::random; }},
+      {var::victim_cache, "off", [](const options& o) { return o.pager.victim_cache == victim_caching::off; }},
+      {var::fault_fill, "faulting_thread", [](const options& o) { return o.pager.fault_fill == fault_filling::faulting_thread; }},
+      {var::read_only_cache, "off", [](const options& o) { return !o.read_only_cache; }},
+      {var::debug, "1", [](const options& o) { return o.pager.debug; }},
+  };
+  EXPECT_EQ(std::size(rows) + 1, env::table().size()) << "a variable without a row here (io_engine is the +1)";
+  for (const row& r : rows) {
+    const char* name = env::describe(r.v).name;
+    EXPECT_FALSE(r.moved(options{})) << name << ": the test's value is the default";
+    ::setenv(name, r.value, 1);
+    EXPECT_TRUE(r.moved(options::from_env())) << name << "=" << r.value << " did not reach its field";
+    EXPECT_FALSE(r.moved(options{})) << name << " was read by options{}";
+    ::unsetenv(name);
+  }
+  // The enum spellings are the table's: to_string of each value is a word the table accepts
+  // for that value.
+  for (dirty_tracking t : {dirty_tracking::automatic, dirty_tracking::wp_async, dirty_tracking::wp_sync,
+                           dirty_tracking::all_resident}) {
+    ::setenv("PHEAP_DIRTY_TRACKING", to_string(t), 1);
+    EXPECT_EQ(options::from_env().pager.tracking, t) << to_string(t);
+  }
+  for (fault_filling f : {fault_filling::workers, fault_filling::faulting_thread, fault_filling::automatic}) {
+    ::setenv("PHEAP_FAULT_FILL", to_string(f), 1);
+    EXPECT_EQ(options::from_env().pager.fault_fill, f) << to_string(f);
+  }
+  for (victim_caching c : {victim_caching::automatic, victim_caching::on, victim_caching::off}) {
+    ::setenv("PHEAP_VICTIM_CACHE", to_string(c), 1);
+    EXPECT_EQ(options::from_env().pager.victim_cache, c) << to_string(c);
+  }
+  for (backend_kind b : {backend_kind::uffd, backend_kind::mmap}) {
+    ::setenv("PHEAP_BACKEND", to_string(b), 1);
+    EXPECT_EQ(options::from_env().backend, b) << to_string(b);
+  }
+  for (mmap_advice_kind a : {mmap_advice_kind::normal, mmap_advice_kind::random}) {
+    ::setenv("PHEAP_MMAP_ADVICE", to_string(a), 1);
+    EXPECT_EQ(options::from_env().mmap_advice, a) << to_string(a);
+  }
+  for (const char* name : {"PHEAP_DIRTY_TRACKING", "PHEAP_FAULT_FILL", "PHEAP_VICTIM_CACHE", "PHEAP_BACKEND",
+                           "PHEAP_MMAP_ADVICE"}) {
+    ::unsetenv(name);
+  }
+}
+
+// Configuration is read once, explicitly: options{} is the library's defaults whatever the
+// environment says (it used to read PHEAP_* in its member initialisers, and threw on a bad
+// one); a manager made without options applies the variables, one made with options gets
+// exactly those.
+TEST(ManagerOptions, DefaultOptionsReadNoVariableAndOnlyAManagerWithoutOptionsAppliesThem) {
+  test::temp_dir tmp;
+  ::setenv("PHEAP_PAGE_SIZE", "16K", 1);
+  ::setenv("PHEAP_BACKEND", "mmap", 1);
+  ::setenv("PHEAP_BUFFER_SIZE", "3M", 1);
+  ::setenv("PHEAP_MMAP_ADVICE", "random", 1);
+  ::setenv("PHEAP_READ_ONLY_CACHE", "off", 1);
+  const options pure;
+  EXPECT_EQ(pure.page_size, 64u * 1024);
+  EXPECT_EQ(pure.backend, backend_kind::uffd);
+  EXPECT_EQ(pure.pager.buffer_size, 0u);
+  EXPECT_EQ(pure.mmap_advice, mmap_advice_kind::normal);
+  EXPECT_TRUE(pure.read_only_cache);
+  const options env = options::from_env();
+  EXPECT_EQ(env.page_size, 16u * 1024);
+  EXPECT_EQ(env.backend, backend_kind::mmap);
+  EXPECT_EQ(env.pager.buffer_size, 3u << 20);
+  EXPECT_EQ(env.mmap_advice, mmap_advice_kind::random);
+  EXPECT_FALSE(env.read_only_cache);
+  ::unsetenv("PHEAP_BACKEND");
+  ::unsetenv("PHEAP_BUFFER_SIZE");
+  ::unsetenv("PHEAP_MMAP_ADVICE");
+  ::unsetenv("PHEAP_READ_ONLY_CACHE");
+  options small = small_options();
+  small.capacity = 64ull << 20;
+  { manager m(create_only, tmp / "given", small); }
+  { manager m(create_only, tmp / "environment"); }
+  ::setenv("PHEAP_PAGE_SIZE", "5K", 1);  // malformed: options{} still constructs, from_env throws
+  EXPECT_NO_THROW((void)options{});
+  EXPECT_EQ(code_of([] { (void)options::from_env(); }), errc::invalid_argument);
+  ::unsetenv("PHEAP_PAGE_SIZE");
+  EXPECT_EQ(manager(open_read_only, tmp / "given").stats().page_size, small.page_size);
+  EXPECT_EQ(manager(open_read_only, tmp / "environment").stats().page_size, 16u * 1024);
 }

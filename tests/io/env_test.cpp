@@ -204,7 +204,7 @@ TEST(EnvTable, EveryRowIsAPheapVariableWithADefaultAMeaningAndWordsIffItIsAWord)
     EXPECT_NE(std::string(d.meaning), "") << d.name;
     EXPECT_NE(std::string(d.default_value), "") << d.name;
     EXPECT_EQ(&env::describe(d.id), &d) << d.name;
-    EXPECT_EQ(d.type == env::kind::word, std::string(d.words) != "") << d.name;
+    EXPECT_EQ(d.type == env::kind::word, !d.words.empty()) << d.name;
   }
 }
 

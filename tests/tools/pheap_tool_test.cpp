@@ -301,6 +301,25 @@ TEST_F(PheapTool, InfoRefusesADatastoreMissingASegmentThatNoHeaderPageLivesIn) {
   }
 }
 
+// The tool's 64 MiB buffer is a default: PHEAP_BUFFER_SIZE wins over it (it used to be
+// overridden by the default of --buffer-size), and --buffer-size wins over the variable. The
+// pager's PHEAP_DEBUG line at open says which buffer it got.
+TEST_F(PheapTool, PheapBufferSizeWinsOverTheToolsDefaultAndBufferSizeOptionWinsOverTheVariable) {
+  ::setenv("PHEAP_DEBUG", "1", 1);
+  const auto by_default = tool({"ls", ds_});
+  ::setenv("PHEAP_BUFFER_SIZE", "3M", 1);
+  const auto by_env = tool({"ls", ds_});
+  const auto by_option = tool({"ls", "--buffer-size", "5M", ds_});
+  ::unsetenv("PHEAP_BUFFER_SIZE");
+  ::unsetenv("PHEAP_DEBUG");
+  ASSERT_TRUE(by_default.exited(0)) << by_default.describe();
+  ASSERT_TRUE(by_env.exited(0)) << by_env.describe();
+  ASSERT_TRUE(by_option.exited(0)) << by_option.describe();
+  EXPECT_NE(by_default.err.find(": buffer 64.0 MiB ("), std::string::npos) << by_default.err;
+  EXPECT_NE(by_env.err.find(": buffer 3.0 MiB ("), std::string::npos) << by_env.err;
+  EXPECT_NE(by_option.err.find(": buffer 5.0 MiB ("), std::string::npos) << by_option.err;
+}
+
 TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
   const auto r = tool({"snapshot", ds_, dir_ / "copy"});
   ASSERT_TRUE(r.exited(0)) << r.describe();

@@ -30,28 +30,34 @@ template <class W>
 using persistent_graph = adjacency_list<W, heap_alloc>;
 using persistent_ingest_state = ingest_state<heap_alloc>;
 
-// The options pheap-graph opens and creates graph datastores with (and the graph benches' pheap
-// systems): the library's defaults and PHEAP_* variables (pheap::options{}), except
+// The graph layer's defaults for the datastores it opens and creates (pheap-graph, the
+// Python package's graphs, the graph benches' pheap systems): the library's (pheap::options{}),
+// except
 //   page_size   4 KiB, not the library's 64 KiB: a graph datastore is built to outgrow memory,
 //               and out of core a graph's scattered updates make a larger page bring in bytes
 //               nobody touches, so 4 KiB pages ingest faster. (Used when a datastore is
 //               created; an existing one keeps its own.)
-//   fault_fill  automatic unless PHEAP_FAULT_FILL says otherwise: missing pages are filled on
-//               the faulting thread (pheap/pager.hpp, "Fills on the faulting thread"), which
-//               saves each fill the two wake-ups of a hand-off to the fault workers. Its
-//               cost — a system call on a heap page not in memory fails with EFAULT — does not
-//               arise here: the graph code reads input, exchanges batches (MPI) and writes
-//               edges through private buffers, never handing graph memory to the kernel.
-//               Code of your own that does (a read(2) straight into a graph's arrays) should
-//               use the library's default (workers) or touch the pages first.
-inline pheap::options datastore_options() {
+//   fault_fill  automatic: missing pages are filled on the faulting thread
+//               (pheap/pager.hpp, "Fills on the faulting thread"), which saves each fill the
+//               two wake-ups of a hand-off to the fault workers. Its cost — a system call on a
+//               heap page not in memory fails with EFAULT — does not arise here: the graph
+//               code reads input, exchanges batches (MPI) and writes edges through private
+//               buffers, never handing graph memory to the kernel. Code of your own that does
+//               (a read(2) straight into a graph's arrays) should use the library's default
+//               (workers) or touch the pages first.
+// Pure: reads no environment variable.
+inline pheap::options datastore_defaults() {
   pheap::options o;
   o.page_size = 4096;
-  pheap::pager_options base;
-  base.fault_fill = pheap::fault_filling::automatic;
-  o.pager = pheap::pager_options::from_env(base);
+  o.pager.fault_fill = pheap::fault_filling::automatic;
   return o;
 }
+
+// What pheap-graph opens and creates graph datastores with before its command line: the
+// defaults above with the PHEAP_* variables applied (pheap::options::from_env), which win over
+// them — PHEAP_PAGE_SIZE gives a new graph datastore that page size, PHEAP_FAULT_FILL=workers
+// the library's fills; the tool's --page-size and --buffer-size win over the variables.
+inline pheap::options datastore_options() { return pheap::options::from_env(datastore_defaults()); }
 
 inline std::string info_name(const std::string& graph) { return graph + ".info"; }
 inline std::string ingest_name(const std::string& graph) { return graph + ".ingest"; }

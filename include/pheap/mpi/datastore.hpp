@@ -47,11 +47,11 @@ class datastore {
  public:
   // Creates the directory `path` (must not exist, or be empty), a datastore per rank and the
   // manifest at global epoch 1. A creation cut short leaves no manifest: not a datastore.
-  datastore(create_only_t, MPI_Comm comm, const std::string& path, const options& opt = options());
+  datastore(create_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
   // Opens every rank at the manifest's global epoch, read-write (exclusive per rank).
-  datastore(open_only_t, MPI_Comm comm, const std::string& path, const options& opt = options());
+  datastore(open_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
   // Opens every rank read-only at the manifest's global epoch; flush() throws read_only.
-  datastore(open_read_only_t, MPI_Comm comm, const std::string& path, const options& opt = options());
+  datastore(open_read_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
   ~datastore();
   datastore(const datastore&) = delete;
   datastore& operator=(const datastore&) = delete;

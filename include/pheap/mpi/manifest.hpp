@@ -58,11 +58,11 @@ struct distributed_view {
   manifest man;
   std::vector<manager> ranks;  // rank order
 };
-distributed_view open_read_only(const std::string& path, const options& opt = options());
+distributed_view open_read_only(const std::string& path, const options& opt = options::from_env());
 
 // Opens rank `rank`'s datastore at the local epoch `man` records for it, checking its uuid
 // (the errors above). Read-write opens confirm an accepted prepared epoch.
 manager open_rank(const std::string& path, const manifest& man, int rank, bool read_only,
-                  const options& opt = options());
+                  const options& opt = options::from_env());
 
 }  // namespace pheap::mpi

@@ -249,7 +249,7 @@ class basic_manager {
     open([&] {
       const std::string p = path.string();
       detail::clear_destination(p);
-      pheap::options o;
+      pheap::options o = pheap::options::from_env();  // what the other constructors use
       if (capacity != 0) o.capacity = capacity;
       return std::make_unique<pheap::manager>(pheap::create_only, p, o);
     });

@@ -82,7 +82,7 @@ struct graph_spec {
 // (agreed) ingest_usage_error when `path` is a datastore that is not distributed (no
 // pheap.manifest), and the errors of pheap::mpi::datastore (a different rank count, ...).
 pheap::mpi::datastore open_or_create(MPI_Comm comm, const std::string& path, const std::string& name,
-                                     const graph_spec& spec, const pheap::options& opt = pheap::options());
+                                     const graph_spec& spec, const pheap::options& opt = pheap::options::from_env());
 
 // The totals of a distributed ingestion (every rank gets the same).
 struct distributed_report {
