@@ -1,20 +1,10 @@
 #!/usr/bin/env bash
 # The layering rule as a check that can fail (run by scripts/test.sh, and by hand).
 #
-# Rooms, bottom to top (README "Layout"):
-#   io      sparse_store/io/        the I/O seam, CRC32C, errors, PHEAP_* parsing
-#   store   sparse_store/           the page store
-#   pager   src/pager/              the userfaultfd pager
-#   heap    src/heap/               allocator, named objects, datastore lifecycle
-#   graph   graph/, include/pheap/graph/
-#   compat  compat/ (the Metall drop-in, namespace metall): beside graph, on the heap's public API
-#   mpi     src/mpi/, include/pheap/mpi/ (pheap::mpi, optional): beside graph, above the heap
-#   graph_mpi  graph/mpi/, include/pheap/graph/mpi/ (pheap::graph::mpi, optional): distributed
-#           graphs, above both graph and mpi
-#   capi    src/capi/, include/pheap/pheap.h (the C API, pheap::c): above the heap and graph
-#   tools   tools/, graph/tools/, examples/ (private headers: tools/support/, as "support/…")
-#   python  python/ (the Python package's extension): above the C++ API, beside nothing
-# Public headers (include/pheap/) belong to the room of what they declare (table below).
+# The rooms (layers), their heights and the folders and public headers each one holds come
+# from LAYERS at the root, the one map of folder -> layer; README.md's table of layers is
+# rendered from it too (between its "layers:" markers: --readme rewrites it, the check fails
+# when it differs).
 #
 # A file of the library, its public headers, the tools or the examples may include
 #   * a public header of its own room or of a room below it, and
@@ -26,49 +16,74 @@
 # tests/, bench/ and fuzz/ are white-box and may include anything.
 #
 #   scripts/check_layers.sh            prints each violation; exit 1 if there is one
+#   scripts/check_layers.sh --readme   rewrites README.md's table of layers from LAYERS
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-rank() {  # room → height
-  case $1 in io) echo 0 ;; store) echo 1 ;; pager) echo 2 ;; heap) echo 3 ;; compat) echo 3 ;;
-    graph) echo 4 ;; mpi) echo 4 ;; graph_mpi) echo 5 ;; capi) echo 5 ;; tools) echo 6 ;;
-    python) echo 7 ;; *) echo 99 ;; esac
+# ---- the map (LAYERS) -----------------------------------------------------------------------
+map_paths=() map_rooms=()  # every path of LAYERS and its room
+declare -A heights=() what=()
+order=()  # the rooms, bottom to top
+while IFS= read -r line; do
+  [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+  desc=${line#* -- }
+  read -r room height paths <<<"${line%% -- *}"
+  order+=("$room")
+  heights[$room]=$height
+  what[$room]=$desc
+  for p in $paths; do
+    map_paths+=("$p")
+    map_rooms+=("$room")
+  done
+done <LAYERS
+
+render_readme_table() {
+  echo "| layer | height | folders and public headers | what |"
+  echo "|---|---|---|---|"
+  local room i list
+  for room in "${order[@]}"; do
+    list=""
+    for i in "${!map_paths[@]}"; do
+      [ "${map_rooms[$i]}" = "$room" ] && list+="${list:+, }\`${map_paths[$i]}\`"
+    done
+    echo "| **$room** | ${heights[$room]} | $list | ${what[$room]} |"
+  done
 }
 
-# The room a public header belongs to.
-public_room() {
-  case $1 in
-    pheap/io.hpp | pheap/error.hpp | pheap/crc32c.hpp | pheap/env.hpp) echo io ;;
-    pheap/sparse_store.hpp | pheap/stats.hpp) echo store ;;
-    pheap/pager.hpp | pheap/pager_options.hpp | pheap/fault_guard.hpp) echo pager ;;
-    pheap/graph/mpi/*) echo graph_mpi ;;
-    pheap/graph/*) echo graph ;;
-    pheap/pheap.h) echo capi ;;
-    pheap/mpi/*) echo mpi ;;
-    pheap/*) echo heap ;;
-    *) echo unknown ;;
-  esac
+readme_begin='<!-- layers: generated from LAYERS by scripts/check_layers.sh --readme -->'
+readme_end='<!-- end of layers -->'
+if [ "${1:-}" = --readme ]; then
+  table=$(render_readme_table)
+  awk -v b="$readme_begin" -v e="$readme_end" -v t="$table" '
+    $0 == b { print; print t; skip = 1; next }
+    $0 == e { skip = 0 }
+    !skip { print }' README.md >README.md.new && mv README.md.new README.md
+  echo "layering: README.md's table of layers rewritten from LAYERS"
+  exit 0
+fi
+
+rank() {  # room → height (99: not a room)
+  echo "${heights[$1]:-99}"
 }
 
-# The room of a source file (by path), or "" for white-box code (tests, bench, fuzz).
+# The room of a path of the tree: the room of the longest LAYERS path covering it (a folder
+# path covers everything under it, a file path itself), or "" for white-box code (tests,
+# bench, fuzz).
 file_room() {
-  case $1 in
-    sparse_store/io/*) echo io ;;
-    sparse_store/*) echo store ;;
-    src/pager/*) echo pager ;;
-    src/heap/*) echo heap ;;
-    src/mpi/*) echo mpi ;;
-    src/capi/*) echo capi ;;
-    graph/tools/*) echo tools ;;
-    include/pheap/graph/mpi/* | graph/mpi/*) echo graph_mpi ;;
-    include/pheap/graph/* | graph/*) echo graph ;;
-    include/pheap/mpi/*) echo mpi ;;
-    include/pheap/*) public_room "${1#include/}" ;;
-    tools/* | examples/*) echo tools ;;
-    compat/*) echo compat ;;
-    python/*) echo python ;;
-    *) echo "" ;;
-  esac
+  local best="" len=-1 i p
+  for i in "${!map_paths[@]}"; do
+    p=${map_paths[$i]}
+    if [[ $p == */ ]]; then [[ $1 == "$p"* ]] || continue; else [ "$1" = "$p" ] || continue; fi
+    if [ "${#p}" -gt "$len" ]; then best=${map_rooms[$i]}; len=${#p}; fi
+  done
+  echo "$best"
+}
+
+# The room a public header belongs to ("pheap/…", as included).
+public_room() {
+  local r
+  r=$(file_room "include/$1")
+  echo "${r:-unknown}"
 }
 
 violations=0
@@ -131,6 +146,12 @@ for f in $files; do
     esac
   done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f")
 done
+
+# README.md's table of layers is LAYERS, rendered.
+readme_table=$(awk -v b="$readme_begin" -v e="$readme_end" '$0 == e { on = 0 } on { print } $0 == b { on = 1 }' README.md)
+if [ "$readme_table" != "$(render_readme_table)" ]; then
+  fail "README.md's table of layers differs from LAYERS (scripts/check_layers.sh --readme rewrites it)"
+fi
 
 if [ "$violations" -gt 0 ]; then
   echo "layering: $violations violation(s)" >&2
