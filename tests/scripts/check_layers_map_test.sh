@@ -4,7 +4,7 @@
 # sideways include of another layer's private header, and a README table of layers that
 # differs from LAYERS (which --readme then repairs); a path moved to another layer in LAYERS
 # moves the verdict with it.
-#   check_layers_test.sh REPO
+#   check_layers_map_test.sh REPO
 set -uo pipefail
 repo=$1
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/pheap-layers-test.XXXXXX")
