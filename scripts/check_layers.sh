@@ -94,7 +94,7 @@ fail() {
 
 files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'include/*.h' 'graph/*.[ch]pp' \
   'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h' \
-  'python/*.[ch]pp')  # graph/tools/ is in graph/*
+  'python/*.[ch]pp')
 for f in $files; do
   room=$(file_room "$f")
   [ -n "$room" ] || continue

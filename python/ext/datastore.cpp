@@ -148,7 +148,7 @@ nb::dict watermark_dict(const std::string& path, const pheap::watermark_info& w)
   return d;
 }
 
-// What `pheap info --json` prints for an open manager (tools/pheap_tool.cpp, cmd_info).
+// What `pheap info --json` prints for an open manager (tools/pheap/pheap_tool.cpp, cmd_info).
 nb::dict info_of(const pheap::manager& m, const std::string& path) {
   const pheap::manager_stats s = m.stats();
   const pheap::watermark_info w = m.watermark();
