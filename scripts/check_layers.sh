@@ -92,7 +92,7 @@ fail() {
   violations=$((violations + 1))
 }
 
-files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'include/*.h' 'graph/*.[ch]pp' \
+files=$(git ls-files 'base/*.[ch]pp' 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'include/*.h' 'graph/*.[ch]pp' \
   'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h' \
   'python/*.[ch]pp')
 for f in $files; do

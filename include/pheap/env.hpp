@@ -1,6 +1,6 @@
 // pheap/env.hpp — the PHEAP_* environment variables: one table, typed accessors, one size parser.
 //
-// Every variable the library reads is one entry of table() (sparse_store/io/env.cpp, the
+// Every variable the library reads is one entry of table() (base/env.cpp, the
 // bottom of the stack, so that the io seam can read PHEAP_IO_ENGINE): its name, kind,
 // default, range and meaning. The layers read the environment only through the accessors
 // below; none calls getenv itself. README.md ("Tuning") lists exactly the entries of the

@@ -1,5 +1,5 @@
 // pheap::crc32c, the public CRC32C (Castagnoli) of include/pheap/crc32c.hpp, implemented in
-// sparse_store/io/crc32c.cpp over ISA-L: the standard check value, the empty input, chaining
+// base/crc32c.cpp over ISA-L: the standard check value, the empty input, chaining
 // over pieces (the public contract: callers may checksum data in parts), and a flipped bit.
 #include <cstring>
 #include <string>

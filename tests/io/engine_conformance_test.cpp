@@ -20,7 +20,7 @@
 #include "common/test_util.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
-#include "sparse_store/io/posix_file.hpp"
+#include "base/posix_file.hpp"
 #include "support/fault_engine.hpp"
 
 namespace pheap {

@@ -186,7 +186,7 @@ TEST(EnvTable, ReadmeListsExactlyTheTablesVariablesWithTheirDefaults) {
   for (const env::variable& d : env::table()) {
     const auto it = readme.find(d.name);
     if (it == readme.end()) {
-      ADD_FAILURE() << d.name << " is in the table (sparse_store/io/env.cpp) but not in README.md";
+      ADD_FAILURE() << d.name << " is in the table (base/env.cpp) but not in README.md";
     } else {
       EXPECT_EQ(it->second, d.default_value) << d.name << ": README's default differs from the table's";
     }
@@ -194,7 +194,7 @@ TEST(EnvTable, ReadmeListsExactlyTheTablesVariablesWithTheirDefaults) {
   for (const auto& [name, def] : readme) {
     bool known = false;
     for (const env::variable& d : env::table()) known = known || name == d.name;
-    EXPECT_TRUE(known) << name << " is in README.md but not in the table (sparse_store/io/env.cpp)";
+    EXPECT_TRUE(known) << name << " is in README.md but not in the table (base/env.cpp)";
   }
 }
 

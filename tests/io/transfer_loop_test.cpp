@@ -1,4 +1,4 @@
-// White-box tests of the posix transfer loops (sparse_store/io/posix_file.hpp): injected syscalls return
+// White-box tests of the posix transfer loops (base/posix_file.hpp): injected syscalls return
 // short counts, EINTR, EAGAIN and end of file, which real local files rarely do on demand.
 #include <algorithm>
 #include <cerrno>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
-#include "sparse_store/io/posix_file.hpp"
+#include "base/posix_file.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap {

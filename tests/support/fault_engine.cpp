@@ -74,7 +74,7 @@
 #include <vector>
 
 #include "fault_engine.hpp"
-#include "sparse_store/io/posix_file.hpp"
+#include "base/posix_file.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 

@@ -1,4 +1,4 @@
-// sparse_store/io/posix_file.hpp — internals shared by the posix and io_uring engines: the file type
+// base/posix_file.hpp — internals shared by the posix and io_uring engines: the file type
 // both hand out, the syscall helpers with their error conventions, and `fs_engine`, the base
 // class that implements every file/directory operation of pheap::io::engine with plain
 // syscalls. Engines derive from it and supply read()/write() (and may override sync()).
