@@ -15,6 +15,15 @@
 # under compat/metall/include/); nothing else includes <metall/...>.
 # tests/, bench/ and fuzz/ are white-box and may include anything.
 #
+# Every durable byte goes through the I/O seam (include/pheap/io.hpp, io::engine), so that the
+# fault-injecting engine of the reliability campaigns reaches it. Library code (sparse_store/,
+# src/, graph/, compat/, include/) outside the I/O seam's own folder (base/)
+# fails on a raw durable-I/O call: ::open with O_CREAT, O_WRONLY or O_RDWR, ::write, pwrite,
+# fsync, fdatasync, ::rename / std::rename, unlink, ftruncate, fallocate, fopen for writing,
+# std::filesystem's remove_all / rename / remove — unless the file is in the allowlist below
+# with its reason (durable_io_allowed). Comments are not code. tools/, tests/, bench/, fuzz/
+# and python/ are not library code.
+#
 #   scripts/check_layers.sh            prints each violation; exit 1 if there is one
 #   scripts/check_layers.sh --readme   rewrites README.md's table of layers from LAYERS
 set -uo pipefail
@@ -153,8 +162,49 @@ if [ "$readme_table" != "$(render_readme_table)" ]; then
   fail "README.md's table of layers differs from LAYERS (scripts/check_layers.sh --readme rewrites it)"
 fi
 
+# ---- durable I/O only through the seam ---------------------------------------------------
+
+# Files of the library that may make raw durable-I/O calls, and why. Everything else of the
+# library writes, syncs, renames and removes through an io::engine.
+durable_io_allowed() {
+  case $1 in
+    # The pager's OS layer (issue 45 item 1 consolidates it): eventfd wake-ups (::write of a
+    # counter), the fault handler's stderr line, /dev/userfaultfd opened O_RDWR, and the
+    # memory-limit pool's shared state file under /dev/shm (O_RDWR|O_CREAT, ftruncate, unlink
+    # of abandoned ones) — none is datastore data.
+    src/pager/fault_signals.cpp | src/pager/fault_workers.cpp | src/pager/pager.cpp | \
+      src/pager/limit_pool.cpp | src/pager/uffd.cpp) return 0 ;;
+    # The graph's export writer (pheap-graph export, edge_writer): the user's output file, not
+    # datastore data; a crash leaves a partial export the user reruns.
+    graph/src/edge_io.cpp) return 0 ;;
+    # The Metall drop-in's clear_destination: rmdir of an EMPTY directory before pheap's own
+    # creation makes the datastore there (Metall's create semantics); no data.
+    compat/metall/include/metall/basic_manager.hpp) return 0 ;;
+  esac
+  return 1
+}
+
+io_calls='(^|[^[:alnum:]_])::(write|pwrite|pwritev|pwrite64|rename|renameat|renameat2)[[:space:]]*\('
+io_calls+='|(^|[^[:alnum:]_.>:])(::)?(fsync|fdatasync|pwrite|pwritev|pwrite64|unlink|unlinkat|ftruncate|fallocate|posix_fallocate)[[:space:]]*\('
+io_calls+='|(^|[^[:alnum:]_])::(open|openat)[[:space:]]*\(.*O_(CREAT|WRONLY|RDWR)'
+io_calls+='|(^|[^[:alnum:]_.>:])(std::)?fopen[[:space:]]*\(.*"[wa]'
+io_calls+='|std::(rename|remove)[[:space:]]*\('
+io_calls+='|(std::filesystem|fs)::(remove_all|rename|remove)[[:space:]]*\('
+io_files=$(git ls-files 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'src/*.h' 'include/*.hpp' 'include/*.h' \
+  'graph/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h')
+io_checked=0
+for f in $io_files; do
+  io_checked=$((io_checked + 1))
+  durable_io_allowed "$f" && continue
+  # Code only: line comments cut, lines inside block comments ("* ...") blanked.
+  while IFS= read -r hit; do
+    fail "$f:${hit%%:*} makes a raw durable-I/O call outside the I/O seam (use an io::engine, or allowlist the file in scripts/check_layers.sh with its reason): ${hit#*:}"
+  done < <(sed -E -e 's@//.*$@@' -e 's@^[[:space:]]*\*.*$@@' "$f" | grep -nE "$io_calls")
+done
+
 if [ "$violations" -gt 0 ]; then
   echo "layering: $violations violation(s)" >&2
   exit 1
 fi
-echo "layering: $(wc -w <<<"$files") files, every include points down or stays in its room"
+echo "layering: $(wc -w <<<"$files") files, every include points down or stays in its room;" \
+  "$io_checked library files, no raw durable I/O outside the seam and the allowlist"

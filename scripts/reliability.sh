@@ -66,7 +66,7 @@ tests=(store/store_create_crash_test store/store_integrity_test reliability/rel_
        reliability/rel_heap_kill_test reliability/rel_fault_read_error_test
        reliability/rel_fault_write_error_test reliability/rel_check_scrub_test
        reliability/rel_snapshot_concurrency_test reliability/rel_snapshot_fs_test
-       reliability/rel_resource_limits_test)
+       reliability/rel_resource_limits_test reliability/rel_creation_fault_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
 

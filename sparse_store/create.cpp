@@ -21,21 +21,21 @@ namespace pheap::store {
 
 namespace {
 
-// create() may target a missing path or an existing empty directory (replaced by the rename).
-// Returns true for the latter; throws already_exists otherwise.
-bool check_create_target(io::engine& eng, const std::string& dir) {
+// A creation may target a missing path or an existing empty directory (replaced by the
+// rename). Returns true for the latter; throws already_exists otherwise.
+bool check_create_target(io::engine& eng, const std::string& dir, const char* op) {
   if (!eng.exists(dir)) return false;
   std::vector<std::string> names;
   try {
     names = eng.list_dir(dir);
   } catch (const error& e) {
     if (e.sys_errno() == ENOTDIR) {
-      throw error(errc::already_exists, dir, "create", "path exists and is not a directory");
+      throw error(errc::already_exists, dir, op, "path exists and is not a directory");
     }
     throw;
   }
   if (!names.empty()) {
-    throw error(errc::already_exists, dir, "create", "directory exists and is not empty");
+    throw error(errc::already_exists, dir, op, "directory exists and is not empty");
   }
   return true;
 }
@@ -72,6 +72,92 @@ void store_impl::write_new(io::engine& eng, const std::string& dir, const superb
 
 namespace pheap {
 
+// The steps of FORMAT.md "Creation" (pheap/sparse_store.hpp, store_creation). Members are
+// destroyed in reverse: the datastore lock goes before the creation directory's.
+struct store_creation::state {
+  std::shared_ptr<io::engine> eng;
+  std::string dst;
+  const char* op;
+  bool replaces_empty_dir = false;
+  bool published = false;
+  std::uint64_t max_epoch = ~std::uint64_t{0};
+  store::creation_dir tmp;
+  std::unique_ptr<io::file> lock;  // pheap.super's datastore lock, from write_store() on
+
+  ~state() {
+    lock.reset();
+    if (!published) tmp.discard(*eng);
+  }
+};
+
+store_creation::store_creation(std::unique_ptr<state> s) : s_(std::move(s)) {}
+store_creation::store_creation(store_creation&&) noexcept = default;
+store_creation& store_creation::operator=(store_creation&&) noexcept = default;
+store_creation::~store_creation() = default;
+
+const std::string& store_creation::path() const { return s_->tmp.path(); }
+
+store_creation store_creation::make(const std::string& dst, const char* op,
+                                    std::shared_ptr<io::engine> engine) {
+  using namespace store;
+  auto s = std::make_unique<state>();
+  s->eng = engine ? std::move(engine) : io::default_engine();
+  s->dst = dst;
+  s->op = op;
+  check_datastore_name(dst, op);
+  s->replaces_empty_dir = check_create_target(*s->eng, dst, op);
+  s->tmp = creation_dir::make(*s->eng, dst, op);
+  return store_creation(std::move(s));
+}
+
+void store_creation::write_store(const store_options& opt) {
+  using namespace store;
+  state& s = *s_;
+  validate_geometry(s.dst, opt.page_size, opt.segment_size, opt.capacity);
+  superblock sb;
+  sb.page_size = opt.page_size;
+  sb.id = new_uuid();
+  sb.segment_size = opt.segment_size;
+  sb.capacity = opt.capacity;
+  store_impl::write_new(*s.eng, s.tmp.path(), sb);
+  // The flock follows the inode through the rename: nobody can open the datastore between
+  // the rename and publish()'s return without finding it locked.
+  s.lock = s.eng->open(join(s.tmp.path(), super_name), io::open_mode::read_only);
+  lock_datastore(*s.lock, s.dst, false, s.op);
+  s.max_epoch = opt.max_epoch;
+}
+
+std::unique_ptr<sparse_store> store_creation::open_store(const store_options& opt) {
+  state& s = *s_;
+  if (!s.lock || s.published) {
+    throw error(errc::invalid_argument, s.dst, s.op,
+                "open_store() needs a written, unpublished creation (write_store() first)");
+  }
+  // No lock of its own: a second flock of pheap.super would conflict with ours.
+  return store::store_impl::attach(s.eng, s.tmp.path(), nullptr, false, opt.max_epoch);
+}
+
+std::unique_ptr<sparse_store> store_creation::publish() {
+  state& s = *s_;
+  s.published = true;  // from here on, a failure removes the creation directory itself
+  s.tmp.publish(*s.eng, s.dst, s.op, s.replaces_empty_dir);
+  if (!s.lock) return nullptr;
+  try {
+    return store::store_impl::attach(s.eng, s.dst, std::move(s.lock), false, s.max_epoch);
+  } catch (...) {
+    // Not usable after all (an I/O error opening it): a thrown creation leaves no datastore.
+    take_back();
+    throw;
+  }
+}
+
+void store_creation::take_back() noexcept {
+  state& s = *s_;
+  if (!s.published) return;
+  s.lock.reset();
+  store::take_back(*s.eng, s.dst, s.op, s.replaces_empty_dir);
+}
+
 std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
                                                    const store_options& opt) {
   using namespace store;
@@ -79,39 +165,12 @@ std::unique_ptr<sparse_store> sparse_store::create(const std::string& dir,
   if (opt.read_only) {
     throw error(errc::invalid_argument, dir, "create", "cannot create a read-only datastore");
   }
-  auto eng = opt.engine ? opt.engine : io::default_engine();
-  check_datastore_name(dir, "create");
-  const bool replaces_empty_dir = check_create_target(*eng, dir);
-
-  superblock sb;
-  sb.page_size = opt.page_size;
-  sb.id = new_uuid();
-  sb.segment_size = opt.segment_size;
-  sb.capacity = opt.capacity;
-
   // Built under a temporary name in the same parent, made durable, then renamed into place: a
   // crash at any point leaves `dir` absent (or the empty directory it was) or holding a
   // complete epoch-0 datastore.
-  creation_dir tmp = creation_dir::make(*eng, dir, "create");
-  std::unique_ptr<io::file> lock;
-  try {
-    store_impl::write_new(*eng, tmp.path(), sb);
-    // The flock follows the inode through the rename: nobody can open the datastore between
-    // the rename and our return without finding it locked.
-    lock = eng->open(join(tmp.path(), super_name), io::open_mode::read_only);
-    lock_datastore(*lock, dir, false, "create");
-  } catch (...) {
-    tmp.discard(*eng);
-    throw;
-  }
-  tmp.publish(*eng, dir, "create", replaces_empty_dir);
-  try {
-    return store_impl::attach(eng, dir, std::move(lock), false, opt.max_epoch);
-  } catch (...) {
-    // Not usable after all (an I/O error opening it): a thrown create leaves no datastore.
-    take_back(*eng, dir, "create", replaces_empty_dir);
-    throw;
-  }
+  store_creation c = store_creation::make(dir, "create", opt.engine);
+  c.write_store(opt);
+  return c.publish();
 }
 
 void sparse_store::remove(const std::string& dir, const store_options& opt) {

@@ -98,7 +98,8 @@ bool creation_dir::try_lock(const std::string& path) {
 
 void creation_dir::discard(io::engine& eng) noexcept {
   try {
-    for (const auto& n : eng.list_dir(path_)) eng.remove_file(join(path_, n));
+    // Depth first: a creation directory may hold whole datastores (pheap::mpi's ranks).
+    for (const auto& n : eng.list_dir(path_)) remove_entry(eng, join(path_, n));
     eng.remove_dir(path_);
   } catch (const error&) {
   }
@@ -133,7 +134,13 @@ creation_dir creation_dir::make(io::engine& eng, const std::string& dst, const c
         throw error(errc::not_found, dst, op, "parent directory " + parent + " does not exist",
                     e.sys_errno());
       }
-      throw;
+      // Told as of the datastore: its creation directory is a name the user never gave.
+      const std::string what = e.what(), after = path + ": ";
+      const auto at = what.find(after);
+      throw error(e.code(), dst, op,
+                  "cannot make its creation directory in " + parent + ": " +
+                      (at == std::string::npos ? what : what.substr(at + after.size())),
+                  e.sys_errno());
     }
     // Lost only to a concurrent cleaner that got there first: try a new name.
     creation_dir c;
@@ -165,9 +172,14 @@ void creation_dir::publish(io::engine& eng, const std::string& dst, const char* 
   const std::string parent = parent_of(dst);
   try {
     eng.sync_dir(parent);  // the name dst
-  } catch (...) {
+  } catch (const error& e) {
     // The name may not be durable: take the datastore back out rather than hand out one whose
-    // existence a crash could undo.
+    // existence a crash could undo. Told as of the datastore, the cause kept.
+    take_back(eng, dst, op, replaces_empty_dir);
+    throw error(e.code(), dst, op,
+                "taken back out, its name could not be made durable (" + std::string(e.what()) + ")",
+                e.sys_errno());
+  } catch (...) {
     take_back(eng, dst, op, replaces_empty_dir);
     throw;
   }

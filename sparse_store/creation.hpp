@@ -43,7 +43,7 @@ class creation_dir {
   // directory next to it. not_found (naming `dst`, op `op`) if dst's parent does not exist.
   static creation_dir make(io::engine& eng, const std::string& dst, const char* op);
 
-  // Removes the creation directory and everything in it (best effort).
+  // Removes the creation directory and everything in it, subdirectories too (best effort).
   void discard(io::engine& eng) noexcept;
 
   // The publication point: renames the creation directory to `dst` and fsyncs dst's parent.

@@ -16,9 +16,7 @@
 #include <pheap/graph/mpi/ingest.hpp>
 
 #include <pheap/graph/grouped_insert.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
+#include <pheap/sparse_store.hpp>
 
 #include <chrono>
 #include <climits>
@@ -455,30 +453,31 @@ class distributed_run {
   std::uint64_t unflushed_ = 0, records_out_ = 0, bytes_out_ = 0;
 };
 
-// Makes the distributed datastore `path` with an empty graph on every rank, under a temporary
-// sibling name renamed into place once its first global watermark holds the graph.
+// Makes the distributed datastore `path` with an empty graph on every rank, in a creation
+// directory of the store's protocol (pheap::store_creation: locked by rank 0 while the ranks
+// fill it, so a concurrent creator of the same name never removes it; an unlocked leftover of
+// a killed creation is removed by the next one) published under `path` by rank 0 once its
+// first global watermark holds the graph. A failure on any rank leaves nothing at `path`.
 void create_distributed(MPI_Comm comm, const std::string& path, const std::string& name, const graph_spec& spec,
                         const pheap::options& opt) {
-  namespace fs = std::filesystem;
-  const fs::path target = fs::absolute(path).lexically_normal();
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".pheap-graph-creating");
+  std::optional<pheap::store_creation> creation;  // rank 0's
+  std::string tmp;
   agreed(comm, [&] {
-    std::error_code ec;
-    if (rank_of(comm) == 0) fs::remove_all(tmp, ec);  // a creation that was killed; only ever ours
+    if (rank_of(comm) != 0) return;
+    creation.emplace(pheap::store_creation::make(path, "create", opt.engine));
+    tmp = creation->path();
   });
+  unsigned long len = tmp.size();
+  MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, 0, comm);
+  tmp.resize(len);
+  MPI_Bcast(tmp.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
   {
-    pheap::mpi::datastore ds(pheap::create_only, comm, tmp.string(), opt);
+    pheap::mpi::datastore ds(pheap::create_only, comm, tmp, opt);
     agreed(comm, [&] { with_weight_type(spec.weights, [&](auto w) { open_graph<typename decltype(w)::type>(ds, name, spec); }); });
     ds.flush();
   }
   agreed(comm, [&] {
-    if (rank_of(comm) != 0) return;
-    fs::rename(tmp, target);
-    const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);  // make the rename durable
-      ::close(dfd);
-    }
+    if (rank_of(comm) == 0) creation->publish();
   });
 }
 

@@ -56,6 +56,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <new>
@@ -178,8 +179,18 @@ class manager {
   // PHEAP_* variables applied (a malformed one throws error(invalid_argument) naming it). With
   // `opt`, exactly `opt`: no variable is read (pheap/options.hpp).
   //
-  // Creates a datastore at `path` (must not exist, or be an empty directory).
+  // Creates a datastore at `path` (must not exist, or be an empty directory). It is built
+  // under a temporary name next to `path` (sparse_store/FORMAT.md "Creation") and appears
+  // under its name only once its first watermark holds the formatted heap: a kill at any
+  // point leaves no datastore at `path` or that complete one, and a failed create leaves
+  // nothing behind. Errors name `path`, never the temporary name.
   manager(create_only_t, const std::string& path, const options& opt = options::from_env());
+  // The same, with `init(m)` run on the new heap and flushed before the datastore appears
+  // under its name: its first watermark already holds what `init` made (pheap-graph's empty
+  // graph). A throw from `init` leaves nothing at `path`. `m.path()` is `path` meanwhile, but
+  // `init` must not open `path` or hand `m` out: `m` is closed when `init` returns.
+  manager(create_only_t, const std::string& path, const options& opt,
+          const std::function<void(manager&)>& init);
   // Opens for reading and writing (exclusive across processes).
   manager(open_only_t, const std::string& path, const options& opt = options::from_env());
   // Opens for reading only (shared); every mutation through the manager (construct, destroy,

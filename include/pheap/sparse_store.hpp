@@ -240,4 +240,50 @@ class sparse_store {
   static constexpr std::uint32_t format_version = 3;
 };
 
+// Creation in steps (sparse_store/FORMAT.md "Creation"), for a caller that must put content
+// into a new datastore before it appears under its name — pheap::manager commits its heap
+// root first, the graph layer an empty graph, pheap::mpi a datastore per rank and a manifest.
+// sparse_store::create() is make() + write_store() + publish().
+//
+//   make(dst)       steps 1-2: `dst` checked (absent or an empty directory, else
+//                   already_exists), leftovers of crashed creations of its name removed (only
+//                   unlocked ones), a fresh creation directory ".<name>.creating-XXXXXX" made
+//                   next to it and held LOCK_EX until this object is destroyed.
+//   write_store()   step 3: an epoch-0 datastore written into path() itself (never built
+//                   elsewhere and renamed over it: a flock is on an inode, and the creation
+//                   directory's lock must stay on the directory that is published), durable,
+//                   its datastore lock taken and held by this object.
+//   open_store()    the store at path(), for the caller to fill and commit. It shares this
+//                   object's datastore lock (holds none of its own); at most one at a time,
+//                   and it must be destroyed before publish().
+//   publish()       steps 4-5: rename to `dst`, fsync of the parent (the datastore taken back
+//                   out if it fails). With write_store(): returns the store opened at `dst`,
+//                   the datastore lock held from step 3 on, so nobody opens the datastore
+//                   before the caller has it; without (a directory the caller filled, e.g.
+//                   with datastores of its own): returns null.
+//   take_back()     after publish(), when the caller cannot use what it published: renamed
+//                   away and removed, the empty directory it replaced recreated (best effort).
+// Destroying an unpublished creation removes its directory and everything in it; a process
+// killed before publish() leaves a leftover that the next creation of the name removes.
+class store_creation {
+ public:
+  static store_creation make(const std::string& dst, const char* op,
+                             std::shared_ptr<io::engine> engine = nullptr);
+  store_creation(store_creation&&) noexcept;
+  store_creation& operator=(store_creation&&) noexcept;
+  ~store_creation();
+
+  const std::string& path() const;  // the creation directory
+  void write_store(const store_options& opt);
+  std::unique_ptr<sparse_store> open_store(const store_options& opt);
+  std::unique_ptr<sparse_store> publish();
+  void take_back() noexcept;
+
+  struct state;
+
+ private:
+  explicit store_creation(std::unique_ptr<state> s);
+  std::unique_ptr<state> s_;
+};
+
 }  // namespace pheap

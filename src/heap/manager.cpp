@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <mutex>
 
 #include "heap/mmap_region.hpp"
@@ -200,16 +199,14 @@ std::unique_ptr<heap::region> make_region(std::unique_ptr<sparse_store> store, c
   return heap::make_pager_region(std::move(store), po);
 }
 
-// max_epoch: the highest store epoch the caller accepts (store_options::max_epoch).
-std::unique_ptr<detail::manager_core> open_core(const std::string& path, const options& opt, bool ro,
-                                                std::uint64_t max_epoch = ~std::uint64_t{0}) {
+// The heap of the opened (validated) store `store`: its root record checked before anything
+// is mapped, then the backend region and the allocator.
+std::unique_ptr<detail::manager_core> attach_core(std::unique_ptr<sparse_store> store,
+                                                  const std::string& path, const options& opt,
+                                                  bool ro) {
   auto c = std::make_unique<detail::manager_core>();
   c->path = path;
   c->ro = ro;
-  store_options so = store_opts(opt, ro);
-  so.max_epoch = max_epoch;
-  auto store = sparse_store::open(path, so);
-  // Validate the root record before anything is mapped.
   c->root = heap::root_record::decode(store->root(), path);
   if (c->root.mmap_open) {
     throw error(errc::corrupt, path, "open heap",
@@ -227,9 +224,64 @@ std::unique_ptr<detail::manager_core> open_core(const std::string& path, const o
   return c;
 }
 
+// max_epoch: the highest store epoch the caller accepts (store_options::max_epoch).
+std::unique_ptr<detail::manager_core> open_core(const std::string& path, const options& opt, bool ro,
+                                                std::uint64_t max_epoch = ~std::uint64_t{0}) {
+  store_options so = store_opts(opt, ro);
+  so.max_epoch = max_epoch;
+  return attach_core(sparse_store::open(path, so), path, opt, ro);
+}
+
+// A new heap over the epoch-0 store `store` (in its creation directory), formatted and
+// flushed: its first watermark holds the heap root. Known to the user as `path`.
+std::unique_ptr<detail::manager_core> format_core(std::unique_ptr<sparse_store> store,
+                                                  const std::string& path, const options& o) {
+  auto c = std::make_unique<detail::manager_core>();
+  c->path = path;
+  c->root.heap_format = heap::heap_format_version;
+  c->root.writer_version = library_version;
+  c->root.capacity = store->capacity();
+  c->root.chunk_size = o.chunk_size;
+  c->root.created_ns = now_ns();
+  c->root.description = o.description;
+  c->pg = make_region(std::move(store), path, o, false, c->root);
+  heap::segment_allocator::format(c->pg->base(), c->pg->size(), o.chunk_size);
+  c->attach();
+  c->flush();
+  return c;
+}
+
+// `e`, thrown by a step of a creation in the directory `tmp`, told as of `path`: the user
+// knows the datastore by its name, not by the temporary one it is built under (nor its files).
+error named_after(const error& e, const std::string& tmp, const std::string& path) {
+  auto retold = [&](std::string s) {
+    for (auto at = s.find(tmp); at != std::string::npos; at = s.find(tmp, at + path.size())) {
+      s.replace(at, tmp.size(), path);
+    }
+    return s;
+  };
+  const std::string what = e.what();
+  const std::string head = "pheap: " + e.op() + (e.path().empty() ? "" : " " + e.path()) + ": ";
+  const std::string cause = what.compare(0, head.size(), head) == 0 ? what.substr(head.size()) : what;
+  return error(e.code(), retold(e.path()), retold(e.op()), retold(cause), e.sys_errno());
+}
+
 }  // namespace
 
-manager::manager(create_only_t, const std::string& path, const options& opt) {
+manager::manager(create_only_t, const std::string& path, const options& opt)
+    : manager(create_only, path, opt, nullptr) {}
+
+// FORMAT.md "Creation" with the heap's steps before the publication: the epoch-0 store is
+// written into the creation directory, the heap formatted and flushed there (and `init` run
+// and flushed), the heap closed, and only then is the directory renamed to `path` — a kill
+// before the rename leaves nothing at `path` (the leftover is removed by the next creation of
+// the name), after it a datastore whose watermark holds the heap root. The store's
+// datastore lock is held from the epoch-0 write to the reopen at `path`, so nobody opens the
+// datastore before this manager has it. A failure before the rename removes the creation
+// directory; after it the datastore is taken back out (store_creation::take_back): a thrown
+// create leaves `path` as it was, through the engine, like every other byte.
+manager::manager(create_only_t, const std::string& path, const options& opt,
+                 const std::function<void(manager&)>& init) {
   if (opt.capacity == 0) throw error(errc::invalid_argument, path, "create", "capacity is zero");
   check_description(path, opt.description);
   options o = opt;
@@ -237,25 +289,37 @@ manager::manager(create_only_t, const std::string& path, const options& opt) {
   o.capacity = (opt.capacity + o.page_size - 1) / o.page_size * o.page_size;
   heap::segment_allocator::compute_layout(o.capacity, o.chunk_size);  // validate before touching disk
 
-  auto store = sparse_store::create(path, store_opts(o, false));
+  const store_options so = store_opts(o, false);
+  store_creation creation = store_creation::make(path, "create", o.engine);
   try {
-    auto c = std::make_unique<detail::manager_core>();
-    c->path = path;
-    c->root.heap_format = heap::heap_format_version;
-    c->root.writer_version = library_version;
-    c->root.capacity = store->capacity();
-    c->root.chunk_size = o.chunk_size;
-    c->root.created_ns = now_ns();
-    c->root.description = o.description;
-    c->pg = make_region(std::move(store), path, o, false, c->root);
-    heap::segment_allocator::format(c->pg->base(), c->pg->size(), o.chunk_size);
-    c->attach();
-    c->flush();
-    core_ = std::move(c);
+    creation.write_store(so);
+    manager m(format_core(creation.open_store(so), path, o));
+    try {
+      if (init) {
+        init(m);
+        m.flush();
+      }
+      // Closed before the rename (the store's files are named after the creation directory):
+      // a clean close whose failure is this create's, not the destructor's report.
+      m.core().commit(detail::manager_core::ending::close);
+    } catch (...) {
+      m.core_.reset();  // nothing more is committed into a creation that is being removed
+      throw;
+    }
+    m.core_.reset();
+  } catch (const error& e) {
+    throw named_after(e, creation.path(), path);
+  }
+  std::unique_ptr<sparse_store> store;
+  try {
+    store = creation.publish();
+  } catch (const error& e) {
+    throw named_after(e, creation.path(), path);
+  }
+  try {
+    core_ = attach_core(std::move(store), path, o, false);
   } catch (...) {
-    // The datastore never got a heap root: remove the half-created directory.
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    creation.take_back();
     throw;
   }
 }

@@ -62,6 +62,7 @@ struct datastore::state {
   bool poisoned = false;  // a flush failed: the job is at man.epoch; reopen to continue
   manifest man;           // rank 0: every entry; other ranks: the global epoch and their own
   std::optional<manager> local;  // set by every constructor
+  std::shared_ptr<io::engine> eng;  // the manifest's I/O (options::engine or the default)
 
   state(MPI_Comm c, const std::string& p, bool read_only) : path(p), ro(read_only) {
     MPI_Comm_dup(c, &comm);  // our collectives never match the program's own messages
@@ -142,7 +143,7 @@ struct datastore::state {
     next.epoch = g;
     for (std::size_t r = 0; r < votes.size(); ++r) next.ranks[r].epoch = votes[r].epoch;
     try {
-      detail::commit_manifest(path, next);
+      detail::commit_manifest(*eng, path, next);
     } catch (const std::exception& e) {
       o.status = flush_outcome::manifest_failed;
       o.code = static_cast<std::int32_t>(errc::io);
@@ -200,6 +201,7 @@ struct datastore::state {
 datastore::datastore(create_only_t, MPI_Comm comm, const std::string& path, const options& opt)
     : s_(std::make_unique<state>(comm, path, false)) {
   state& s = *s_;
+  s.eng = detail::engine_of(opt);
   s.make_root(path, "create distributed datastore");
   on_all(s.comm, path, "create rank datastore", [&] { s.local = two_phase::create(rank_dir(path, s.rank), opt); });
   s.man.ranks = s.gather_entries(*s.local);
@@ -207,14 +209,15 @@ datastore::datastore(create_only_t, MPI_Comm comm, const std::string& path, cons
   on_all(s.comm, path, "create manifest", [&] {
     if (s.rank != 0) return;
     s.man.job = detail::new_uuid();
-    detail::create_manifest(path, s.man);
+    detail::create_manifest(*s.eng, path, s.man);
   });
 }
 
 namespace {
 void open_state(datastore::state& s, const options& opt) {
+  s.eng = detail::engine_of(opt);
   on_all(s.comm, s.path, "open distributed datastore", [&] {
-    s.man = read_manifest(s.path);
+    s.man = read_manifest(s.path, s.eng);
     if (s.man.ranks.size() != static_cast<std::size_t>(s.size)) {
       throw error(errc::invalid_argument, s.path, "open distributed datastore",
                   "created with " + std::to_string(s.man.ranks.size()) + " ranks, opened by a job of " +
@@ -276,7 +279,7 @@ std::uint64_t datastore::snapshot(const std::string& dst) {
   on_all(s.comm, dst, "snapshot manifest", [&] {
     if (s.rank != 0) return;
     copy.job = detail::new_uuid();
-    detail::create_manifest(dst, copy);
+    detail::create_manifest(*s.eng, dst, copy);
   });
   return g;
 }
@@ -286,11 +289,11 @@ void datastore::remove(MPI_Comm comm, const std::string& path) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   std::uint64_t ranks = 0;
+  const std::shared_ptr<io::engine> eng = io::default_engine();
   on_all(comm, path, "remove distributed datastore", [&] {
     if (rank != 0) return;
-    ranks = read_manifest(path).ranks.size();
-    const std::string file = path + "/" + manifest_file;
-    if (::unlink(file.c_str()) != 0) throw_errno(errno, file, "remove manifest");
+    ranks = read_manifest(path, eng).ranks.size();
+    detail::remove_manifest(*eng, path);
   });
   MPI_Bcast(&ranks, 1, MPI_UINT64_T, 0, comm);
   on_all(comm, path, "remove rank datastores", [&] {
@@ -300,9 +303,7 @@ void datastore::remove(MPI_Comm comm, const std::string& path) {
   });
   on_all(comm, path, "remove distributed datastore", [&] {
     if (rank != 0) return;
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    if (ec) throw_errno(ec.value(), path, "remove directory");
+    eng->remove_dir(path);
   });
 }
 

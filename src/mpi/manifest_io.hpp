@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "pheap/io.hpp"
 #include "pheap/mpi/manifest.hpp"
 
 namespace pheap::mpi::detail {
@@ -14,12 +16,19 @@ namespace pheap::mpi::detail {
 std::size_t slot_size(std::size_t ranks);
 std::vector<std::byte> encode_slot(const manifest& m);
 
+// The manifest's I/O goes through `eng` (the datastore's: options::engine, else
+// io::default_engine()), like every durable byte of pheap (pheap/io.hpp).
+//
 // Creates D/pheap.manifest (must not exist) holding `m` in slot m.epoch % 2 and a zero slot,
 // fdatasyncs it and fsyncs D: the file and its name are durable.
-void create_manifest(const std::string& path, const manifest& m);
+void create_manifest(io::engine& eng, const std::string& path, const manifest& m);
 // Writes `m` into slot m.epoch % 2 (the slot the previous global epoch does not use) and
 // fdatasyncs: the commit point of global epoch m.epoch.
-void commit_manifest(const std::string& path, const manifest& m);
+void commit_manifest(io::engine& eng, const std::string& path, const manifest& m);
+// Unlinks D/pheap.manifest (remove's first step).
+void remove_manifest(io::engine& eng, const std::string& path);
+// The engine of a datastore opened or created with `opt`.
+std::shared_ptr<io::engine> engine_of(const options& opt);
 
 uuid new_uuid();
 uuid parse_uuid(const std::string& text, const std::string& path);

@@ -13,7 +13,10 @@
 // one flush, count == global epoch - 1 on every rank, always.
 //
 // Test hooks: PHEAP_TEST_MPI_CRASH and PHEAP_TEST_MPI_PIDS (crash_hooks.hpp);
-// PHEAP_TEST_MPI_PAUSE_US sleeps that long before each batch.
+// PHEAP_TEST_MPI_PAUSE_US sleeps that long before each batch; PHEAP_TEST_MPI_FAULT_RANK0=1
+// gives rank 0 (its datastore and the manifest) a fault engine (tests/support/fault_engine.hpp)
+// whose rules come from PHEAP_FAULT_EIO_AT & co., and makes rank 0 print
+// "rank 0 operations sync S write W" before it leaves.
 //
 // Output: one line per rank "rank R epoch G count C" after the open; errors as
 // "rank R error CODE: what" with exit status 3; a failed check exits 4.
@@ -26,6 +29,7 @@
 #include <thread>
 
 #include "crash_hooks.hpp"
+#include "support/fault_engine.hpp"
 #include "pheap/container.hpp"
 #include "pheap/mpi/datastore.hpp"
 
@@ -35,8 +39,11 @@ using values_t = pheap::container::vector<std::uint64_t>;
 
 constexpr std::uint64_t rank_base = 1000000000ull;
 
+std::shared_ptr<pheap::test::fault_engine> g_fault;  // rank 0's, with PHEAP_TEST_MPI_FAULT_RANK0
+
 pheap::options small() {
   pheap::options o;
+  o.engine = g_fault;
   o.capacity = 256ull << 20;
   o.page_size = 64 * 1024;
   o.segment_size = 64ull << 20;
@@ -144,6 +151,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   pheap::test::mpi_hooks::install(rank);
   int rc = 2;
+  if (rank == 0 && std::getenv("PHEAP_TEST_MPI_FAULT_RANK0") != nullptr) {
+    g_fault = pheap::test::make_fault_engine(pheap::io::default_engine());
+  }
   if (argc >= 3) {
     try {
       rc = run(argc, argv, rank);
@@ -151,6 +161,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rank %d error %s: %s\n", rank, pheap::to_string(e.code()), e.what());
       rc = 3;
     }
+  }
+  if (g_fault) {
+    std::printf("rank 0 operations sync %llu write %llu\n",
+                static_cast<unsigned long long>(g_fault->operations(pheap::test::op_kind::sync)),
+                static_cast<unsigned long long>(g_fault->operations(pheap::test::op_kind::write)));
   }
   std::fflush(nullptr);
   MPI_Finalize();

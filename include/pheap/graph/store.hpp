@@ -130,11 +130,12 @@ persistent_graph<W>& open_or_create_graph(pheap::manager& m, const std::string& 
 }
 
 // Creates the datastore `path` holding an empty graph `name` (with its info and ingest state),
-// atomically with respect to kill -9: it is built under the temporary sibling name
-// ".NAME.pheap-graph-creating" (a leftover of a killed creation is removed first) and renamed
-// into place once its first watermark holds the graph, so a rerun finds either no datastore
-// or a complete one (pheap-graph ingest and pheap.graph.create). Throws pheap::error
-// (already_exists when `path` exists; what create_only throws) or std::filesystem_error.
+// atomically with respect to kill -9: pheap::manager's creation with an initialisation step
+// builds it under a temporary sibling name (".NAME.creating-XXXXXX", locked while in use; the
+// next creation of the name removes an unlocked leftover) and publishes it under its name only
+// once its first watermark holds the graph, so a rerun finds either no datastore or a complete
+// one (pheap-graph ingest and pheap.graph.create). Throws pheap::error: already_exists when
+// `path` exists; what create_only throws, naming `path` with op "create".
 void create_datastore(const std::string& path, const pheap::options& o, const std::string& name,
                       bool directed, weight_kind weights, std::size_t banks);
 

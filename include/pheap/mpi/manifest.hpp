@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,8 @@ struct manifest {
 // "D/rank-00007".
 std::string rank_dir(const std::string& path, int rank);
 // The last committed global watermark of the distributed datastore at `path`.
-manifest read_manifest(const std::string& path);
+// Through `engine` (null: io::default_engine()).
+manifest read_manifest(const std::string& path, std::shared_ptr<io::engine> engine = nullptr);
 
 // Every rank's datastore opened read-only at the global epoch, in one process (no MPI).
 struct distributed_view {
