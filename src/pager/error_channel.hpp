@@ -17,8 +17,8 @@
 //   * throw_pending() empties the channel and throws what it held, so each error is reported
 //     by exactly one flush. flush() calls it before it writes anything (an error of the past
 //     epoch fails this flush) and again before it commits (one recorded while it ran).
-//   * Its mutex is the innermost lock of the pager (flush_mu_ → evict_batch_mu_ → this) and
-//     is held only to swap the pointer.
+//   * Its mutex is the innermost lock of the pager (the flusher's mu_ → the evictor's
+//     batch_mu_ → this) and is held only to swap the pointer.
 #pragma once
 
 #include <exception>

@@ -47,7 +47,7 @@
 // reads, or a page got no slot and waits in the prefetch queue) matches no rule and changes
 // nothing.
 //
-// What the caller does with a window (pager_impl::start_read_ahead): claims its pages that are
+// What the caller does with a window (fault_service::start_read_ahead): claims its pages that are
 // absent and hold data, as far as buffer slots below the high watermark allow, and has the
 // fault workers read them; the rest waits in the prefetch queue for room. Never the marker.
 //
