@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "pager/anon_map.hpp"
+#include "pager/lock_rank.hpp"
 #include "pager/pager_core.hpp"
 #include "pager/staging.hpp"
 
@@ -65,7 +66,7 @@ class evictor {
   void wait_for_eviction_batch();
   // Keeps eviction batches out while held (wait_evictor_idle, white-box tests): the batch in
   // flight, if any, has landed or failed when it returns; the evictor waits for the lock.
-  using batch_lock = std::unique_lock<std::mutex>;
+  using batch_lock = std::unique_lock<ranked_mutex<lock_rank::evict_batch>>;
   batch_lock hold_between_batches();
   // A fill of a `writing` page (I8): its bytes from the batch's bounce buffer into dst; false
   // when the write landed meanwhile (the store has them now).
@@ -144,7 +145,7 @@ class evictor {
   // batches, and does not take it again while someone waits for it (batch_waiters_), so a
   // flush under constant eviction pressure is not starved (it was: the evictor once held it
   // for a whole round, and a round lasts as long as faults outpace it).
-  std::mutex batch_mu_;
+  ranked_mutex<lock_rank::evict_batch> batch_mu_;
   std::atomic<unsigned> batch_waiters_{0};
   std::size_t batch_pages_ = 1;
   // harvest_writes' state: pages the hand examined since, the walks, the last one's cost in
@@ -160,7 +161,7 @@ class evictor {
   // slot k of bounce_. Written by the evictor in steps 5 and 6, read by fills of
   // `writing` pages; both under write_back_mu_, which keeps the next batch's copy_out from
   // overwriting a slot a fill is copying.
-  std::mutex write_back_mu_;
+  ranked_mutex<lock_rank::leaf> write_back_mu_;
   std::vector<std::size_t> write_back_pages_;
 };
 

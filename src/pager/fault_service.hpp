@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "pager/bounce_pool.hpp"
+#include "pager/lock_rank.hpp"
 #include "pager/pager_core.hpp"
 #include "pager/read_ahead.hpp"
 
@@ -156,7 +157,7 @@ class fault_service {
   read_ahead read_ahead_;  // the fault streams and their windows (configured by set_geometry)
   std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead
   bounce_pool thread_bounce_;  // fills on the faulting thread (thread_fill): a slot per fill
-  std::mutex pf_mu_;  // pf_q_ and ra_q_; a leaf (claims under it take no other lock)
+  ranked_mutex<lock_rank::leaf> pf_mu_;  // pf_q_ and ra_q_; a leaf (claims under it take no other lock)
   std::deque<pf_range> pf_q_;
   std::deque<std::vector<std::size_t>> ra_q_;  // claimed read-ahead batches, in page order each
   std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ and ra_q_ (written under pf_mu_)

@@ -14,6 +14,7 @@
 #include "pager/anon_map.hpp"
 #include "pager/dirty_tracker.hpp"
 #include "pager/evictor.hpp"
+#include "pager/lock_rank.hpp"
 #include "pager/pager_core.hpp"
 
 namespace pheap::paging {
@@ -56,7 +57,7 @@ class flusher {
 
   pager_core& core_;
   evictor& evictions_;
-  std::mutex mu_;  // held by every flush, prepare and confirm (the first lock of the order)
+  ranked_mutex<lock_rank::flush> mu_;  // held by every flush, prepare and confirm
   std::size_t batch_pages_ = 1;
   bool lends_bounce_ = false;
   anon_map bounce_;

@@ -21,6 +21,7 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
+#include "pager/lock_rank.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
 #include "pager/uffd.hpp"
@@ -94,7 +95,7 @@ struct pager_core {
   // the recording of what it found (the evictor's harvest_writes, the dirty tracker's
   // collect_dirty) and across the tear-free copy (dirty_tracker::copy_and_verify), so no scan
   // re-protects a page between another's protect and check.
-  std::mutex scan_mu;
+  ranked_mutex<lock_rank::scan> scan_mu;
   error_channel errors;  // store errors of fills and evictions, for the next flush
   mutable counters c;
 

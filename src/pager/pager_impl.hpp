@@ -14,6 +14,7 @@
 //                            chunk, commit), with its dirty tracker
 //   dirty_tracker.{hpp,cpp}  per tracking mode: the pages to flush and their tear-free copy
 //   invariants.cpp           check_invariants, the quiescent self-check
+//   lock_rank.hpp            the lock order below, checked in debug builds
 //   uffd.{hpp,cpp}           OS boundary: userfaultfd acquisition, feature probe, the ioctls,
 //                            PAGEMAP_SCAN (pagemap_walk)
 //   page_table.hpp           the page word, its invariants I1-I9 and its named transitions
@@ -36,7 +37,8 @@
 // flush/pin/prefetch/stats.
 // Lock order (never the other way): the flusher's mu_ → the evictor's batch_mu_ →
 // pager_core::scan_mu → the error channel's; the resident clock's, the buffer budget's, the
-// evictor's write_back_mu_ and the fault service's pf_mu_ are leaves.
+// evictor's write_back_mu_ and the fault service's pf_mu_ are leaves. lock_rank.hpp gives
+// each its rank; in debug builds a lock taken against the order aborts, naming both locks.
 // Fault workers take none of these on the hot path (write_back_mu_ only to fill a page whose
 // write-back is in flight); they only wait for a buffer slot (buffer_budget), which the
 // evictor frees without ever waiting on a worker, a flush or a fault (after a failed

@@ -75,6 +75,8 @@
 #include <mutex>
 #include <optional>
 
+#include "pager/lock_rank.hpp"
+
 namespace pheap::paging {
 
 // Pages start, start + stride, …, start + (pages − 1)·stride; `marker` (an index < pages, or
@@ -143,7 +145,7 @@ class read_ahead {
   // The position of `page` in window w (index i with w.page(i) == page), or npos.
   static std::size_t index_in(const read_window& w, std::size_t page) noexcept;
 
-  mutable std::mutex mu_;
+  mutable ranked_mutex<lock_rank::leaf> mu_;  // a leaf (lock_rank.hpp)
   std::array<stream, kStreams> s_{};
   struct recent_fault {
     std::size_t page;

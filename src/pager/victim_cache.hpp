@@ -75,6 +75,7 @@
 #include <mutex>
 
 #include "pager/anon_map.hpp"
+#include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
 
@@ -135,7 +136,7 @@ class victim_cache {
   std::atomic<bool> sampling_{false};      // written by the evictor, read by wants()
   std::atomic<std::uint64_t> taken_{0};  // successful take()s
   // Step 4: pages whose copy take() used, for drop_taken(). Held for a push or a swap only.
-  std::mutex pending_mu_;
+  ranked_mutex<lock_rank::leaf> pending_mu_;  // a leaf (lock_rank.hpp)
   std::size_t pending_[kPendingDrops];
   std::size_t npending_ = 0;  // guarded by pending_mu_
 
