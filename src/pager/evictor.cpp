@@ -157,7 +157,8 @@ std::size_t evictor::evict_batch(std::size_t want) {
 
 void evictor::map_buffers(bool move) {
   if (move) {
-    staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, retain_pages(), core_.name);
+    staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, retain_pages(),
+                  core_.name);
   }
   bounce_ = anon_map(batch_pages_ * core_.ps, true);
 }
@@ -309,8 +310,10 @@ void evictor::harvest_writes() {
     // A run's walk finds few regions: a small result buffer (the kernel allocates one of that
     // size per call).
     r = harvest_runs_.size() == 1
-            ? pagemap_walk<512>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags, required, 0, note)
-            : pagemap_walk<32>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags, required, 0, note);
+            ? pagemap_walk<512>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags,
+                                required, 0, note)
+            : pagemap_walk<32>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags,
+                               required, 0, note);
     if (r < 0) break;
   }
   if (r < 0 || lost) {

@@ -1,9 +1,9 @@
-// The fault service (fault_service.hpp). Fault workers: each reads the uffd itself (epoll wait + batched read of uffd_msg), so a
-// fault is handled by exactly one thread with no hand-off queue. Per-page state changes only
-// through page_table's transitions (lock-free); two faults on one page are resolved once: the
-// first claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY
-// wakes every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced
-// with the install).
+// The fault service (fault_service.hpp). Fault workers: each reads the uffd itself (epoll
+// wait + batched read of uffd_msg), so a fault is handled by exactly one thread with no
+// hand-off queue. Per-page state changes only through page_table's transitions (lock-free);
+// two faults on one page are resolved once: the first claims `filling`, the later ones see
+// `filling` and return (the filler's UFFDIO_COPY wakes every waiter on the range), or see
+// `resident` and issue UFFDIO_WAKE (the fault raced with the install).
 // With fault_fill = faulting_thread the same fill runs on the faulting thread instead, called
 // from the SIGBUS handler (fill_on_this_thread); the workers then only take prefetch steps.
 // The prefetch queue (prefetch, prefetch_stored, the read-ahead windows that got no slot) is
