@@ -157,7 +157,7 @@ class buffer_budget {
   // I/O (zeros next to a zero-filled fault), which out of core find the buffer at its high
   // watermark and would otherwise never run.
   bool try_reserve_below_target() { return try_reserve(target_pages()); }
-  // A scan's prefetch (pager_impl::prefetch_stored): a slot only below the low watermark, so
+  // A scan's prefetch (fault_service::prefetch_stored): a slot only below the low watermark, so
   // that it never starts an eviction round (B3); room_below_low(): how many such slots are
   // free now (a hint: grants and releases move it at once).
   bool try_reserve_below_low() { return try_reserve(low_pages_.load(std::memory_order_relaxed)); }

@@ -23,7 +23,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "pager/pager_impl.hpp"
+#include "pager/dirty_tracker.hpp"
 #include "pheap/error.hpp"
 
 #if defined(__SANITIZE_THREAD__)
@@ -48,40 +48,44 @@ void copy_out(std::byte* dst, const std::byte* src, std::size_t len) {
 }
 }  // namespace
 
-void pager_impl::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {
+void dirty_tracker::open_staging() {
+  staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, 0, core_.name);
+}
+
+void dirty_tracker::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {
   out.assign(count, false);
   if (count == 0) return;
-  const long r = pagemap_walk<256>(pagemap_fd_, page_addr(first), page_addr(first + count), 0,
+  const long r = pagemap_walk<256>(core_.pagemap_fd, core_.page_addr(first), core_.page_addr(first + count), 0,
                                    page_is_written | page_is_present, 0,
                                    [&](const page_region& reg) {
-                                     const auto [a, b] = pages_of(reg);
+                                     const auto [a, b] = core_.pages_of(reg);
                                      for (std::size_t p = a; p <= b; ++p) out[p - first] = true;
                                    });
   if (r < 0) out.assign(count, true);  // cannot tell: everything counts as written (safe)
 }
 
-std::vector<std::size_t> pager_impl::collect_dirty() {
+std::vector<std::size_t> dirty_tracker::collect_dirty() {
   std::vector<std::size_t> cand;
-  if (mode_ == dirty_tracking::wp_async) {
+  if (core_.mode == dirty_tracking::wp_async) {
     // With the evictor's harvest excluded: it moves written bits into the words, and a scan
     // between its re-protect and its recording would see neither.
-    std::lock_guard lk(scan_mu_);
-    const long r = pagemap_walk<512>(pagemap_fd_, base_, base_ + cap_,
+    std::lock_guard lk(core_.scan_mu);
+    const long r = pagemap_walk<512>(core_.pagemap_fd, core_.base, core_.base + core_.cap,
                                      pm_scan_wp_matching | pm_scan_check_wpasync,
                                      page_is_written | page_is_present, 0,
                                      [&](const page_region& reg) {
-                                       const auto [a, b] = pages_of(reg);
+                                       const auto [a, b] = core_.pages_of(reg);
                                        for (std::size_t p = a; p <= b; ++p) {
                                          if (cand.empty() || cand.back() != p) cand.push_back(p);
                                        }
                                      });
     if (r < 0) {
-      throw error(errc::io, name_, "flush: PAGEMAP_SCAN", std::strerror(static_cast<int>(-r)),
+      throw error(errc::io, core_.name, "flush: PAGEMAP_SCAN", std::strerror(static_cast<int>(-r)),
                   static_cast<int>(-r));
     }
     std::vector<std::size_t> forced;
-    for (std::size_t p = 0; p < npages_; ++p) {
-      if (table_.load(p) & ps::dirty) forced.push_back(p);
+    for (std::size_t p = 0; p < core_.npages; ++p) {
+      if (core_.table.load(p) & ps::dirty) forced.push_back(p);
     }
     if (!forced.empty()) {
       std::vector<std::size_t> merged;
@@ -92,54 +96,54 @@ std::vector<std::size_t> pager_impl::collect_dirty() {
     }
     return cand;
   }
-  for (std::size_t p = 0; p < npages_; ++p) {
-    std::uint32_t s = table_.load(p);
+  for (std::size_t p = 0; p < core_.npages; ++p) {
+    std::uint32_t s = core_.table.load(p);
     if (ps::kind(s) == ps::filling) {
-      table_.wait_not_filling(p);
-      s = table_.load(p);
+      core_.table.wait_not_filling(p);
+      s = core_.table.load(p);
     }
     if (ps::kind(s) != ps::resident) continue;
-    if (mode_ == dirty_tracking::all_resident || (s & (ps::dirty | ps::wpclear))) {
+    if (core_.mode == dirty_tracking::all_resident || (s & (ps::dirty | ps::wpclear))) {
       cand.push_back(p);
     }
   }
   return cand;
 }
 
-void pager_impl::take_copies(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
-  if (mode_ == dirty_tracking::wp_sync) {
+void dirty_tracker::take_copies(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
+  if (core_.mode == dirty_tracking::wp_sync) {
     copy_write_protected(pages, n, dst);
-  } else if (mode_ == dirty_tracking::wp_async) {
+  } else if (core_.mode == dirty_tracking::wp_async) {
     copy_and_verify(pages, n, dst);
   } else {
     take_by_move(pages, n, dst);
   }
 }
 
-void pager_impl::copy_write_protected(const std::size_t* pages, std::size_t n,
+void dirty_tracker::copy_write_protected(const std::size_t* pages, std::size_t n,
                                       std::byte* const* dst) {
   for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
-    const int rc = uffd_writeprotect(uffd_, page_addr(pages[i]), (j - i) * ps_, true);
+    const int rc = uffd_writeprotect(core_.uffd, core_.page_addr(pages[i]), (j - i) * core_.ps, true);
     if (rc != 0) {
       std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT pages %zu..%zu: %s\n",
-                   name_.c_str(), pages[i], pages[j - 1], std::strerror(rc));
+                   core_.name.c_str(), pages[i], pages[j - 1], std::strerror(rc));
     }
-    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(pages[k]), ps_);
+    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], core_.page_addr(pages[k]), core_.ps);
   });
 }
 
-void pager_impl::copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
+void dirty_tracker::copy_and_verify(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
   std::vector<bool> w;
   for_each_run(pages, n, n, [&](std::size_t i, std::size_t j) {
     // No harvest between the protect and the check: it would re-protect a page written during
     // the copy, and the check would not see that write.
-    std::lock_guard lk(scan_mu_);
+    std::lock_guard lk(core_.scan_mu);
     // Re-protect only this claimed run (never unclaimed neighbours: that would hide their
     // writes from the next flush).
-    (void)pagemap_walk<64>(pagemap_fd_, page_addr(pages[i]), page_addr(pages[j - 1] + 1),
+    (void)pagemap_walk<64>(core_.pagemap_fd, core_.page_addr(pages[i]), core_.page_addr(pages[j - 1] + 1),
                            pm_scan_wp_matching | pm_scan_check_wpasync,
                            page_is_written | page_is_present, 0, [](const page_region&) {});
-    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], page_addr(pages[k]), ps_);
+    for (std::size_t k = i; k < j; ++k) copy_out(dst[k], core_.page_addr(pages[k]), core_.ps);
     written_bitmap(pages[i], j - i, w);
     std::vector<std::size_t> again;
     std::vector<std::byte*> again_dst;
@@ -150,21 +154,21 @@ void pager_impl::copy_and_verify(const std::size_t* pages, std::size_t n, std::b
       }
     }
     if (!again.empty()) {
-      c_.flush_retakes.fetch_add(again.size(), std::memory_order_relaxed);
+      core_.c.flush_retakes.fetch_add(again.size(), std::memory_order_relaxed);
       take_by_move(again.data(), again.size(), again_dst.data());
     }
   });
 }
 
-void pager_impl::take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
-  for_each_run(pages, n, flush_batch_pages_, [&](std::size_t i, std::size_t j) {
-    const std::vector<bool> moved = flush_staging_.move_out(pages + i, j - i);
+void dirty_tracker::take_by_move(const std::size_t* pages, std::size_t n, std::byte* const* dst) {
+  for_each_run(pages, n, batch_pages_, [&](std::size_t i, std::size_t j) {
+    const std::vector<bool> moved = staging_.move_out(pages + i, j - i);
     for (std::size_t k = i; k < j; ++k) {
       // Not moved (e.g. EBUSY): plain copy, which may race with a writer; the page stays
       // dirty in the page tables, so the next flush takes it again.
-      copy_out(dst[k], moved[k - i] ? flush_staging_.slot(k - i) : page_addr(pages[k]), ps_);
+      copy_out(dst[k], moved[k - i] ? staging_.slot(k - i) : core_.page_addr(pages[k]), core_.ps);
     }
-    flush_staging_.move_back(pages + i, moved);
+    staging_.move_back(pages + i, moved);
   });
 }
 

@@ -17,13 +17,15 @@
 //   * throw_pending() empties the channel and throws what it held, so each error is reported
 //     by exactly one flush. flush() calls it before it writes anything (an error of the past
 //     epoch fails this flush) and again before it commits (one recorded while it ran).
-//   * Its mutex is the innermost lock of the pager (flush_mu_ → evict_batch_mu_ → this) and
-//     is held only to swap the pointer.
+//   * Its mutex is the innermost lock of the pager but for the leaves (lock_rank.hpp: flush →
+//     evict_batch → scan → this) and is held only to swap the pointer.
 #pragma once
 
 #include <exception>
 #include <mutex>
 #include <utility>
+
+#include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
 
@@ -46,7 +48,7 @@ class error_channel {
   }
 
  private:
-  std::mutex mu_;
+  ranked_mutex<lock_rank::errors> mu_;
   std::exception_ptr pending_;
 };
 

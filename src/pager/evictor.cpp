@@ -1,7 +1,7 @@
 // The evictor: keeps the bounded buffer (buffer_budget.hpp) within its watermarks.
 //
 // The evictor wakes at the high watermark (or when a worker waits) and evicts down to the low
-// watermark in batches. A batch (pager_impl::evict_batch) runs these steps:
+// watermark in batches. A batch (evictor::evict_batch) runs these steps:
 //   1. claim_victims: a clock hand over the resident pages (resident_clock.hpp) with second
 //      chance picks victims, clean pages first, and claims them (page_table::claim_evict:
 //      resident, unowned, unpinned → evict). The `ref` bit is set by fills, by write-protect
@@ -58,77 +58,81 @@
 //      flush() (error_channel.hpp), which may take it without waiting for this batch.
 //      Either way the batch's write-back is unpublished last, once no page says `writing`
 //      (end_write_back).
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
-#include "pager/pager_impl.hpp"
+#include "pager/evictor.hpp"
+#include "pager/fault_service.hpp"
 #include "pheap/crc32c.hpp"
 
 namespace pheap::paging {
 
-void pager_impl::wait_evictor_idle() {
-  for (;;) {
-    // Read steps first: one that waits for room (read-ahead, prefetch) has the evictor run again.
-    if (pf_queued_.load() == 0 && pf_active_.load() == 0) {
-      batch_waiters_.fetch_add(1, std::memory_order_seq_cst);
-      std::lock_guard b(evict_batch_mu_);
-      batch_waiters_.fetch_sub(1, std::memory_order_release);
-      if (budget_.evictor_idle() && pf_queued_.load() == 0 && pf_active_.load() == 0) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+std::thread& evictor::start() {
+  thread_ = std::thread([this] { evictor_main(); });
+  ::pthread_setname_np(thread_.native_handle(), "pheap-evict");
+  return thread_;
 }
 
-void pager_impl::wait_for_eviction_batch() {
+void evictor::join() noexcept {
+  if (thread_.joinable()) thread_.join();
+}
+
+evictor::batch_lock evictor::hold_between_batches() {
   batch_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  { std::lock_guard b(evict_batch_mu_); }
+  std::unique_lock b(batch_mu_);
   batch_waiters_.fetch_sub(1, std::memory_order_release);
+  return b;
 }
 
-void pager_impl::evictor_main() {
+void evictor::wait_for_eviction_batch() { (void)hold_between_batches(); }
+
+void evictor::evictor_main() {
   for (;;) {
-    if (!budget_.wait_for_kick()) return;
+    if (!core_.budget.wait_for_kick()) return;
     bool idle_round = false;
     // Evict down to the low watermark; with waiters, at least one page each round. The batch
     // lock is held per batch; a flush waiting for it gets in before the next batch.
     for (;;) {
-      if (stop_.load()) return;
-      while (batch_waiters_.load(std::memory_order_acquire) != 0 && !stop_.load()) {
+      if (core_.stop.load()) return;
+      while (batch_waiters_.load(std::memory_order_acquire) != 0 && !core_.stop.load()) {
         std::this_thread::yield();
       }
-      const std::size_t excess = budget_.to_evict();
+      const std::size_t excess = core_.budget.to_evict();
       if (excess == 0) break;
-      budget_.note_if_short();  // limit_pool.hpp P3: evicting below a fair share
-      const std::size_t want = std::min(excess, evict_batch_pages_);
+      core_.budget.note_if_short();  // limit_pool.hpp P3: evicting below a fair share
+      const std::size_t want = std::min(excess, batch_pages_);
       const std::uint64_t t0 = now_ns();
       std::size_t freed;
       {
-        std::lock_guard batch(evict_batch_mu_);
-        if (stop_.load()) return;
+        std::lock_guard batch(batch_mu_);
+        if (core_.stop.load()) return;
         freed = evict_batch(want);
       }
-      c_.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      budget_.notify_freed();
-      wake_prefetch_if_waiting();
+      core_.c.evict_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      core_.budget.notify_freed();
+      faults_.wake_prefetch_if_waiting();
       if (freed == 0) {
         idle_round = true;  // everything owned, pinned or failing: back off briefly
         break;
       }
     }
-    budget_.end_round(idle_round);
+    core_.budget.end_round(idle_round);
     if (idle_round) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
-std::size_t pager_impl::evict_batch(std::size_t want) {
+std::size_t evictor::evict_batch(std::size_t want) {
   victim_batch v = claim_victims(want);
   if (v.size() == 0) return 0;
-  if (ro_) return drop_victims(v);
+  if (core_.ro) return drop_victims(v);
   move_out_victims(v);
   const std::vector<std::size_t> out = victims_to_write(v);
   copy_out_victims(v, out);
@@ -144,11 +148,33 @@ std::size_t pager_impl::evict_batch(std::size_t want) {
     // Only now, with every page of the write dirty again: a flush that reports the error
     // (its step 1 does not wait for this batch) must leave them to the next flush, and a
     // flush that collected its pages before they were dirty must see the error at step 4.
-    errors_.record(failed);
+    core_.errors.record(failed);
   }
   end_write_back();
   const std::size_t n = count_evictions(v);
   return written ? n : 0;  // write-back fails: the evictor backs off
+}
+
+void evictor::map_buffers(bool move) {
+  if (move) {
+    staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, retain_pages(),
+                  core_.name);
+  }
+  bounce_ = anon_map(batch_pages_ * core_.ps, true);
+}
+
+std::string evictor::check_invariants() const {
+  // Between batches the eviction's staging range keeps at most `retain` dropped frames
+  // mapped, the bound pheap's memory outside the buffer counts (staging.hpp step 3).
+  if (staging_.is_open() && core_.pagemap_fd >= 0) {
+    const std::size_t frames = staging_.staged_frames();
+    const std::size_t bound = staging_.retain() * (core_.ps / os_page_size());
+    if (frames > bound) {
+      return "eviction staging range holds " + std::to_string(frames) + " frames, more than the " +
+             std::to_string(bound) + " it may keep (staging.hpp step 3)";
+    }
+  }
+  return {};
 }
 
 // ---- 1. choose and claim victims ------------------------------------------------------------
@@ -176,11 +202,11 @@ std::uint64_t runs_of(const std::vector<std::size_t>& pages) {
 }
 }  // namespace
 
-victim_batch pager_impl::claim_victims(std::size_t want) {
+victim_batch evictor::claim_victims(std::size_t want) {
   victim_batch v;
   v.pages.reserve(want);
-  clock_.take_published();
-  if (mode_ == dirty_tracking::wp_async && !ro_) harvest_writes();
+  core_.clock.take_published();
+  if (core_.mode == dirty_tracking::wp_async && !core_.ro) harvest_writes();
   // Clean pages first: up to `lookahead` pages past the hand are looked at for clean ones;
   // the dirty ones seen on the way are taken, oldest first, only when the clean ones do not
   // fill the batch. At most 2 + kCameBackTurns passes over the ring (the first may only clear
@@ -192,28 +218,28 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
   // mostly referenced the hand may go round within one batch and spend the turn and claim the
   // page in it (tests/pager/victim_cache_test.cpp, the test of this order, uses 128 pages).
   const std::size_t lookahead = std::max<std::size_t>(64, want * 8);
-  const std::size_t limit = (2 + kCameBackTurns) * clock_.size();
+  const std::size_t limit = (2 + kCameBackTurns) * core_.clock.size();
   std::vector<std::size_t> dirty_seen;
   std::size_t p = 0;
   for (std::size_t examined = 0; v.size() < want && examined < limit; ++examined) {
     if (examined >= lookahead && v.size() + dirty_seen.size() >= want) break;
-    if (!clock_.next(p)) break;
-    const std::uint32_t s = table_.load(p);
+    if (!core_.clock.next(p)) break;
+    const std::uint32_t s = core_.table.load(p);
     assert(ps::kind(s) == ps::resident);  // C1
     if (!ps::evictable(s) || (s & ps::ref)) {
-      if (s & ps::ref) table_.clear_ref(p, s);  // second chance
-      clock_.pass(p);
+      if (s & ps::ref) core_.table.clear_ref(p, s);  // second chance
+      core_.clock.pass(p);
       continue;
     }
     if (ps::turns(s) > 0) {  // came back soon after its last eviction: still in use (I9)
-      table_.spend_turn(p, s);
-      clock_.pass(p);
+      core_.table.spend_turn(p, s);
+      core_.clock.pass(p);
       continue;
     }
-    if (!ro_ && ((s & ps::dirty) || mode_ == dirty_tracking::all_resident)) {
+    if (!core_.ro && ((s & ps::dirty) || core_.mode == dirty_tracking::all_resident)) {
       dirty_seen.push_back(p);
     } else if (claim_victim(p, false, v)) {
-      claim_neighbours(p, want, v, ro_);
+      claim_neighbours(p, want, v, core_.ro);
     }
   }
   examined_since_harvest_ += v.size() + dirty_seen.size();
@@ -221,13 +247,13 @@ victim_batch pager_impl::claim_victims(std::size_t want) {
   for (; k < dirty_seen.size() && v.size() < want; ++k) {
     if (claim_victim(dirty_seen[k], true, v)) claim_neighbours(dirty_seen[k], want, v, true);
   }
-  clock_.put_front(std::vector<std::size_t>(dirty_seen.begin() + static_cast<std::ptrdiff_t>(k),
+  core_.clock.put_front(std::vector<std::size_t>(dirty_seen.begin() + static_cast<std::ptrdiff_t>(k),
                                             dirty_seen.end()));
   sort_by_page(v);
   return v;
 }
 
-void pager_impl::harvest_writes() {
+void evictor::harvest_writes() {
   // Twice per revolution of the hand: often enough that a page written within the last half
   // revolution is seen as referenced, rarely enough that the walk stays small per page
   // evicted. Each harvest also write-protects again every page written since the last one,
@@ -246,7 +272,7 @@ void pager_impl::harvest_writes() {
   // larger one.
   constexpr std::size_t kHarvestsPerRevolution = 2;
   constexpr std::size_t kEntriesPerExamined = 64;
-  if (examined_since_harvest_ < std::max(clock_.size() / kHarvestsPerRevolution,
+  if (examined_since_harvest_ < std::max(core_.clock.size() / kHarvestsPerRevolution,
                                          harvest_entries_ / kEntriesPerExamined)) {
     return;
   }
@@ -262,19 +288,19 @@ void pager_impl::harvest_writes() {
   // region": with a 4-page buffer of 64 KiB
   // pages the walks over the region were 18 % of the evictor's time).
   std::size_t first = 0, last = 0;
-  if (!clock_.span(first, last)) return;
+  if (!core_.clock.span(first, last)) return;
   constexpr std::size_t kScanCallEntries = 1024;
-  const std::size_t entries_per_page = ps_ / os_page_size();
+  const std::size_t entries_per_page = core_.ps / os_page_size();
   harvest_runs_.assign(1, {first, last});
-  if (clock_.size() * kScanCallEntries < (last - first + 1) * entries_per_page) clock_.runs(harvest_runs_);
+  if (core_.clock.size() * kScanCallEntries < (last - first + 1) * entries_per_page) core_.clock.runs(harvest_runs_);
   harvest_entries_ = harvest_runs_.size() == 1 ? (last - first + 1) * entries_per_page
                                                : harvest_runs_.size() * kScanCallEntries;
-  std::lock_guard lk(scan_mu_);
+  std::lock_guard lk(core_.scan_mu);
   bool lost = false;
   const auto note = [&](const page_region& reg) {
-    const auto [x, y] = pages_of(reg);
+    const auto [x, y] = core_.pages_of(reg);
     for (std::size_t q = x; q <= y; ++q) {
-      if (!table_.note_written(q)) lost = true;
+      if (!core_.table.note_written(q)) lost = true;
     }
   };
   constexpr std::uint64_t flags = pm_scan_wp_matching | pm_scan_check_wpasync;
@@ -284,27 +310,29 @@ void pager_impl::harvest_writes() {
     // A run's walk finds few regions: a small result buffer (the kernel allocates one of that
     // size per call).
     r = harvest_runs_.size() == 1
-            ? pagemap_walk<512>(pagemap_fd_, page_addr(a), page_addr(b + 1), flags, required, 0, note)
-            : pagemap_walk<32>(pagemap_fd_, page_addr(a), page_addr(b + 1), flags, required, 0, note);
+            ? pagemap_walk<512>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags,
+                                required, 0, note)
+            : pagemap_walk<32>(core_.pagemap_fd, core_.page_addr(a), core_.page_addr(b + 1), flags,
+                               required, 0, note);
     if (r < 0) break;
   }
   if (r < 0 || lost) {
     // Pages may have been re-protected without their write being recorded: every resident
     // page counts as written (safe; the next flush writes them all).
     std::fprintf(stderr, "pheap: pager %s: write scan failed (%s): every resident page counts as dirty\n",
-                 name_.c_str(), r < 0 ? std::strerror(static_cast<int>(-r)) : "page not resident");
-    for (std::size_t q = 0; q < npages_; ++q) (void)table_.note_written(q);
+                 core_.name.c_str(), r < 0 ? std::strerror(static_cast<int>(-r)) : "page not resident");
+    for (std::size_t q = 0; q < core_.npages; ++q) (void)core_.table.note_written(q);
   }
 }
 
-bool pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
+bool evictor::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
   std::uint32_t was = 0;
-  if (!table_.claim_evict(page, was)) {
-    clock_.pass(page);  // changed meanwhile (pinned, flushed): stays in the ring
+  if (!core_.table.claim_evict(page, was)) {
+    core_.clock.pass(page);  // changed meanwhile (pinned, flushed): stays in the ring
     return false;
   }
   v.pages.push_back(page);
-  v.dirty.push_back(dirty || (was & ps::dirty) || mode_ == dirty_tracking::all_resident);
+  v.dirty.push_back(dirty || (was & ps::dirty) || core_.mode == dirty_tracking::all_resident);
   return true;
 }
 
@@ -317,23 +345,23 @@ bool pager_impl::claim_victim(std::size_t page, bool dirty, victim_batch& v) {
 // the hand takes them); the run stops at the first that is not. They are claimed out of the
 // hand's order (resident_clock.hpp C3). A run may take the batch past `want` (the evictor
 // often wants one or two pages, for a waiting fault), by at most 1/64 of the buffer below its
-// low watermark, and never past the staging range (evict_batch_pages_).
-void pager_impl::claim_neighbours(std::size_t page, std::size_t want, victim_batch& v,
+// low watermark, and never past the staging range (batch_pages_).
+void evictor::claim_neighbours(std::size_t page, std::size_t want, victim_batch& v,
                                   bool dirty_ok) {
-  const std::size_t over = std::min<std::size_t>(2 * kNeighbourRun, budget_.target_pages() / 64);
-  const std::size_t cap = std::min(evict_batch_pages_, want + over);
-  const bool all_dirty = mode_ == dirty_tracking::all_resident;
+  const std::size_t over = std::min<std::size_t>(2 * kNeighbourRun, core_.budget.target_pages() / 64);
+  const std::size_t cap = std::min(batch_pages_, want + over);
+  const bool all_dirty = core_.mode == dirty_tracking::all_resident;
   for (const bool up : {true, false}) {
     for (std::size_t d = 1; d <= kNeighbourRun && v.size() < cap; ++d) {
       if (!up && d > page) break;
       const std::size_t q = up ? page + d : page - d;
-      if (q >= npages_) break;
-      const std::uint32_t s = table_.load(q);
-      if (!ps::evictable(s) || (s & (ps::ref | ps::turns_mask)) || !clock_.may_claim_out_of_order(q)) break;
+      if (q >= core_.npages) break;
+      const std::uint32_t s = core_.table.load(q);
+      if (!ps::evictable(s) || (s & (ps::ref | ps::turns_mask)) || !core_.clock.may_claim_out_of_order(q)) break;
       if (!dirty_ok && ((s & ps::dirty) || all_dirty)) break;
       std::uint32_t was = 0;
-      if (!table_.claim_evict(q, was)) break;
-      clock_.claimed_out_of_order(q);
+      if (!core_.table.claim_evict(q, was)) break;
+      core_.clock.claimed_out_of_order(q);
       v.pages.push_back(q);
       v.dirty.push_back((was & ps::dirty) || all_dirty);
     }
@@ -341,39 +369,39 @@ void pager_impl::claim_neighbours(std::size_t page, std::size_t want, victim_bat
 }
 
 // ---- 2. read-only: just drop ----------------------------------------------------------------
-std::size_t pager_impl::drop_victims(const victim_batch& v) {
+std::size_t evictor::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
   const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, nullptr, n);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
-    ::madvise(page_addr(v.pages[i]), (j - i) * ps_, MADV_DONTNEED);
+    ::madvise(core_.page_addr(v.pages[i]), (j - i) * core_.ps, MADV_DONTNEED);
   });
   for (std::size_t i = 0; i < n; ++i) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
-  budget_.release(n);
-  c_.evictions.fetch_add(n, std::memory_order_relaxed);
-  c_.evict_runs.fetch_add(runs_of(v.pages), std::memory_order_relaxed);
+  core_.budget.release(n);
+  core_.c.evictions.fetch_add(n, std::memory_order_relaxed);
+  core_.c.evict_runs.fetch_add(runs_of(v.pages), std::memory_order_relaxed);
   return n;
 }
 
 // ---- 3. move out, run by run; what moved is read from the page tables -------------------------
-void pager_impl::move_out_victims(victim_batch& v) {
-  v.moved = evict_staging_.move_out(v.pages.data(), v.size());
+void evictor::move_out_victims(victim_batch& v) {
+  v.moved = staging_.move_out(v.pages.data(), v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v.moved[i]) {  // still in the region, untouched
-      release_owned(v.pages[i], ps::evict);
-      clock_.publish(v.pages[i]);  // C1: resident again
+      core_.release_owned(v.pages[i], ps::evict);
+      core_.clock.publish(v.pages[i]);  // C1: resident again
     }
   }
 }
 
 // ---- 4. judge -------------------------------------------------------------------------------
-std::vector<std::size_t> pager_impl::victims_to_write(victim_batch& v) {
+std::vector<std::size_t> evictor::victims_to_write(victim_batch& v) {
   std::vector<std::size_t> out;
   std::vector<std::size_t> verify;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v.moved[i]) continue;
-    if (v.dirty[i] || (table_.load(v.pages[i]) & ps::dirty)) {
+    if (v.dirty[i] || (core_.table.load(v.pages[i]) & ps::dirty)) {
       out.push_back(i);
-    } else if (mode_ == dirty_tracking::wp_async) {
+    } else if (core_.mode == dirty_tracking::wp_async) {
       verify.push_back(i);
     }
   }
@@ -384,50 +412,50 @@ std::vector<std::size_t> pager_impl::victims_to_write(victim_batch& v) {
   return out;
 }
 
-void pager_impl::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
+void evictor::add_changed(const victim_batch& v, const std::vector<std::size_t>& verify,
                              std::vector<std::size_t>& out) {
   std::vector<page_read> reads;
   std::vector<std::size_t> read_back;
   for (const std::size_t i : verify) {
-    switch (compare_with_store(v.pages[i], evict_staging_.slot(i))) {
+    switch (compare_with_store(v.pages[i], staging_.slot(i))) {
       case store_copy::same: break;
       case store_copy::differs: out.push_back(i); break;
       case store_copy::unknown:
         // Into the eviction's bounce buffer: free until step 5 (the last batch's write-back
         // ended with it, write_back_pages_ is empty), and these reads are compared by then.
-        reads.push_back({v.pages[i], evict_bounce_.data() + reads.size() * ps_});
+        reads.push_back({v.pages[i], bounce_.data() + reads.size() * core_.ps});
         read_back.push_back(i);
         break;
     }
   }
   if (reads.empty()) return;
   // The store cannot tell without I/O (it keeps no checksum for the page in DRAM): read back.
-  c_.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
+  core_.c.evict_verify_reads.fetch_add(reads.size(), std::memory_order_relaxed);
   bool ok = true;
   try {
-    store_->read_pages(reads);
+    core_.store->read_pages(reads);
   } catch (...) {
     ok = false;  // cannot prove them clean: write them
   }
   for (std::size_t k = 0; k < read_back.size(); ++k) {
     const std::size_t i = read_back[k];
-    if (!ok || std::memcmp(evict_staging_.slot(i), reads[k].buf, ps_) != 0) out.push_back(i);
+    if (!ok || std::memcmp(staging_.slot(i), reads[k].buf, core_.ps) != 0) out.push_back(i);
   }
 }
 
-pager_impl::store_copy pager_impl::compare_with_store(std::size_t page, const std::byte* bytes) {
-  if (!store_->may_have_data(page)) {
-    return std::memcmp(bytes, zero_.data(), ps_) == 0 ? store_copy::same : store_copy::differs;
+evictor::store_copy evictor::compare_with_store(std::size_t page, const std::byte* bytes) {
+  if (!core_.store->may_have_data(page)) {
+    return std::memcmp(bytes, core_.zero.data(), core_.ps) == 0 ? store_copy::same : store_copy::differs;
   }
-  const std::optional<std::uint32_t> c = store_->page_crc(page);
+  const std::optional<std::uint32_t> c = core_.store->page_crc(page);
   if (!c) return store_copy::unknown;
-  return crc32c(bytes, ps_) == *c ? store_copy::same : store_copy::differs;
+  return crc32c(bytes, core_.ps) == *c ? store_copy::same : store_copy::differs;
 }
 
 // ---- 5. copy out, keep, drop the staging range, give the slots back, let the victims go ------
-void pager_impl::copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+void evictor::copy_out_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
   for (std::size_t k = 0; k < out.size(); ++k) {
-    std::memcpy(evict_bounce_.data() + k * ps_, evict_staging_.slot(out[k]), ps_);
+    std::memcpy(bounce_.data() + k * core_.ps, staging_.slot(out[k]), core_.ps);
   }
   // Published before any of them says `writing` (I8); `out` is sorted, and so are v.pages.
   std::lock_guard lk(write_back_mu_);
@@ -435,21 +463,21 @@ void pager_impl::copy_out_victims(const victim_batch& v, const std::vector<std::
   for (const std::size_t i : out) write_back_pages_.push_back(v.pages[i]);
 }
 
-bool pager_impl::copy_from_write_back(std::size_t page, std::byte* dst) {
+bool evictor::copy_from_write_back(std::size_t page, std::byte* dst) {
   std::lock_guard lk(write_back_mu_);
   const auto it = std::lower_bound(write_back_pages_.begin(), write_back_pages_.end(), page);
   if (it == write_back_pages_.end() || *it != page) return false;  // landed: the store has it
   const auto slot = static_cast<std::size_t>(it - write_back_pages_.begin());
-  std::memcpy(dst, evict_bounce_.data() + slot * ps_, ps_);
+  std::memcpy(dst, bounce_.data() + slot * core_.ps, core_.ps);
   return true;
 }
 
-void pager_impl::end_write_back() {
+void evictor::end_write_back() {
   std::lock_guard lk(write_back_mu_);
   write_back_pages_.clear();
 }
 
-std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v) {
+std::vector<bool> evictor::lend_victim_slots(const victim_batch& v) {
   std::vector<std::size_t> pages, slots;
   std::unique_ptr<bool[]> writing(new bool[v.size()]);
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -460,57 +488,57 @@ std::vector<bool> pager_impl::lend_victim_slots(const victim_batch& v) {
     }
   }
   const std::vector<bool> kept_moved = keep_victims(pages.data(), slots.data(), writing.get(), pages.size());
-  evict_staging_.drop(v.size());
-  budget_.release(pages.size());  // B1: these pages hold no slot from here to step 6
+  staging_.drop(v.size());
+  core_.budget.release(pages.size());  // B1: these pages hold no slot from here to step 6
   std::vector<bool> kept(v.size(), false);
   for (std::size_t k = 0; k < slots.size(); ++k) kept[slots[k]] = kept_moved[k];
   return kept;
 }
 
-void pager_impl::lend_for_write(const victim_batch& v, const std::vector<std::size_t>& out) {
+void evictor::lend_for_write(const victim_batch& v, const std::vector<std::size_t>& out) {
   for (const std::size_t i : out) {
-    if (table_.lend_for_write(v.pages[i]) & ps::wanted) wake_page(v.pages[i]);
+    if (core_.table.lend_for_write(v.pages[i]) & ps::wanted) core_.wake_page(v.pages[i]);
   }
 }
 
-void pager_impl::let_clean_victims_go(const victim_batch& v, const std::vector<bool>& kept) {
+void evictor::let_clean_victims_go(const victim_batch& v, const std::vector<bool>& kept) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v.moved[i] && !v.write[i]) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   }
 }
 
 // ---- 6. write back, then land (or put back) -------------------------------------------------
-std::exception_ptr pager_impl::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
+std::exception_ptr evictor::write_victims(const victim_batch& v, const std::vector<std::size_t>& out) {
   if (out.empty()) return nullptr;
   std::vector<page_write> writes;
   writes.reserve(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
-    writes.push_back({v.pages[out[k]], evict_bounce_.data() + k * ps_});
+    writes.push_back({v.pages[out[k]], bounce_.data() + k * core_.ps});
   }
   try {
-    store_->write_pages(writes);
+    core_.store->write_pages(writes);
   } catch (...) {
-    budget_.set_writeback_failing(true);
+    core_.budget.set_writeback_failing(true);
     return std::current_exception();
   }
-  budget_.set_writeback_failing(false);
-  c_.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
-  c_.bytes_written.fetch_add(out.size() * ps_, std::memory_order_relaxed);
+  core_.budget.set_writeback_failing(false);
+  core_.c.evicted_dirty.fetch_add(out.size(), std::memory_order_relaxed);
+  core_.c.bytes_written.fetch_add(out.size() * core_.ps, std::memory_order_relaxed);
   return nullptr;
 }
 
-void pager_impl::land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
+void evictor::land_victims(const victim_batch& v, const std::vector<std::size_t>& out,
                               const std::vector<bool>& kept) {
   for (const std::size_t i : out) {
-    const std::uint32_t was = table_.write_landed(v.pages[i], kept[i] ? ps::kept : 0);
-    if (was & ps::wanted) wake_page(v.pages[i]);
+    const std::uint32_t was = core_.table.write_landed(v.pages[i], kept[i] ? ps::kept : 0);
+    if (was & ps::wanted) core_.wake_page(v.pages[i]);
     // Filled again from the bounce buffer: its copy in the cache came back, as a take() would
     // have (victim_cache.hpp step 4: counted, and dropped by the next batch).
-    if (kept[i] && ps::kind(was) != ps::absent) victims_.came_back(v.pages[i]);
+    if (kept[i] && ps::kind(was) != ps::absent) core_.victims.came_back(v.pages[i]);
   }
 }
 
-void pager_impl::restore_victims(victim_batch& v, const std::vector<std::size_t>& out) {
+void evictor::restore_victims(victim_batch& v, const std::vector<std::size_t>& out) {
   // Nothing may be lost: every page that was to be written and is still absent goes back into
   // the region from the bounce buffer, dirty, in a slot taken again (B2's exception:
   // write-back fails); one that a fault filled again from the bounce buffer meanwhile (I8) is
@@ -520,41 +548,41 @@ void pager_impl::restore_victims(victim_batch& v, const std::vector<std::size_t>
   for (std::size_t k = 0; k < out.size(); ++k) {
     const std::size_t page = v.pages[out[k]];
     v.moved[out[k]] = false;
-    if (!table_.take_back_failed(page)) {
-      wake_page(page);
+    if (!core_.table.take_back_failed(page)) {
+      core_.wake_page(page);
       continue;
     }
-    budget_.retake(1);
-    const int rc = uffd_copy(uffd_, page_addr(page), evict_bounce_.data() + k * ps_, ps_, 0);
+    core_.budget.retake(1);
+    const int rc = uffd_copy(core_.uffd, core_.page_addr(page), bounce_.data() + k * core_.ps, core_.ps, 0);
     if (rc != 0) {
       // The page's bytes are only in the bounce buffer, and the next batch reuses it.
       std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu after a failed write-back: %s\n",
-                   name_.c_str(), page, std::strerror(rc));
+                   core_.name.c_str(), page, std::strerror(rc));
       std::abort();
     }
-    table_.install(page, ps::dirty);
-    clock_.publish(page);  // C1: resident again
-    wake_page(page);
+    core_.table.install(page, ps::dirty);
+    core_.clock.publish(page);  // C1: resident again
+    core_.wake_page(page);
   }
 }
 
-std::size_t pager_impl::count_evictions(const victim_batch& v) {
+std::size_t evictor::count_evictions(const victim_batch& v) {
   std::vector<std::size_t> pages;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v.moved[i]) pages.push_back(v.pages[i]);
   }
-  c_.evictions.fetch_add(pages.size(), std::memory_order_relaxed);
-  c_.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);
+  core_.c.evictions.fetch_add(pages.size(), std::memory_order_relaxed);
+  core_.c.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);
   return pages.size();
 }
 
-std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::size_t* slots,
+std::vector<bool> evictor::keep_victims(const std::size_t* pages, const std::size_t* slots,
                                            const bool* writing, std::size_t n) {
   std::vector<bool> kept(n, false);
-  if (!victims_.is_open()) return kept;
+  if (!core_.victims.is_open()) return kept;
   // victim_cache.hpp step 4: the copies faults took back go first, and before any keep() (a
   // drop during a keep of the same page would leave it a copy with zeros in it).
-  victims_.drop_taken();
+  core_.victims.drop_taken();
   if (n == 0) return kept;
   std::vector<std::size_t> given;
   given.reserve(n);
@@ -562,24 +590,24 @@ std::vector<bool> pager_impl::keep_victims(const std::size_t* pages, const std::
     // A page the store has no data for, and will have none for after this batch's write,
     // refills with zeros without looking at the cache (read_fills): a copy of it would be
     // memory and a memcpy for nothing.
-    const bool has_data = (writing && writing[k]) || store_->may_have_data(pages[k]);
-    if (!has_data || !victims_.wants(pages[k])) continue;
+    const bool has_data = (writing && writing[k]) || core_.store->may_have_data(pages[k]);
+    if (!has_data || !core_.victims.wants(pages[k])) continue;
     given.push_back(pages[k]);
     kept[k] = true;
   }
-  victims_.prepare(given.data(), given.size());
+  core_.victims.prepare(given.data(), given.size());
   for (std::size_t k = 0; k < n; ++k) {
-    if (kept[k]) victims_.keep(pages[k], slots ? evict_staging_.slot(slots[k]) : page_addr(pages[k]));
+    if (kept[k]) core_.victims.keep(pages[k], slots ? staging_.slot(slots[k]) : core_.page_addr(pages[k]));
   }
-  victims_.give_back(given.data(), given.size(), n);
-  c_.victims_kept.fetch_add(given.size(), std::memory_order_relaxed);
+  core_.victims.give_back(given.data(), given.size(), n);
+  core_.c.victims_kept.fetch_add(given.size(), std::memory_order_relaxed);
   return kept;
 }
 
-void pager_impl::finish_eviction(std::size_t page, std::uint32_t kept) {
+void evictor::finish_eviction(std::size_t page, std::uint32_t kept) {
   // Faults that waited on it refault and refill from the kept copy or the store, which both
   // have its newest bytes.
-  if (table_.finish_eviction(page, kept) & ps::wanted) wake_page(page);
+  if (core_.table.finish_eviction(page, kept) & ps::wanted) core_.wake_page(page);
 }
 
 }  // namespace pheap::paging

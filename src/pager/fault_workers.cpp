@@ -1,12 +1,15 @@
-// Fault workers: each reads the uffd itself (epoll wait + batched read of uffd_msg), so a
-// fault is handled by exactly one thread with no hand-off queue. Per-page state changes only
-// through page_table's transitions (lock-free); two faults on one page are resolved once: the
-// first claims `filling`, the later ones see `filling` and return (the filler's UFFDIO_COPY
-// wakes every waiter on the range), or see `resident` and issue UFFDIO_WAKE (the fault raced
-// with the install).
+// The fault service (fault_service.hpp). Fault workers: each reads the uffd itself (epoll
+// wait + batched read of uffd_msg), so a fault is handled by exactly one thread with no
+// hand-off queue. Per-page state changes only through page_table's transitions (lock-free);
+// two faults on one page are resolved once: the first claims `filling`, the later ones see
+// `filling` and return (the filler's UFFDIO_COPY wakes every waiter on the range), or see
+// `resident` and issue UFFDIO_WAKE (the fault raced with the install).
 // With fault_fill = faulting_thread the same fill runs on the faulting thread instead, called
 // from the SIGBUS handler (fill_on_this_thread); the workers then only take prefetch steps.
+// The prefetch queue (prefetch, prefetch_stored, the read-ahead windows that got no slot) is
+// read by the workers' read steps (prefetch_step), between faults.
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -22,56 +25,41 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <string>
 #include <vector>
 
-#include "pager/pager_impl.hpp"
+#include "pager/evictor.hpp"
+#include "pager/fault_service.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap::paging {
 
-void pager_impl::wake_page(std::size_t page) noexcept {
-  (void)uffd_wake(uffd_, page_addr(page), ps_);
-  wake_fill_sleepers(page);
+void fault_service::configure(unsigned read_ahead) {
+  // A read step (prefetch, read-ahead) reads up to 2 MiB, at most 512 pages: the store makes
+  // each run of consecutive pages one request (at most 1 MiB), so a step keeps a few large
+  // requests in flight, or up to 512 small ones where the pages are scattered. Read-ahead
+  // windows grow to the same size unless read_ahead says otherwise.
+  prefetch_depth_ = std::clamp<std::size_t>((std::size_t{2} << 20) / core_.ps, 1, 512);
+  read_ahead_.configure(core_.npages, read_ahead == pager_options::read_ahead_auto
+                                          ? prefetch_depth_
+                                          : std::size_t{read_ahead});
+  // Zero fills come 64 KiB at a time (claim_zero_ahead): the fault cost of
+  // fresh memory at 4 KiB pages as at 64 KiB.
+  zero_ahead_pages_ = std::clamp<std::size_t>((std::size_t{64} << 10) / core_.ps, 1, kMaxZeroAhead);
 }
 
-void pager_impl::wake_fill_sleepers(std::size_t page) noexcept {
-  if (!thread_fill_) return;
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the page's change, then the count
-  if (fill_sleepers_.load(std::memory_order_relaxed) == 0) return;
-  std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
-  w.fetch_add(1, std::memory_order_release);
-  (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX,
-                  nullptr, nullptr, 0);
+void fault_service::bound_queue(std::size_t buffer_pages) noexcept {
+  pf_max_pages_ = std::max<std::size_t>(1, buffer_pages / 2);
 }
 
-void pager_impl::sleep_for_page(std::size_t page) noexcept {
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
-  fill_sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the count, then the page
-  const std::uint32_t seen = w.load(std::memory_order_acquire);
-  // Look again, as a new fault would (which also marks an owned page `wanted` again: an owner
-  // that took it after the last owner let go wakes on release too).
-  const missing_fault now = table_.on_missing_fault(page);
-  if (now == missing_fault::being_filled || now == missing_fault::owner_wakes ||
-      now == missing_fault::evictor_wakes) {
-    // A bound, not the expected wake-up: every way a wait ends wakes it, as a worker's faulting
-    // thread has no bound at all in the kernel's queue.
-    const timespec bound{0, 100000000};  // 100 ms
-    (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAIT_PRIVATE, seen,
-                    &bound, nullptr, 0);
-  }
-  fill_sleepers_.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void pager_impl::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {
-  if (table_.release(page, clear_bits, set_bits) & ps::wanted) wake_page(page);
+void fault_service::open_thread_bounce() {
+  thread_bounce_.open(thread_bounce_pages() * core_.ps);
 }
 
 // Waiting for a fault: one epoll instance per worker holding the uffd with EPOLLEXCLUSIVE, so
 // a fault wakes one idle worker; poll() on the uffd woke every worker for every fault, and the
 // losers' wake-ups (a cross-CPU IPI each on a VM) and their empty reads were worker time spent
-// for nothing. The wake_fd_ is held without EPOLLEXCLUSIVE: stop and prefetch wake everyone.
+// for nothing. The wake_fd is held without EPOLLEXCLUSIVE: stop and prefetch wake everyone.
 // Without epoll (the instance could not be made), poll() as before.
 class fault_wait {
  public:
@@ -114,10 +102,27 @@ class fault_wait {
   int ep_ = -1;
 };
 
-void pager_impl::worker_main(unsigned index) {
+std::vector<std::thread>& fault_service::start(unsigned fault_threads) {
+  // Read steps at once: every worker where faults fill on the faulting thread (the workers
+  // have nothing else to do), else all but one, which stays free for faults.
+  pf_max_active_ = core_.thread_fill ? fault_threads : std::max(1u, fault_threads - 1);
+  for (unsigned i = 0; i < fault_threads; ++i) {
+    workers_.emplace_back([this, i] { worker_main(i); });
+    ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
+  }
+  return workers_;
+}
+
+void fault_service::join() noexcept {
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  drop_claimed();  // read-ahead batches no worker took
+}
+
+void fault_service::worker_main(unsigned index) {
   (void)index;
-  anon_map bounce(worker_bounce_pages() * ps_, true);
-  fault_wait waiter(uffd_, wake_fd_);
+  anon_map bounce(worker_bounce_pages() * core_.ps, true);
+  fault_wait waiter(core_.uffd, core_.wake_fd);
   // Whoever consumed the wake-up may leave while others still sleep: pass it on (stop).
   struct pass_wake_on {
     int fd;
@@ -125,7 +130,7 @@ void pager_impl::worker_main(unsigned index) {
       const std::uint64_t one = 1;
       (void)!::write(fd, &one, sizeof one);
     }
-  } on_exit{wake_fd_};
+  } on_exit{core_.wake_fd};
   uffd_msg msgs[32];
   // Read what faults are queued and handle them; then, with prefetch requests waiting, read
   // again (faults first) and take a prefetch step once none are queued; without, poll
@@ -133,25 +138,25 @@ void pager_impl::worker_main(unsigned index) {
   // thread costs poll + read + UFFDIO_COPY per fault, as the bare round trip does, where a
   // read that finds nothing before each poll was a fourth syscall.
   bool poll_next = false;
-  while (!stop_.load(std::memory_order_acquire)) {
-    const ssize_t n = poll_next ? 0 : ::read(uffd_, msgs, sizeof msgs);
+  while (!core_.stop.load(std::memory_order_acquire)) {
+    const ssize_t n = poll_next ? 0 : ::read(core_.uffd, msgs, sizeof msgs);
     if (n > 0) {
       const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
       for (std::size_t i = 0; i < count; ++i) {
         const uffd_msg& m = msgs[i];
         if (m.event != UFFD_EVENT_PAGEFAULT) continue;  // no other events are enabled
         const auto addr = static_cast<std::uintptr_t>(m.arg.pagefault.address);
-        const auto b = reinterpret_cast<std::uintptr_t>(base_);
-        if (addr < b || addr >= b + cap_) {
+        const auto b = reinterpret_cast<std::uintptr_t>(core_.base);
+        if (addr < b || addr >= b + core_.cap) {
           // A staging range: the pager itself never reads a missing staging page, so this is
           // a bug; resolve with zeros so nothing hangs, and say so.
           std::fprintf(stderr, "pheap: pager %s: unexpected fault at %p outside the region\n",
-                       name_.c_str(), reinterpret_cast<void*>(addr));
+                       core_.name.c_str(), reinterpret_cast<void*>(addr));
           const std::uintptr_t a = addr & ~(std::uintptr_t(os_page_size()) - 1);
-          (void)uffd_zeropage(uffd_, reinterpret_cast<void*>(a), os_page_size());
+          (void)uffd_zeropage(core_.uffd, reinterpret_cast<void*>(a), os_page_size());
           continue;
         }
-        const std::size_t page = (addr - b) / ps_;
+        const std::size_t page = (addr - b) / core_.ps;
         if (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
           handle_wp(page);
         } else {
@@ -164,23 +169,23 @@ void pager_impl::worker_main(unsigned index) {
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       std::fprintf(stderr, "pheap: pager %s: read(userfaultfd): %s; fault worker exits\n",
-                   name_.c_str(), std::strerror(errno));
+                   core_.name.c_str(), std::strerror(errno));
       return;
     }
     if (!poll_next && prefetch_step(bounce.data())) continue;
     poll_next = false;
     if (waiter.wait()) {
       std::uint64_t v;
-      (void)::read(wake_fd_, &v, sizeof v);  // whoever wins resets it; all look at the queue
+      (void)::read(core_.wake_fd, &v, sizeof v);  // whoever wins resets it; all look at the queue
     }
   }
 }
 
-void pager_impl::handle_wp(std::size_t page) {
-  c_.wp_faults.fetch_add(1, std::memory_order_relaxed);
-  switch (table_.on_wp_fault(page)) {
+void fault_service::handle_wp(std::size_t page) {
+  core_.c.wp_faults.fetch_add(1, std::memory_order_relaxed);
+  switch (core_.table.on_wp_fault(page)) {
     case wp_fault::gone:  // moved out meanwhile: the retry faults as missing
-      wake_page(page);
+      core_.wake_page(page);
       return;
     case wp_fault::owner_wakes:  // the owner wakes us when it lets go (I3)
     case wp_fault::in_progress:  // another worker is un-protecting it; its ioctl wakes us
@@ -190,47 +195,47 @@ void pager_impl::handle_wp(std::size_t page) {
   }
   // dirty is recorded before the page becomes writable (I5); wpclear keeps flush/evictor off
   // the page until the un-protect is done.
-  const int rc = uffd_writeprotect(uffd_, page_addr(page), ps_, false);
+  const int rc = uffd_writeprotect(core_.uffd, core_.page_addr(page), core_.ps, false);
   if (rc != 0 && rc != ENOENT) {
     std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT clear page %zu: %s\n",
-                 name_.c_str(), page, std::strerror(rc));
+                 core_.name.c_str(), page, std::strerror(rc));
   }
-  release_owned(page, ps::wpclear);
-  wake_page(page);
+  core_.release_owned(page, ps::wpclear);
+  core_.wake_page(page);
 }
 
-pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool write,
+fault_service::missing_outcome fault_service::handle_missing(std::size_t page, bool write,
                                                        std::uint32_t tid, std::byte* bounce) {
   for (;;) {
-    switch (table_.on_missing_fault(page)) {
+    switch (core_.table.on_missing_fault(page)) {
       case missing_fault::being_filled:  // the filler's UFFDIO_COPY wakes this waiter
       case missing_fault::owner_wakes:   // the owner wakes it when it lets go (I3)
         return missing_outcome::wait;
       case missing_fault::evictor_wakes:  // as owner_wakes
-        c_.evict_waits.fetch_add(1, std::memory_order_relaxed);
+        core_.c.evict_waits.fetch_add(1, std::memory_order_relaxed);
         return missing_outcome::wait;
       case missing_fault::poisoned:  // raced with the poisoning; the retry gets SIGBUS
-        wake_page(page);
+        core_.wake_page(page);
         return missing_outcome::poisoned;
       case missing_fault::installed:  // installed after this fault was queued
-        wake_page(page);
+        core_.wake_page(page);
         return missing_outcome::retry;
       case missing_fault::absent:
         break;
     }
     // absent: take a buffer slot, then claim the page.
-    if (!budget_.reserve()) return missing_outcome::wait;  // stopping
-    if (table_.claim_fill(page)) break;
-    budget_.release(1);  // someone else got it; re-examine
+    if (!core_.budget.reserve()) return missing_outcome::wait;  // stopping
+    if (core_.table.claim_fill(page)) break;
+    core_.budget.release(1);  // someone else got it; re-examine
   }
   const std::uint64_t t0 = now_ns();
-  (write ? c_.write_faults : c_.read_faults).fetch_add(1, std::memory_order_relaxed);
+  (write ? core_.c.write_faults : core_.c.read_faults).fetch_add(1, std::memory_order_relaxed);
   // A never-written page: the other never-written pages of its unit are claimed with it
   // (before the install wakes the faulting thread, whose next fault then waits for their
   // install instead of racing it) and filled in the same step.
   std::size_t pages[kMaxZeroAhead];
   pages[0] = page;
-  const bool stored = store_->may_have_data(page);
+  const bool stored = core_.store->may_have_data(page);
   const std::size_t n = stored ? 1 : 1 + claim_zero_ahead(page, pages + 1);
   assert(n <= thread_bounce_pages());  // a faulting thread's bounce slot holds them all
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
@@ -241,7 +246,7 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
     if (const auto w = read_ahead_.on_fault(page, tid)) start_read_ahead(*w);
   }
   fill_pages(pages, n, write, true, tid, bounce);
-  c_.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  core_.c.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   return missing_outcome::filled;
 }
 
@@ -262,18 +267,18 @@ pager_impl::missing_outcome pager_impl::handle_missing(std::size_t page, bool wr
 // A poisoned page (its store read failed) is not filled: false, and the handler raises
 // the store's error as it does with the workers (the kernel's SIGBUS for a poisoned page can
 // carry BUS_ADRERR too).
-bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
+bool fault_service::fill_on_this_thread(std::uintptr_t addr, bool write) {
   unsigned slot = 0;
   std::byte* bounce = thread_bounce_.acquire(slot);
   missing_outcome r = missing_outcome::wait;  // no slot free (P2): as if the page were owned
   if (bounce != nullptr) {
-    const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_;
-    r = handle_missing(page, write && !ro_, static_cast<std::uint32_t>(::gettid()), bounce);
+    const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(core_.base)) / core_.ps;
+    r = handle_missing(page, write && !core_.ro, static_cast<std::uint32_t>(::gettid()), bounce);
     thread_bounce_.release(slot);
   }
   switch (r) {
     case missing_outcome::filled:
-      c_.thread_fills.fetch_add(1, std::memory_order_relaxed);
+      core_.c.thread_fills.fetch_add(1, std::memory_order_relaxed);
       return true;
     case missing_outcome::retry:
       return true;
@@ -282,12 +287,12 @@ bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
     case missing_outcome::wait:
       break;
   }
-  c_.thread_fill_retries.fetch_add(1, std::memory_order_relaxed);
+  core_.c.thread_fill_retries.fetch_add(1, std::memory_order_relaxed);
   // Filled elsewhere or owned: sleep until its filler or owner lets go (or it did already: the
   // retry then finds the page in, or absent and fills it). Without a bounce slot, or with the
   // pager stopping (no buffer slot will come), look again in 20 µs.
-  if (bounce != nullptr && !stop_.load(std::memory_order_relaxed)) {
-    sleep_for_page((addr - reinterpret_cast<std::uintptr_t>(base_)) / ps_);
+  if (bounce != nullptr && !core_.stop.load(std::memory_order_relaxed)) {
+    core_.sleep_for_page((addr - reinterpret_cast<std::uintptr_t>(core_.base)) / core_.ps);
     return true;
   }
   const timespec ts{0, 20000};
@@ -295,17 +300,17 @@ bool pager_impl::fill_on_this_thread(std::uintptr_t addr, bool write) {
   return true;
 }
 
-void pager_impl::start_read_ahead(const read_window& w) {
+void fault_service::start_read_ahead(const read_window& w) {
   std::vector<std::size_t> got;
   got.reserve(w.pages);
   std::size_t i = 0;
   for (; i < w.pages; ++i) {
     if (i == w.marker) continue;
     const std::size_t p = w.page(i);
-    if (ps::kind(table_.load(p)) != ps::absent || !store_->may_have_data(p)) continue;
-    if (!budget_.try_reserve_below_high()) break;
-    if (!table_.claim_fill(p)) {
-      budget_.release(1);  // a fault or another step has it
+    if (ps::kind(core_.table.load(p)) != ps::absent || !core_.store->may_have_data(p)) continue;
+    if (!core_.budget.try_reserve_below_high()) break;
+    if (!core_.table.claim_fill(p)) {
+      core_.budget.release(1);  // a fault or another step has it
       continue;
     }
     got.push_back(p);
@@ -322,19 +327,90 @@ void pager_impl::start_read_ahead(const read_window& w) {
         if (i != w.marker) queue_range(w.page(i), w.page(i) + 1, pf_kind::read_ahead);
       }
     }
-    budget_.kick_evictor();
+    core_.budget.kick_evictor();
   }
-  const std::uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  core_.wake_workers();
 }
 
-void pager_impl::queue_claimed(std::vector<std::size_t>&& pages) {
+void fault_service::queue_range(std::size_t first, std::size_t end, pf_kind kind) {
+  // Consecutive requests of one kind for the same or the next page (a sorted plan) merge.
+  if (!pf_q_.empty() && pf_q_.back().kind == kind && first >= pf_q_.back().first &&
+      first <= pf_q_.back().end) {
+    const std::size_t grow = end > pf_q_.back().end ? end - pf_q_.back().end : 0;
+    pf_q_.back().end += grow;
+    pf_queued_ += grow;
+  } else {
+    pf_q_.push_back({first, end, kind});
+    pf_queued_ += end - first;
+  }
+}
+
+void fault_service::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
+  {
+    std::lock_guard lk(pf_mu_);
+    for (const auto& [off, len] : ranges) {
+      if (len == 0 || off >= core_.cap) continue;
+      const std::size_t end = std::min(core_.cap, off + std::min(len, core_.cap - off));
+      queue_range(off / core_.ps, (end + core_.ps - 1) / core_.ps, pf_kind::fill);
+    }
+    // Bounded: the oldest fill requests give way (a hint the application has moved past).
+    std::size_t fill = 0;
+    for (const pf_range& r : pf_q_) fill += r.kind == pf_kind::fill ? r.end - r.first : 0;
+    for (auto it = pf_q_.begin(); fill > pf_max_pages_ && it != pf_q_.end(); ++it) {
+      if (it->kind != pf_kind::fill) continue;
+      const std::size_t drop = std::min(it->end - it->first, fill - pf_max_pages_);
+      it->first += drop;
+      fill -= drop;
+      pf_queued_ -= drop;
+      core_.c.prefetch_dropped.fetch_add(drop, std::memory_order_relaxed);
+    }
+  }
+  core_.wake_workers();
+}
+
+void fault_service::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
+  // The room below the low watermark now bounds what is queued; the steps stop at that
+  // watermark too (claim_queued), whatever faults take meanwhile: a scan's hint never starts
+  // an eviction round.
+  const std::size_t room = core_.budget.room_below_low();
+  std::size_t queued = 0, dropped = 0;
+  {
+    std::lock_guard lk(pf_mu_);
+    for (const auto& [off, len] : ranges) {
+      if (len == 0 || off >= core_.cap) continue;
+      const std::size_t end = std::min(core_.cap, off + std::min(len, core_.cap - off));
+      const std::size_t first = off / core_.ps, last = (end + core_.ps - 1) / core_.ps;
+      // Runs of pages the store has data for (map blocks load once, then lock-free); past
+      // the room, the pages with data are only counted (dropped).
+      for (std::size_t p = first; p < last;) {
+        if (!core_.store->may_have_data(p) || ps::kind(core_.table.load(p)) != ps::absent) {
+          ++p;
+          continue;
+        }
+        if (queued >= room) {
+          ++dropped;
+          ++p;
+          continue;
+        }
+        std::size_t q = p + 1;
+        while (q < last && queued + (q - p) < room && core_.store->may_have_data(q)) ++q;
+        queue_range(p, q, pf_kind::scan);
+        queued += q - p;
+        p = q;
+      }
+    }
+  }
+  if (dropped) core_.c.prefetch_dropped.fetch_add(dropped, std::memory_order_relaxed);
+  core_.wake_workers();
+}
+
+void fault_service::queue_claimed(std::vector<std::size_t>&& pages) {
   std::lock_guard lk(pf_mu_);
   pf_queued_ += pages.size();
   ra_q_.push_back(std::move(pages));
 }
 
-void pager_impl::drop_claimed() noexcept {
+void fault_service::drop_claimed() noexcept {
   std::deque<std::vector<std::size_t>> left;
   {
     std::lock_guard lk(pf_mu_);
@@ -347,25 +423,25 @@ void pager_impl::drop_claimed() noexcept {
   }
 }
 
-std::size_t pager_impl::claim_zero_ahead(std::size_t page, std::size_t* out) {
+std::size_t fault_service::claim_zero_ahead(std::size_t page, std::size_t* out) {
   const std::size_t first = page / zero_ahead_pages_ * zero_ahead_pages_;
-  const std::size_t end = std::min(npages_, first + zero_ahead_pages_);
+  const std::size_t end = std::min(core_.npages, first + zero_ahead_pages_);
   std::size_t n = 0;
   for (std::size_t p = first; p < end && n + 1 < kMaxZeroAhead; ++p) {
-    if (p == page || ps::kind(table_.load(p)) != ps::absent) continue;
-    if (store_->may_have_data(p)) continue;  // written once: its bytes are in the store
-    if (!budget_.try_reserve_below_target()) break;
-    if (!table_.claim_fill(p)) {
-      budget_.release(1);
+    if (p == page || ps::kind(core_.table.load(p)) != ps::absent) continue;
+    if (core_.store->may_have_data(p)) continue;  // written once: its bytes are in the store
+    if (!core_.budget.try_reserve_below_target()) break;
+    if (!core_.table.claim_fill(p)) {
+      core_.budget.release(1);
       continue;
     }
     out[n++] = p;
   }
-  c_.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
+  core_.c.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
   return n;
 }
 
-bool pager_impl::prefetch_step(std::byte* bounce) {
+bool fault_service::prefetch_step(std::byte* bounce) {
   unsigned active = pf_active_.load(std::memory_order_relaxed);
   do {
     if (active >= pf_max_active_) return false;  // the others' (one stays free for faults)
@@ -375,8 +451,8 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
   got.reserve(prefetch_depth_);
   if (!take_claimed(got)) claim_queued(got);
   if (!got.empty()) {
-    c_.read_steps.fetch_add(1, std::memory_order_relaxed);
-    c_.read_step_pages.fetch_add(got.size(), std::memory_order_relaxed);
+    core_.c.read_steps.fetch_add(1, std::memory_order_relaxed);
+    core_.c.read_step_pages.fetch_add(got.size(), std::memory_order_relaxed);
     fill_pages(got.data(), got.size(), false, false, 0, bounce);
   }
   pf_active_.fetch_sub(1, std::memory_order_seq_cst);
@@ -390,17 +466,17 @@ bool pager_impl::prefetch_step(std::byte* bounce) {
   return !ra_q_.empty() || (!pf_q_.empty() && !pf_wants_room_.load(std::memory_order_relaxed));
 }
 
-bool pager_impl::take_claimed(std::vector<std::size_t>& got) {
+bool fault_service::take_claimed(std::vector<std::size_t>& got) {
   std::lock_guard lk(pf_mu_);
   if (ra_q_.empty()) return false;
   got = std::move(ra_q_.front());
   ra_q_.pop_front();
   pf_queued_ -= got.size();
-  c_.read_ahead_pages.fetch_add(got.size(), std::memory_order_relaxed);
+  core_.c.read_ahead_pages.fetch_add(got.size(), std::memory_order_relaxed);
   return true;
 }
 
-void pager_impl::claim_queued(std::vector<std::size_t>& got) {
+void fault_service::claim_queued(std::vector<std::size_t>& got) {
   std::uint64_t ahead = 0, fetched = 0;
   {
     std::lock_guard lk(pf_mu_);
@@ -412,61 +488,60 @@ void pager_impl::claim_queued(std::vector<std::size_t>& got) {
       }
       const std::size_t p = r.first;
       if (r.kind != pf_kind::fill &&
-          (ps::kind(table_.load(p)) != ps::absent || !store_->may_have_data(p))) {
+          (ps::kind(core_.table.load(p)) != ps::absent || !core_.store->may_have_data(p))) {
         ++r.first;  // in already, or nothing to read: a scan or a window skips it
         --pf_queued_;
         continue;
       }
-      if (r.kind == pf_kind::scan && !budget_.try_reserve_below_low()) {
+      if (r.kind == pf_kind::scan && !core_.budget.try_reserve_below_low()) {
         // A scan's hint never has resident pages evicted for it: the rest of the range goes.
-        c_.prefetch_dropped.fetch_add(r.end - r.first, std::memory_order_relaxed);
+        core_.c.prefetch_dropped.fetch_add(r.end - r.first, std::memory_order_relaxed);
         pf_queued_ -= r.end - r.first;
         pf_q_.pop_front();
         continue;
       }
-      if (r.kind != pf_kind::scan && !budget_.try_reserve_below_high()) {
+      if (r.kind != pf_kind::scan && !core_.budget.try_reserve_below_high()) {
         // At the high watermark: the queue waits for the room the evictor makes, and the
         // evictor wakes the workers then (wake_prefetch_if_waiting). The flag is raised before
         // a second look (the fences pair with the evictor's: either it sees the flag or this
         // sees its room), so no wake-up is lost.
         pf_wants_room_.store(true, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (!budget_.try_reserve_below_high()) {
-          budget_.kick_evictor();
+        if (!core_.budget.try_reserve_below_high()) {
+          core_.budget.kick_evictor();
           break;
         }
       }
       ++r.first;
       --pf_queued_;
-      if (table_.claim_fill(p)) {
+      if (core_.table.claim_fill(p)) {
         got.push_back(p);
         ++(r.kind == pf_kind::read_ahead ? ahead : fetched);
       } else {
-        budget_.release(1);  // resident, or a fault fills it
+        core_.budget.release(1);  // resident, or a fault fills it
       }
     }
   }
-  if (ahead) c_.read_ahead_pages.fetch_add(ahead, std::memory_order_relaxed);
-  if (fetched) c_.prefetched_pages.fetch_add(fetched, std::memory_order_relaxed);
+  if (ahead) core_.c.read_ahead_pages.fetch_add(ahead, std::memory_order_relaxed);
+  if (fetched) core_.c.prefetched_pages.fetch_add(fetched, std::memory_order_relaxed);
   // Claimed in queue order; the store reads runs in page order as one request each.
   std::sort(got.begin(), got.end());
 }
 
-void pager_impl::wake_prefetch_if_waiting() {
+void fault_service::wake_prefetch_if_waiting() {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // after the batch's release of slots
   if (!pf_wants_room_.load(std::memory_order_relaxed)) return;
   if (!pf_wants_room_.exchange(false, std::memory_order_acq_rel)) return;
-  const std::uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  core_.wake_workers();
 }
 
-void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
+void fault_service::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
   const std::vector<const std::byte*> src = read_fills(pages, n, fault, tid, bounce);
   for (std::size_t i = 0; i < n;) {
     // Zero fills of consecutive pages (a fault's zero-ahead, not its own write) in one ioctl.
     std::size_t j = i;
-    while (j < n && j > 0 && j - i < zero_ahead_pages_ && !ro_ && src[j] == zero_.data() &&
+    while (j < n && j > 0 && j - i < zero_ahead_pages_ && !core_.ro && src[j] == core_.zero.data() &&
            (j == i || pages[j] == pages[j - 1] + 1)) {
       ++j;
     }
@@ -477,8 +552,8 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     }
     // Read fills of consecutive pages from consecutive bounce slots: one UFFDIO_COPY.
     j = i + 1;
-    while (j < n && src[i] != nullptr && src[i] != zero_.data() && !(write && i == 0) &&
-           pages[j] == pages[j - 1] + 1 && src[j] == src[j - 1] + ps_) {
+    while (j < n && src[i] != nullptr && src[i] != core_.zero.data() && !(write && i == 0) &&
+           pages[j] == pages[j - 1] + 1 && src[j] == src[j - 1] + core_.ps) {
       ++j;
     }
     if (j - i > 1) {
@@ -493,10 +568,10 @@ void pager_impl::fill_pages(const std::size_t* pages, std::size_t n, bool write,
     }  // else: the faulting page, poisoned by read_fills
     ++i;
   }
-  budget_.note_peak();
+  core_.budget.note_peak();
 }
 
-std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, std::size_t n,
+std::vector<const std::byte*> fault_service::read_fills(const std::size_t* pages, std::size_t n,
                                                      bool fault, std::uint32_t tid,
                                                      std::byte* bounce) {
   // A page whose eviction's write is in flight comes from the evictor's bounce buffer (I8:
@@ -508,44 +583,44 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
   std::vector<const std::byte*> src(n);
   std::uint64_t hits = 0, write_back_hits = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    std::byte* const b = bounce + i * ps_;
-    const std::uint32_t w = table_.load(pages[i]);
-    if ((w & ps::writing) && copy_from_write_back(pages[i], b)) {
+    std::byte* const b = bounce + i * core_.ps;
+    const std::uint32_t w = core_.table.load(pages[i]);
+    if ((w & ps::writing) && evictions_.copy_from_write_back(pages[i], b)) {
       src[i] = b;
       ++write_back_hits;
-      table_.note_came_back(pages[i], kCameBackTurns);
+      core_.table.note_came_back(pages[i], evictor::kCameBackTurns);
       continue;
     }
-    if (!store_->may_have_data(pages[i])) {
-      src[i] = zero_.data();
+    if (!core_.store->may_have_data(pages[i])) {
+      src[i] = core_.zero.data();
       continue;
     }
     src[i] = b;
-    if ((w & ps::kept) && victims_.take(pages[i], b)) {
+    if ((w & ps::kept) && core_.victims.take(pages[i], b)) {
       ++hits;
-      table_.note_came_back(pages[i], kCameBackTurns);
+      core_.table.note_came_back(pages[i], evictor::kCameBackTurns);
     } else {
       reads.push_back({pages[i], b});
     }
   }
-  if (hits) c_.victim_hits.fetch_add(hits, std::memory_order_relaxed);
-  if (write_back_hits) c_.write_back_hits.fetch_add(write_back_hits, std::memory_order_relaxed);
+  if (hits) core_.c.victim_hits.fetch_add(hits, std::memory_order_relaxed);
+  if (write_back_hits) core_.c.write_back_hits.fetch_add(write_back_hits, std::memory_order_relaxed);
   if (reads.empty()) return src;
   try {
-    store_->read_pages(reads);
-    c_.pages_read.fetch_add(reads.size(), std::memory_order_relaxed);
+    core_.store->read_pages(reads);
+    core_.c.pages_read.fetch_add(reads.size(), std::memory_order_relaxed);
   } catch (...) {
     // Find out page by page which ones fail.
     for (const page_read& r : reads) {
-      const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(r.buf) - bounce) / ps_;
-      page_read one{pages[i], bounce + i * ps_};
+      const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(r.buf) - bounce) / core_.ps;
+      page_read one{pages[i], bounce + i * core_.ps};
       try {
-        store_->read_pages(std::span<const page_read>(&one, 1));
-        c_.pages_read.fetch_add(1, std::memory_order_relaxed);
+        core_.store->read_pages(std::span<const page_read>(&one, 1));
+        core_.c.pages_read.fetch_add(1, std::memory_order_relaxed);
       } catch (const std::exception&) {
         src[i] = nullptr;
         if (fault && i == 0) {
-          errors_.record(std::current_exception());
+          core_.errors.record(std::current_exception());
           poison_page(pages[i], tid, std::current_exception());
         }
       }
@@ -554,93 +629,93 @@ std::vector<const std::byte*> pager_impl::read_fills(const std::size_t* pages, s
   return src;
 }
 
-void pager_impl::install_fill(std::size_t p, const std::byte* src, bool write) {
+void fault_service::install_fill(std::size_t p, const std::byte* src, bool write) {
   // Counted before the install: the install wakes the faulting thread, which may read the
   // statistics at once.
   // (Store reads and victim-cache hits are counted by read_fills, also before.)
-  if (src == zero_.data()) c_.zero_fills.fetch_add(1, std::memory_order_relaxed);
+  if (src == core_.zero.data()) core_.c.zero_fills.fetch_add(1, std::memory_order_relaxed);
   // Read fills are write-protected where tracking needs it, so the first write is seen
   // (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
   std::uint64_t mode = 0;
-  if (wp_registered_ && !write) mode = UFFDIO_COPY_MODE_WP;
+  if (core_.wp_registered && !write) mode = UFFDIO_COPY_MODE_WP;
   int rc;
-  if (ro_ && src == zero_.data()) {
-    rc = uffd_zeropage(uffd_, page_addr(p), ps_);
+  if (core_.ro && src == core_.zero.data()) {
+    rc = uffd_zeropage(core_.uffd, core_.page_addr(p), core_.ps);
   } else {
-    rc = uffd_copy(uffd_, page_addr(p), src, ps_, mode);
+    rc = uffd_copy(core_.uffd, core_.page_addr(p), src, core_.ps, mode);
   }
   if (rc == EEXIST) {
     // Cannot happen while we own `filling` (I1); report instead of corrupting state.
     std::fprintf(stderr, "pheap: pager %s: page %zu already mapped while filling\n",
-                 name_.c_str(), p);
-    wake_page(p);
+                 core_.name.c_str(), p);
+    core_.wake_page(p);
   } else if (rc != 0) {
-    std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", name_.c_str(), p,
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu: %s\n", core_.name.c_str(), p,
                  std::strerror(rc));
     forget_fill(p);
     return;
   }
-  table_.install(p, ps::ref | ((write && mode_ == dirty_tracking::wp_sync) ? ps::dirty : 0u));
-  clock_.publish(p);  // C1
-  wake_fill_sleepers(p);  // as the UFFDIO_COPY woke the kernel's waiters
+  core_.table.install(p, ps::ref | ((write && core_.mode == dirty_tracking::wp_sync) ? ps::dirty : 0u));
+  core_.clock.publish(p);  // C1
+  core_.wake_fill_sleepers(p);  // as the UFFDIO_COPY woke the kernel's waiters
 }
 
-void pager_impl::install_zero_run(const std::size_t* pages, std::size_t n) {
-  assert(n <= zero_ahead_pages_ && !ro_);  // the zero source holds zero_ahead_pages_ pages
-  c_.zero_fills.fetch_add(n, std::memory_order_relaxed);
-  const int rc = uffd_copy(uffd_, page_addr(pages[0]), zero_.data(), n * ps_,
-                           wp_registered_ ? UFFDIO_COPY_MODE_WP : 0);
+void fault_service::install_zero_run(const std::size_t* pages, std::size_t n) {
+  assert(n <= zero_ahead_pages_ && !core_.ro);  // the zero source holds zero_ahead_pages_ pages
+  core_.c.zero_fills.fetch_add(n, std::memory_order_relaxed);
+  const int rc = uffd_copy(core_.uffd, core_.page_addr(pages[0]), core_.zero.data(), n * core_.ps,
+                           core_.wp_registered ? UFFDIO_COPY_MODE_WP : 0);
   if (rc != 0) {
     // Not every page of the run installed: each page on its own, with install_fill's error
     // handling (one the failed copy did map is reported and installed, not mapped twice: I1).
-    c_.zero_fills.fetch_sub(n, std::memory_order_relaxed);
-    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], zero_.data(), false);
+    core_.c.zero_fills.fetch_sub(n, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], core_.zero.data(), false);
     return;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    table_.install(pages[i], ps::ref);
-    clock_.publish(pages[i]);  // C1
-    wake_fill_sleepers(pages[i]);
+    core_.table.install(pages[i], ps::ref);
+    core_.clock.publish(pages[i]);  // C1
+    core_.wake_fill_sleepers(pages[i]);
   }
 }
 
-void pager_impl::install_run(const std::size_t* pages, const std::byte* src, std::size_t n) {
-  const int rc = uffd_copy(uffd_, page_addr(pages[0]), src, n * ps_,
-                           wp_registered_ ? UFFDIO_COPY_MODE_WP : 0);
+void fault_service::install_run(const std::size_t* pages, const std::byte* src, std::size_t n) {
+  const int rc = uffd_copy(core_.uffd, core_.page_addr(pages[0]), src, n * core_.ps,
+                           core_.wp_registered ? UFFDIO_COPY_MODE_WP : 0);
   if (rc != 0) {
     // Not every page of the run installed: each on its own, with install_fill's handling.
-    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], src + i * ps_, false);
+    for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], src + i * core_.ps, false);
     return;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    table_.install(pages[i], ps::ref);
-    clock_.publish(pages[i]);  // C1
-    wake_fill_sleepers(pages[i]);
+    core_.table.install(pages[i], ps::ref);
+    core_.clock.publish(pages[i]);  // C1
+    core_.wake_fill_sleepers(pages[i]);
   }
 }
 
-void pager_impl::forget_fill(std::size_t p) {
-  table_.abandon_fill(p);
-  budget_.release(1);
+void fault_service::forget_fill(std::size_t p) {
+  core_.table.abandon_fill(p);
+  core_.budget.release(1);
   // A fault on this page while we were filling it saw `filling` and waits for our install;
   // there is none, so wake it: its retry faults on the absent page and reads (and, if the read
   // fails again, gets the documented SIGBUS instead of a hang).
-  wake_page(p);
+  core_.wake_page(p);
 }
 
-void pager_impl::poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why) {
-  c_.poisoned_pages.fetch_add(1, std::memory_order_relaxed);
+void fault_service::poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why) {
+  core_.c.poisoned_pages.fetch_add(1, std::memory_order_relaxed);
   // The access gets SIGBUS: inside pheap::guard_faults it becomes this error, else the SIGBUS
   // handler prints it in one line (fault_signals.cpp) before the process dies of it.
-  registration_.note_poisoned(page_addr(page), why);
-  if (have_poison_) {
-    const int rc = uffd_poison(uffd_, page_addr(page), ps_);
+  core_.registration.note_poisoned(core_.page_addr(page), why);
+  if (core_.have_poison) {
+    const int rc = uffd_poison(core_.uffd, core_.page_addr(page), core_.ps);
     if (rc == 0) {
-      table_.mark_poisoned(page);
-      budget_.release(1);
+      core_.table.mark_poisoned(page);
+      core_.budget.release(1);
       return;
     }
-    std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", name_.c_str(), page,
+    std::fprintf(stderr, "pheap: pager %s: UFFDIO_POISON page %zu: %s\n", core_.name.c_str(), page,
                  std::strerror(rc));
   }
   // Fallback: the page stays unfilled; the faulting thread gets SIGBUS directly, from tgkill
@@ -654,13 +729,13 @@ void pager_impl::poison_page(std::size_t page, std::uint32_t tid, std::exception
   std::fprintf(stderr,
                "pheap: pager %s: page %zu (offset %zu) could not be read: %s; the access gets "
                "SIGBUS (an error inside pheap::guard_faults)\n",
-               name_.c_str(), page, page * ps_, what.c_str());
-  table_.abandon_fill(page);
-  budget_.release(1);
+               core_.name.c_str(), page, page * core_.ps, what.c_str());
+  core_.table.abandon_fill(page);
+  core_.budget.release(1);
   if (tid != 0) {
     (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);
   } else {
-    wake_page(page);
+    core_.wake_page(page);
   }
 }
 

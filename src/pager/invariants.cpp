@@ -18,25 +18,25 @@ std::string pager_impl::check_invariants() const {
   // `filling` for a moment. Quiescence includes those fills finishing: wait for them (bounded;
   // a fill still pending after that is reported below as the bug it then is).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (std::size_t p = 0; p < npages_;) {
-    if (ps::kind(table_.load(p)) != ps::filling || std::chrono::steady_clock::now() > deadline) {
+  for (std::size_t p = 0; p < core_.npages;) {
+    if (ps::kind(core_.table.load(p)) != ps::filling || std::chrono::steady_clock::now() > deadline) {
       ++p;
       continue;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::int64_t occupied = 0, pinned = 0;
-  std::vector<std::uint8_t> present(npages_, 0);
+  std::vector<std::uint8_t> present(core_.npages, 0);
   const bool have_present =
-      pagemap_fd_ >= 0 &&
-      pagemap_walk<256>(pagemap_fd_, base_, base_ + cap_, 0, page_is_present, 0,
+      core_.pagemap_fd >= 0 &&
+      pagemap_walk<256>(core_.pagemap_fd, core_.base, core_.base + core_.cap, 0, page_is_present, 0,
                         [&](const page_region& reg) {
                           for (std::uint64_t x = reg.start; x < reg.end; x += os_page_size()) {
-                            present[(x - reinterpret_cast<std::uintptr_t>(base_)) / ps_] = 1;
+                            present[(x - reinterpret_cast<std::uintptr_t>(core_.base)) / core_.ps] = 1;
                           }
                         }) >= 0;
-  for (std::size_t p = 0; p < npages_; ++p) {
-    const std::uint32_t s = table_.load(p);
+  for (std::size_t p = 0; p < core_.npages; ++p) {
+    const std::uint32_t s = core_.table.load(p);
     const std::uint32_t k = ps::kind(s);
     auto bad = [&](const char* what) {
       char b[160];
@@ -48,7 +48,7 @@ std::string pager_impl::check_invariants() const {
     if (s & ps::writing) return bad("writing while quiescent (I8)");
     if (k != ps::resident && (s & ps::dirty)) return bad("dirty but not resident");
     if (k != ps::absent && (s & ps::kept)) return bad("kept but not absent (I7)");
-    if ((s & ps::kept) && !victims_.is_open()) return bad("kept without a victim cache (I7)");
+    if ((s & ps::kept) && !core_.victims.is_open()) return bad("kept without a victim cache (I7)");
     if (k != ps::resident && ps::turns(s) > 0) return bad("turns of the hand but not resident (I9)");
     if (k == ps::resident) ++occupied;
     if (ps::pins(s) > 0) ++pinned;
@@ -58,25 +58,15 @@ std::string pager_impl::check_invariants() const {
       if (k == ps::absent && present[p]) return bad("absent but mapped (I1)");
     }
   }
-  if (occupied != budget_.occupied()) {
-    return "occupied counter " + std::to_string(budget_.occupied()) + " != resident pages " +
+  if (occupied != core_.budget.occupied()) {
+    return "occupied counter " + std::to_string(core_.budget.occupied()) + " != resident pages " +
            std::to_string(occupied) + " (I6)";
   }
-  if (pinned != budget_.pinned()) {
-    return "pinned counter " + std::to_string(budget_.pinned()) + " != pinned pages " +
+  if (pinned != core_.budget.pinned()) {
+    return "pinned counter " + std::to_string(core_.budget.pinned()) + " != pinned pages " +
            std::to_string(pinned);
   }
-  // Between batches the eviction's staging range keeps at most `retain` dropped frames
-  // mapped, the bound pheap's memory outside the buffer counts (staging.hpp step 3).
-  if (evict_staging_.is_open() && pagemap_fd_ >= 0) {
-    const std::size_t frames = evict_staging_.staged_frames();
-    const std::size_t bound = evict_staging_.retain() * (ps_ / os_page_size());
-    if (frames > bound) {
-      return "eviction staging range holds " + std::to_string(frames) + " frames, more than the " +
-             std::to_string(bound) + " it may keep (staging.hpp step 3)";
-    }
-  }
-  return {};
+  return evictor_.check_invariants();
 }
 
 }  // namespace pheap::paging

@@ -47,7 +47,7 @@
 //       absent (lend_for_write), kept through a fill and its install, cleared when the write
 //       landed (write_landed) or failed (take_back_failed); none while quiescent. While it is
 //       set, the store's copy of the page is older than the page: a fill takes the bytes from
-//       the evictor's bounce buffer (pager_impl::copy_from_write_back), never from the store,
+//       the evictor's bounce buffer (evictor::copy_from_write_back), never from the store,
 //       the victim cache or the zero page; a flush does not claim the page (its write could
 //       land before the older one in flight: flush_claim::in_write_back); the evictor does not
 //       claim it either (evictable).

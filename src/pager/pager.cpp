@@ -123,10 +123,10 @@ namespace paging {
 // step that throws leaves only descriptors and mappings to release (the anon_maps unmap
 // themselves).
 pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options& opt)
-    : store_(std::move(store)), budget_(stop_) {
-  if (!store_) throw error(errc::invalid_argument, "", "map pager", "null store");
+    : core_(std::move(store)) {
+  if (!core_.store) throw error(errc::invalid_argument, "", "map pager", "null store");
   set_geometry(opt);
-  const uffd_features& f = probe_features(name_);
+  const uffd_features& f = probe_features(core_.name);
   choose_tracking(opt.tracking, f);
   follow_memory_limit(f, opt.debug);
   try {
@@ -145,22 +145,22 @@ pager_impl::pager_impl(std::unique_ptr<sparse_store> store, const pager_options&
 // Page size and capacity from the store, options checked; the page table, the buffer budget
 // and the batch sizes.
 void pager_impl::set_geometry(const pager_options& opt) {
-  name_ = store_->path();
-  validate(opt, name_);
-  ps_ = store_->page_size();
-  cap_ = store_->capacity();
-  ro_ = store_->read_only();
+  core_.name = core_.store->path();
+  validate(opt, core_.name);
+  core_.ps = core_.store->page_size();
+  core_.cap = core_.store->capacity();
+  core_.ro = core_.store->read_only();
   debug_ = opt.debug;
-  if (ps_ < os_page_size() || (ps_ & (ps_ - 1)) != 0 || cap_ == 0 || cap_ % ps_ != 0) {
-    throw error(errc::invalid_argument, name_, "map pager",
+  if (core_.ps < os_page_size() || (core_.ps & (core_.ps - 1)) != 0 || core_.cap == 0 || core_.cap % core_.ps != 0) {
+    throw error(errc::invalid_argument, core_.name, "map pager",
                 "page size must be a power of two ≥ the system page size and divide the capacity");
   }
-  if (ro_ && opt.read_only_map_bytes != 0 && opt.read_only_map_bytes < cap_) {
-    cap_ = (opt.read_only_map_bytes + ps_ - 1) / ps_ * ps_;  // the rest is never read
+  if (core_.ro && opt.read_only_map_bytes != 0 && opt.read_only_map_bytes < core_.cap) {
+    core_.cap = (opt.read_only_map_bytes + core_.ps - 1) / core_.ps * core_.ps;  // the rest is never read
   }
-  npages_ = cap_ / ps_;
-  table_ = page_table(npages_);
-  clock_.size_for(npages_);
+  core_.npages = core_.cap / core_.ps;
+  core_.table = page_table(core_.npages);
+  core_.clock.size_for(core_.npages);
   // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page; an eviction batch
   // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
   // (their bounce buffers come out of the limit too).
@@ -183,24 +183,14 @@ void pager_impl::set_geometry(const pager_options& opt) {
                                                             std::max<std::int64_t>(0, limit_pool_->held())));
     batch_cap = limit->limit / 16;
   }
-  evict_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / ps_, 1, 512);
-  flush_batch_pages_ = std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / ps_, 1, 1024);
+  evictor_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / core_.ps, 1, 512));
+  flusher_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / core_.ps, 1, 1024));
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
-  fill_asked_ = opt.fault_fill;  // thread_fill_ is resolved with the tracking (choose_tracking)
-  // A read step (prefetch, read-ahead) reads up to 2 MiB, at most 512 pages: the store makes
-  // each run of consecutive pages one request (at most 1 MiB), so a step keeps a few large
-  // requests in flight, or up to 512 small ones where the pages are scattered. Read-ahead
-  // windows grow to the same size unless read_ahead says otherwise.
-  prefetch_depth_ = std::clamp<std::size_t>((std::size_t{2} << 20) / ps_, 1, 512);
-  read_ahead_.configure(npages_, opt.read_ahead == pager_options::read_ahead_auto
-                                     ? prefetch_depth_
-                                     : std::size_t{opt.read_ahead});
-  // Zero fills come 64 KiB at a time (fault_workers.cpp fill_zero_ahead): the fault cost of
-  // fresh memory at 4 KiB pages as at 64 KiB.
-  zero_ahead_pages_ = std::clamp<std::size_t>((std::size_t{64} << 10) / ps_, 1, kMaxZeroAhead);
+  fill_asked_ = opt.fault_fill;  // thread_fill is resolved with the tracking (choose_tracking)
+  faults_.configure(opt.read_ahead);
   choose_buffer(opt, limit, clamped);
-  pf_max_pages_ = std::max<std::size_t>(1, budget_.pages() / 2);
+  faults_.bound_queue(core_.budget.pages());
   if (source) {
     // The run-time reserve (B4): what the rest of the process may grow between two samples,
     // 1/32 of the limit, at least 4 MiB, or twice a recent growth within one sample
@@ -208,9 +198,10 @@ void pager_impl::set_geometry(const pager_options& opt) {
     // headroom at open, which must also cover what the application allocates before the first
     // sample. The flush bounce buffer is not in it: a flush lends it out of the buffer (B5).
     const std::uint64_t reserve = std::max<std::uint64_t>(4ull << 20, limit->limit / 32);
-    follower_ = std::make_shared<limit_follower>(std::move(*source), ps_, kBookkeeping, reserve);
+    follower_ = std::make_shared<limit_follower>(std::move(*source), core_.ps, kBookkeeping, reserve);
   }
-  evict_batch_pages_ = std::min(evict_batch_pages_, std::max<std::size_t>(1, budget_.pages() / 2));
+  flusher_.lend_bounce(follower_ != nullptr);  // B5
+  evictor_.configure(std::min(evictor_.batch_pages(), std::max<std::size_t>(1, core_.budget.pages() / 2)));
 }
 
 namespace {
@@ -240,7 +231,7 @@ std::uint64_t pager_impl::bytes_the_limit_leaves(const memory_sample& limit, std
   why = "limit " + mib(limit.limit) + ", in use " + mib(limit.used) + ", headroom " + mib(headroom) +
         ", pheap's own " + mib(own);
   // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
-  return free / (ps_ + kBookkeeping) * ps_;
+  return free / (core_.ps + kBookkeeping) * core_.ps;
 }
 
 // Whether an explicit buffer_size (PHEAP_BUFFER_SIZE, pheap-graph --buffer-size) is more than
@@ -252,7 +243,7 @@ bool pager_impl::exceeds_memory_cgroup(std::uint64_t bytes) const {
   const memory_limit cg = memory_limit::detect();
   if (cg.source() == memory_limit::kind::ram) return false;
   std::string why;
-  return std::min<std::uint64_t>(bytes, std::uint64_t{npages_} * ps_) > bytes_the_limit_leaves(cg.sample(), why);
+  return std::min<std::uint64_t>(bytes, std::uint64_t{core_.npages} * core_.ps) > bytes_the_limit_leaves(cg.sample(), why);
 }
 
 // The buffer: buffer_size when given; else, or when it is more than a memory cgroup leaves
@@ -261,12 +252,12 @@ bool pager_impl::exceeds_memory_cgroup(std::uint64_t bytes) const {
 // invalid_argument for an explicit size, unavailable for an automatic one, naming the minimum.
 void pager_impl::choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit,
                                bool clamped) {
-  const std::uint64_t min_bytes = buffer_budget::min_pages * ps_;
-  const bool region_allows = npages_ >= buffer_budget::min_pages;
+  const std::uint64_t min_bytes = buffer_budget::min_pages * core_.ps;
+  const bool region_allows = core_.npages >= buffer_budget::min_pages;
   std::uint64_t bytes = opt.buffer_size;
   if (!limit) {
-    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
-      throw error(errc::invalid_argument, name_, "map pager",
+    if (bytes / core_.ps < buffer_budget::min_pages && region_allows) {
+      throw error(errc::invalid_argument, core_.name, "map pager",
                   "buffer_size " + std::to_string(bytes) + " bytes is below the minimum of " +
                       std::to_string(buffer_budget::min_pages) + " pages (" +
                       std::to_string(min_bytes) + " bytes at this page size)");
@@ -277,8 +268,8 @@ void pager_impl::choose_buffer(const pager_options& opt, const std::optional<mem
     bytes = bytes_the_limit_leaves(*limit, why);
     const std::string cgroup = buffer_source_;
     buffer_source_ += ": " + why;
-    if (bytes / ps_ < buffer_budget::min_pages && region_allows) {
-      throw error(errc::unavailable, name_, "map pager",
+    if (bytes / core_.ps < buffer_budget::min_pages && region_allows) {
+      throw error(errc::unavailable, core_.name, "map pager",
                   "the memory limit leaves " + mib(bytes) + " for the buffer (" + buffer_source_ +
                       "): below the minimum of " + std::to_string(buffer_budget::min_pages) +
                       " pages (" + std::to_string(min_bytes) +
@@ -289,16 +280,16 @@ void pager_impl::choose_buffer(const pager_options& opt, const std::optional<mem
                    "pheap: pager %s: buffer_size %s (PHEAP_BUFFER_SIZE or the option) is more than the "
                    "memory %s leaves for it (%s): using %s and following the limit, at most %s, so that "
                    "the kernel does not kill the process\n",
-                   name_.c_str(), mib(opt.buffer_size).c_str(), cgroup.c_str(), why.c_str(),
+                   core_.name.c_str(), mib(opt.buffer_size).c_str(), cgroup.c_str(), why.c_str(),
                    mib(bytes).c_str(), mib(opt.buffer_size).c_str());
       buffer_source_ = "buffer_size option " + mib(opt.buffer_size) + ", clamped to the memory " + buffer_source_;
     }
   }
-  budget_.configure(npages_, static_cast<std::size_t>(bytes / ps_), opt.high_watermark,
+  core_.budget.configure(core_.npages, static_cast<std::size_t>(bytes / core_.ps), opt.high_watermark,
                     opt.low_watermark);
   if (opt.debug) {
     std::fprintf(stderr, "pheap: pager %s: buffer %s (%zu pages of %zu B) from %s\n",
-                 name_.c_str(), mib(budget_.pages() * ps_).c_str(), budget_.pages(), ps_,
+                 core_.name.c_str(), mib(core_.budget.pages() * core_.ps).c_str(), core_.budget.pages(), core_.ps,
                  buffer_source_.c_str());
   }
 }
@@ -307,44 +298,44 @@ void pager_impl::choose_buffer(const pager_options& opt, const std::optional<mem
 // every kFollowPeriod. Not where the region may have to evict and cannot (writable, no
 // UFFDIO_MOVE: choose_tracking accepted it only because the buffer held the whole region).
 void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
-  if (!follower_ || (!ro_ && !f.move)) return;
+  if (!follower_ || (!core_.ro && !f.move)) return;
   buffer_source_ += "; then follows it every " + std::to_string(kFollowPeriod.count()) +
                     " ms (reserve " + mib(follower_->reserve()) +
                     ", or twice a recent burst of the rest of the process)";
   // In the pool: the buffer's slots and the memory outside it (but for the flush's bounce
   // buffer, which a flush lends out of the buffer, B5), touched or not yet.
-  const std::uint64_t fixed = own_bytes_outside_buffer() - flush_batch_pages_ * std::uint64_t(ps_);
-  if (!budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
+  const std::uint64_t fixed = own_bytes_outside_buffer() - flusher_.batch_pages() * std::uint64_t(core_.ps);
+  if (!core_.budget.share(limit_pool_, static_cast<std::int64_t>(core_.ps + kBookkeeping),
                      static_cast<std::int64_t>(fixed))) {
-    limit_pool_ = limit_pool::of(name_, false);  // no slot left: alone, as before the pool
-    (void)budget_.share(limit_pool_, static_cast<std::int64_t>(ps_ + kBookkeeping),
+    limit_pool_ = limit_pool::of(core_.name, false);  // no slot left: alone, as before the pool
+    (void)core_.budget.share(limit_pool_, static_cast<std::int64_t>(core_.ps + kBookkeeping),
                         static_cast<std::int64_t>(fixed));
   }
-  budget_.follow(
-      [this, f = follower_, debug, fixed, shown = budget_.pages()](std::size_t resident) mutable {
+  core_.budget.follow(
+      [this, f = follower_, debug, fixed, shown = core_.budget.pages()](std::size_t resident) mutable {
         // The pool (limit_pool.hpp): what the other members hold is theirs (P2), and so is
         // this pager's memory outside its buffer; under contention at most an equal share (P3).
         limit_pool& pool = *limit_pool_;
         pool.reap();  // P4
-        const auto others = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pool.held() - budget_.pooled()));
+        const auto others = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pool.held() - core_.budget.pooled()));
         std::size_t t = (*f)(resident, others + fixed);
         pool.set_cap(static_cast<std::int64_t>(f->cap()));
         const int n = pool.members();
-        if (n > 1 && pool.contended_by_other(budget_.member(), std::chrono::steady_clock::now())) {
+        if (n > 1 && pool.contended_by_other(core_.budget.member(), std::chrono::steady_clock::now())) {
           t = std::min<std::size_t>(t, f->cap() / static_cast<std::uint64_t>(n) /
-                                           static_cast<std::uint64_t>(budget_.unit()));
+                                           static_cast<std::uint64_t>(core_.budget.unit()));
         }
         // Debug: one line when the target moved by 1/8 of the maximum since the last line.
-        const std::size_t shown_now = std::clamp(t, std::size_t(0), budget_.pages());
-        if (debug && (shown_now > shown ? shown_now - shown : shown - shown_now) * 8 >= budget_.pages()) {
-          std::fprintf(stderr, "pheap: pager %s: buffer target %s (%s)\n", name_.c_str(),
-                       mib(shown_now * ps_).c_str(), f->describe().c_str());
+        const std::size_t shown_now = std::clamp(t, std::size_t(0), core_.budget.pages());
+        if (debug && (shown_now > shown ? shown_now - shown : shown - shown_now) * 8 >= core_.budget.pages()) {
+          std::fprintf(stderr, "pheap: pager %s: buffer target %s (%s)\n", core_.name.c_str(),
+                       mib(shown_now * core_.ps).c_str(), f->describe().c_str());
           shown = shown_now;
         }
         return t;
       },
       kFollowPeriod);
-  budget_.follow_limit();  // the first sample sets the pool's cap before the region can fault
+  core_.budget.follow_limit();  // the first sample sets the pool's cap before the region can fault
 }
 
 // The pager's memory outside the buffer that is not yet in use when the buffer is sized: the
@@ -354,30 +345,30 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 // grows with the pages used, 1/1024 of them at 4 KiB pages: the reserve and the follower's
 // samples cover it.)
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
-  return (flush_batch_pages_ + evict_batch_pages_ + evict_retain_pages() +
-          fault_threads_ * worker_bounce_pages() + zero_ahead_pages_) *
-         std::uint64_t(ps_);
+  return (flusher_.batch_pages() + evictor_.batch_pages() + evictor_.retain_pages() +
+          fault_threads_ * faults_.worker_bounce_pages() + faults_.zero_ahead_pages()) *
+         std::uint64_t(core_.ps);
 }
 
 // The tracking mode: the one asked for if this kernel has what it needs, else errc::unavailable
 // naming what is missing; `automatic` takes the first that works.
 void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
-  have_poison_ = f.poison;
+  core_.have_poison = f.poison;
   // Read-only regions evict with MADV_DONTNEED (nothing can be written), so only writable
   // bounded regions need UFFDIO_MOVE.
-  const bool bounded = budget_.evicts() && !ro_;
+  const bool bounded = core_.budget.evicts() && !core_.ro;
   const bool can_async = f.wp && f.wp_async && f.pagemap_scan && f.move;
   const bool can_sync = f.wp && (f.move || !bounded);
   const bool can_all = f.move || !bounded;
   auto missing = [&](const char* mode, const char* need) {
-    throw error(errc::unavailable, name_, std::string("map pager (dirty tracking ") + mode + ")",
+    throw error(errc::unavailable, core_.name, std::string("map pager (dirty tracking ") + mode + ")",
                 std::string("this kernel lacks ") + need);
   };
   switch (asked) {
     case dirty_tracking::automatic:
-      if (can_async) mode_ = dirty_tracking::wp_async;
-      else if (can_sync) mode_ = dirty_tracking::wp_sync;
-      else if (can_all) mode_ = dirty_tracking::all_resident;
+      if (can_async) core_.mode = dirty_tracking::wp_async;
+      else if (can_sync) core_.mode = dirty_tracking::wp_sync;
+      else if (can_all) core_.mode = dirty_tracking::all_resident;
       else missing("automatic", "UFFDIO_MOVE (Linux 6.8) and write-protect faults (5.7), so "
                    "only a buffer holding the whole region is possible");
       break;
@@ -385,25 +376,25 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
       if (!can_async) {
         missing("wp_async", "UFFD_FEATURE_WP_ASYNC + PAGEMAP_SCAN (Linux 6.7) or UFFDIO_MOVE (6.8)");
       }
-      mode_ = dirty_tracking::wp_async;
+      core_.mode = dirty_tracking::wp_async;
       break;
     case dirty_tracking::wp_sync:
       if (!can_sync) missing("wp_sync", f.wp ? "UFFDIO_MOVE (Linux 6.8), needed for a bounded buffer"
                                              : "userfaultfd write-protect (Linux 5.7)");
-      mode_ = dirty_tracking::wp_sync;
+      core_.mode = dirty_tracking::wp_sync;
       break;
     case dirty_tracking::all_resident:
       if (!can_all) missing("all_resident", "UFFDIO_MOVE (Linux 6.8), needed for a bounded buffer");
-      mode_ = dirty_tracking::all_resident;
+      core_.mode = dirty_tracking::all_resident;
       break;
   }
-  wp_registered_ = !ro_ && (mode_ == dirty_tracking::wp_async || mode_ == dirty_tracking::wp_sync);
+  core_.wp_registered = !core_.ro && (core_.mode == dirty_tracking::wp_async || core_.mode == dirty_tracking::wp_sync);
   // Fills on the faulting thread: asked for, or automatic where the mode allows them.
-  const bool wp_sync_faults = wp_registered_ && mode_ == dirty_tracking::wp_sync;
-  thread_fill_ = fill_asked_ == fault_filling::faulting_thread ||
+  const bool wp_sync_faults = core_.wp_registered && core_.mode == dirty_tracking::wp_sync;
+  core_.thread_fill = fill_asked_ == fault_filling::faulting_thread ||
                  (fill_asked_ == fault_filling::automatic && !wp_sync_faults);
-  if (thread_fill_ && wp_sync_faults) {
-    throw error(errc::unavailable, name_, "map pager (fault_fill faulting_thread)",
+  if (core_.thread_fill && wp_sync_faults) {
+    throw error(errc::unavailable, core_.name, "map pager (fault_fill faulting_thread)",
                 "dirty tracking resolved to wp_sync, whose write-protect faults would be SIGBUS "
                 "too; faulting-thread fills need wp_async (Linux 6.8) or all_resident");
   }
@@ -413,85 +404,85 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
 // staging and the invariant check use it where PAGEMAP_SCAN works), and the eventfd that wakes
 // the fault workers (stop, prefetch).
 void pager_impl::open_descriptors(const uffd_features& f) {
-  const uffd_open_result r = open_userfaultfd(name_);
-  uffd_ = r.fd;
+  const uffd_open_result r = open_userfaultfd(core_.name);
+  core_.uffd = r.fd;
   source_ = r.source;
   std::uint64_t feats = 0;
-  if (wp_registered_) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
-  if (wp_registered_ && mode_ == dirty_tracking::wp_async) feats |= feat_wp_async;
+  if (core_.wp_registered) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+  if (core_.wp_registered && core_.mode == dirty_tracking::wp_async) feats |= feat_wp_async;
   if (f.move) feats |= feat_move;
   if (f.poison) feats |= feat_poison;
   // The faulting thread's id: the tgkill fallback for read errors (no UFFDIO_POISON), and the
   // read-ahead's streams (read_ahead.hpp: a thread's faults are matched with its own).
   if (!f.poison || (f.kernel & UFFD_FEATURE_THREAD_ID)) feats |= UFFD_FEATURE_THREAD_ID;
-  if (thread_fill_) feats |= UFFD_FEATURE_SIGBUS;  // missing faults: SIGBUS on the thread
-  uffd_api(uffd_, feats, name_);
-  if (mode_ == dirty_tracking::wp_async || f.pagemap_scan) {
-    pagemap_fd_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (pagemap_fd_ < 0 && mode_ == dirty_tracking::wp_async) {
+  if (core_.thread_fill) feats |= UFFD_FEATURE_SIGBUS;  // missing faults: SIGBUS on the thread
+  uffd_api(core_.uffd, feats, core_.name);
+  if (core_.mode == dirty_tracking::wp_async || f.pagemap_scan) {
+    core_.pagemap_fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (core_.pagemap_fd < 0 && core_.mode == dirty_tracking::wp_async) {
       throw_errno(errno, "/proc/self/pagemap", "open");
     }
   }
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) throw_errno(errno, name_, "eventfd");
+  core_.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (core_.wake_fd < 0) throw_errno(errno, core_.name, "eventfd");
 }
 
 // The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
 // WP when the mode tracks writes with write-protection).
 void pager_impl::map_region() {
-  const int prot = ro_ ? PROT_READ : (PROT_READ | PROT_WRITE);
-  void* raw = ::mmap(nullptr, cap_ + ps_, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const int prot = core_.ro ? PROT_READ : (PROT_READ | PROT_WRITE);
+  void* raw = ::mmap(nullptr, core_.cap + core_.ps, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED && errno == ENOMEM) {
     // Almost always an address-space limit: say which one, and what sets the size.
     rlimit as{};
     const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
     const std::string what =
-        cap_ < store_->capacity()
+        core_.cap < core_.store->capacity()
             ? "that is the part of the datastore in use (a read-only open maps no more)"
             : "that is the datastore's capacity, fixed when it was created (options::capacity; "
               "pheap-graph ingest --capacity, default 64 GiB)";
-    throw error(errc::io, name_, "map pager",
-                "cannot reserve " + gib_or_mib(cap_) + " of address space for the heap: " + what +
+    throw error(errc::io, core_.name, "map pager",
+                "cannot reserve " + gib_or_mib(core_.cap) + " of address space for the heap: " + what +
                     (limited ? ", and this process may map at most " + gib_or_mib(as.rlim_cur) +
                                    " (RLIMIT_AS, ulimit -v): raise the limit or use a smaller capacity"
                              : ": the kernel refused it (vm.overcommit_memory, vm.max_map_count?)"),
                 ENOMEM);
   }
-  if (raw == MAP_FAILED) throw_errno(errno, name_, "mmap region");
+  if (raw == MAP_FAILED) throw_errno(errno, core_.name, "mmap region");
   const auto a = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (a + ps_ - 1) & ~(std::uintptr_t(ps_) - 1);
+  const std::uintptr_t aligned = (a + core_.ps - 1) & ~(std::uintptr_t(core_.ps) - 1);
   if (aligned > a) ::munmap(raw, aligned - a);
-  const std::uintptr_t tail = aligned + cap_;
-  if (a + cap_ + ps_ > tail) ::munmap(reinterpret_cast<void*>(tail), a + cap_ + ps_ - tail);
-  base_ = reinterpret_cast<std::byte*>(aligned);
-  region_map_.p = base_;
-  region_map_.len = cap_;
-  (void)::madvise(base_, cap_, MADV_DONTFORK);
-  (void)::madvise(base_, cap_, MADV_NOHUGEPAGE);
+  const std::uintptr_t tail = aligned + core_.cap;
+  if (a + core_.cap + core_.ps > tail) ::munmap(reinterpret_cast<void*>(tail), a + core_.cap + core_.ps - tail);
+  core_.base = reinterpret_cast<std::byte*>(aligned);
+  core_.region_map.p = core_.base;
+  core_.region_map.len = core_.cap;
+  (void)::madvise(core_.base, core_.cap, MADV_DONTFORK);
+  (void)::madvise(core_.base, core_.cap, MADV_NOHUGEPAGE);
   const std::uint64_t ioctls = uffd_register(
-      uffd_, base_, cap_,
-      UFFDIO_REGISTER_MODE_MISSING | (wp_registered_ ? UFFDIO_REGISTER_MODE_WP : 0), name_);
+      core_.uffd, core_.base, core_.cap,
+      UFFDIO_REGISTER_MODE_MISSING | (core_.wp_registered ? UFFDIO_REGISTER_MODE_WP : 0), core_.name);
   if (!(ioctls & (1ull << _UFFDIO_COPY))) {
-    throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_COPY not offered for the region");
+    throw error(errc::unavailable, core_.name, "UFFDIO_REGISTER", "UFFDIO_COPY not offered for the region");
   }
-  if (wp_registered_ && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
-    throw error(errc::unavailable, name_, "UFFDIO_REGISTER", "UFFDIO_WRITEPROTECT not offered");
+  if (core_.wp_registered && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
+    throw error(errc::unavailable, core_.name, "UFFDIO_REGISTER", "UFFDIO_WRITEPROTECT not offered");
   }
 }
 
 // The region joins the SIGBUS/SIGSEGV registry: a poisoned page becomes an error inside
 // guard_faults, a write into a read-only region is named before the process dies.
 void pager_impl::register_region() {
-  registration_ = region_registration(base_, cap_, ps_, ro_, name_);
-  if (!thread_fill_) return;
+  core_.registration = region_registration(core_.base, core_.cap, core_.ps, core_.ro, core_.name);
+  if (!core_.thread_fill) return;
   // With UFFD_FEATURE_SIGBUS every missing fault is a SIGBUS: without a slot nothing would
   // fill the region's pages.
-  thread_bounce_.open(thread_bounce_pages() * ps_);  // before any fill can run (bounce_pool.hpp)
+  faults_.open_thread_bounce();  // before any fill can run (bounce_pool.hpp)
   auto fill = [](void* me, std::uintptr_t a, bool write) {
-    return static_cast<pager_impl*>(me)->fill_on_this_thread(a, write);
+    return static_cast<fault_service*>(me)->fill_on_this_thread(a, write);
   };
-  if (!registration_.set_fill(fill, this)) {
-    throw error(errc::unavailable, name_, "map pager",
+  if (!core_.registration.set_fill(fill, &faults_)) {
+    throw error(errc::unavailable, core_.name, "map pager",
                 "fault_fill=faulting_thread: " + std::to_string(kSlots) +
                     " regions are registered already (the SIGBUS handler's slots)");
   }
@@ -500,168 +491,77 @@ void pager_impl::register_region() {
 // The zero page (source of zero fills) and, for a writable region, the staging ranges (where
 // UFFDIO_MOVE exists) and the bounce buffers of eviction and flush.
 void pager_impl::map_buffers(const uffd_features& f) {
-  zero_ = anon_map(zero_ahead_pages_ * ps_, true);
-  std::memset(zero_.data(), 0, zero_ahead_pages_ * ps_);  // populate: UFFDIO_COPY reads it
+  core_.zero = anon_map(faults_.zero_ahead_pages() * core_.ps, true);
+  std::memset(core_.zero.data(), 0, faults_.zero_ahead_pages() * core_.ps);  // populate: UFFDIO_COPY reads it
   // The victim cache where a memory cgroup bounds it, or where asked for.
   if (victim_caching_ == victim_caching::on ||
       (victim_caching_ == victim_caching::automatic && follower_ && limit_is_cgroup_)) {
-    (void)victims_.open(pagemap_fd_, ps_, npages_);
+    (void)core_.victims.open(core_.pagemap_fd, core_.ps, core_.npages);
   }
-  if (ro_) return;
-  if (f.move) {
-    evict_staging_.open(uffd_, pagemap_fd_, base_, ps_, evict_batch_pages_, evict_retain_pages(), name_);
-    flush_staging_.open(uffd_, pagemap_fd_, base_, ps_, flush_batch_pages_, 0, name_);
-  }
-  evict_bounce_ = anon_map(evict_batch_pages_ * ps_, true);
-  flush_bounce_ = anon_map(flush_batch_pages_ * ps_, true);
+  if (core_.ro) return;
+  evictor_.map_buffers(f.move);
+  flusher_.map_buffers(f.move);
 }
 
 // Threads are named (pheap-fault<i>, pheap-evict) for top, perf and gdb.
 void pager_impl::start_threads(unsigned fault_threads) {
-  // Read steps at once: every worker where faults fill on the faulting thread (the workers
-  // have nothing else to do), else all but one, which stays free for faults.
-  pf_max_active_ = thread_fill_ ? fault_threads : std::max(1u, fault_threads - 1);
-  for (unsigned i = 0; i < fault_threads; ++i) {
-    workers_.emplace_back([this, i] { worker_main(i); });
-    ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
-    add_cpu_clock(workers_.back(), worker_clocks_);
-  }
-  evictor_ = std::thread([this] { evictor_main(); });
-  ::pthread_setname_np(evictor_.native_handle(), "pheap-evict");
-  add_cpu_clock(evictor_, evict_clocks_);
+  for (std::thread& t : faults_.start(fault_threads)) add_cpu_clock(t, worker_clocks_);
+  add_cpu_clock(evictor_.start(), evict_clocks_);
 }
 
 // Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
 // wait, a fault waiting for a slot), then joins them. Also undoes a start_threads() that threw
 // half-way.
 void pager_impl::stop_threads() noexcept {
-  stop_.store(true);
-  if (wake_fd_ >= 0) {  // each worker passes the wake-up on as it leaves (fault_workers.cpp)
-    const std::uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-  }
-  budget_.wake_all();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
-  drop_claimed();  // read-ahead batches no worker took
-  if (evictor_.joinable()) evictor_.join();
+  core_.stop.store(true);
+  // Each worker passes the wake-up on as it leaves (fault_workers.cpp).
+  if (core_.wake_fd >= 0) core_.wake_workers();
+  core_.budget.wake_all();
+  faults_.join();
+  evictor_.join();
   worker_clocks_.clear();
   evict_clocks_.clear();
 }
 
 void pager_impl::close_descriptors() noexcept {
-  for (int* fd : {&uffd_, &pagemap_fd_, &wake_fd_}) {
+  for (int* fd : {&core_.uffd, &core_.pagemap_fd, &core_.wake_fd}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
 }
 
 pager_impl::~pager_impl() {
-  registration_.release();
+  core_.registration.release();
   if (debug_) {  // before the threads stop: their CPU clocks go with them
     std::ostringstream line;
     line << stats();
-    std::fprintf(stderr, "pheap: pager %s: at close: %s\n", name_.c_str(), line.str().c_str());
+    std::fprintf(stderr, "pheap: pager %s: at close: %s\n", core_.name.c_str(), line.str().c_str());
   }
   stop_threads();
 #ifndef NDEBUG
   {
     const std::string bad = check_invariants();
     if (!bad.empty()) {
-      std::fprintf(stderr, "pheap: pager %s: page table invariant violated: %s\n", name_.c_str(),
+      std::fprintf(stderr, "pheap: pager %s: page table invariant violated: %s\n", core_.name.c_str(),
                    bad.c_str());
       assert(bad.empty());
     }
   }
 #endif
-  uffd_unregister(uffd_, base_, cap_);
-  evict_staging_.close();
-  flush_staging_.close();
+  uffd_unregister(core_.uffd, core_.base, core_.cap);
+  evictor_.close();
+  flusher_.close();
   close_descriptors();
   // region_map_ and the other anon_maps unmap themselves.
-}
-
-void pager_impl::queue_range(std::size_t first, std::size_t end, pf_kind kind) {
-  // Consecutive requests of one kind for the same or the next page (a sorted plan) merge.
-  if (!pf_q_.empty() && pf_q_.back().kind == kind && first >= pf_q_.back().first &&
-      first <= pf_q_.back().end) {
-    const std::size_t grow = end > pf_q_.back().end ? end - pf_q_.back().end : 0;
-    pf_q_.back().end += grow;
-    pf_queued_ += grow;
-  } else {
-    pf_q_.push_back({first, end, kind});
-    pf_queued_ += end - first;
-  }
-}
-
-void pager_impl::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
-  {
-    std::lock_guard lk(pf_mu_);
-    for (const auto& [off, len] : ranges) {
-      if (len == 0 || off >= cap_) continue;
-      const std::size_t end = std::min(cap_, off + std::min(len, cap_ - off));
-      queue_range(off / ps_, (end + ps_ - 1) / ps_, pf_kind::fill);
-    }
-    // Bounded: the oldest fill requests give way (a hint the application has moved past).
-    std::size_t fill = 0;
-    for (const pf_range& r : pf_q_) fill += r.kind == pf_kind::fill ? r.end - r.first : 0;
-    for (auto it = pf_q_.begin(); fill > pf_max_pages_ && it != pf_q_.end(); ++it) {
-      if (it->kind != pf_kind::fill) continue;
-      const std::size_t drop = std::min(it->end - it->first, fill - pf_max_pages_);
-      it->first += drop;
-      fill -= drop;
-      pf_queued_ -= drop;
-      c_.prefetch_dropped.fetch_add(drop, std::memory_order_relaxed);
-    }
-  }
-  const std::uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
-}
-
-void pager_impl::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
-  // The room below the low watermark now bounds what is queued; the steps stop at that
-  // watermark too (claim_queued), whatever faults take meanwhile: a scan's hint never starts
-  // an eviction round.
-  const std::size_t room = budget_.room_below_low();
-  std::size_t queued = 0, dropped = 0;
-  {
-    std::lock_guard lk(pf_mu_);
-    for (const auto& [off, len] : ranges) {
-      if (len == 0 || off >= cap_) continue;
-      const std::size_t end = std::min(cap_, off + std::min(len, cap_ - off));
-      const std::size_t first = off / ps_, last = (end + ps_ - 1) / ps_;
-      // Runs of pages the store has data for (map blocks load once, then lock-free); past
-      // the room, the pages with data are only counted (dropped).
-      for (std::size_t p = first; p < last;) {
-        if (!store_->may_have_data(p) || ps::kind(table_.load(p)) != ps::absent) {
-          ++p;
-          continue;
-        }
-        if (queued >= room) {
-          ++dropped;
-          ++p;
-          continue;
-        }
-        std::size_t q = p + 1;
-        while (q < last && queued + (q - p) < room && store_->may_have_data(q)) ++q;
-        queue_range(p, q, pf_kind::scan);
-        queued += q - p;
-        p = q;
-      }
-    }
-  }
-  if (dropped) c_.prefetch_dropped.fetch_add(dropped, std::memory_order_relaxed);
-  const std::uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
 }
 
 std::pair<std::size_t, std::size_t> pager_impl::pages_covering(std::size_t offset,
                                                                 std::size_t len,
                                                                 const char* op) const {
-  if (offset >= cap_ || len > cap_ - offset) {
-    throw error(errc::invalid_argument, name_, op, "range outside the region");
+  if (offset >= core_.cap || len > core_.cap - offset) {
+    throw error(errc::invalid_argument, core_.name, op, "range outside the region");
   }
-  return {offset / ps_, (offset + len - 1) / ps_};
+  return {offset / core_.ps, (offset + len - 1) / core_.ps};
 }
 
 void pager_impl::pin(std::size_t offset, std::size_t len) {
@@ -669,13 +569,13 @@ void pager_impl::pin(std::size_t offset, std::size_t len) {
   const auto [first, last] = pages_covering(offset, len, "pin");
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
-    if (!table_.add_pin(p, was)) throw error(errc::invalid_argument, name_, "pin", "pin count overflow");
-    if (ps::pins(was) == 0) budget_.page_pinned();
+    if (!core_.table.add_pin(p, was)) throw error(errc::invalid_argument, core_.name, "pin", "pin count overflow");
+    if (ps::pins(was) == 0) core_.budget.page_pinned();
   }
   // Fault the pages in from this thread (a user-mode read): once resident with a pin count
   // they cannot be claimed by the evictor (I4). A poisoned page raises SIGBUS here.
   for (std::size_t p = first; p <= last; ++p) {
-    volatile const std::byte* b = page_addr(p);
+    volatile const std::byte* b = core_.page_addr(p);
     (void)*b;
   }
 }
@@ -685,10 +585,10 @@ void pager_impl::unpin(std::size_t offset, std::size_t len) {
   const auto [first, last] = pages_covering(offset, len, "unpin");
   for (std::size_t p = first; p <= last; ++p) {
     std::uint32_t was = 0;
-    if (!table_.drop_pin(p, was)) throw error(errc::invalid_argument, name_, "unpin", "page not pinned");
-    if (ps::pins(was) == 1) budget_.page_unpinned();
+    if (!core_.table.drop_pin(p, was)) throw error(errc::invalid_argument, core_.name, "unpin", "page not pinned");
+    if (ps::pins(was) == 1) core_.budget.page_unpinned();
   }
-  budget_.check_pressure();
+  core_.budget.check_pressure();
 }
 
 void pager_impl::add_cpu_clock(std::thread& t, std::vector<clockid_t>& to) {
@@ -707,61 +607,72 @@ std::uint64_t pager_impl::cpu_ns(const std::vector<clockid_t>& clocks) {
   return sum;
 }
 
+void pager_impl::wait_evictor_idle() {
+  for (;;) {
+    // Read steps first: one that waits for room (read-ahead, prefetch) has the evictor run again.
+    if (faults_.read_steps_idle()) {
+      const auto b = evictor_.hold_between_batches();
+      if (core_.budget.evictor_idle() && faults_.read_steps_idle()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 pager_stats pager_impl::stats() const {
   pager_stats s;
   auto g = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  s.read_faults = g(c_.read_faults);
-  s.write_faults = g(c_.write_faults);
-  s.wp_faults = g(c_.wp_faults);
-  s.zero_fills = g(c_.zero_fills);
-  s.pages_read = g(c_.pages_read);
-  s.bytes_read = s.pages_read * ps_;
-  s.read_ahead_pages = g(c_.read_ahead_pages);
+  s.read_faults = g(core_.c.read_faults);
+  s.write_faults = g(core_.c.write_faults);
+  s.wp_faults = g(core_.c.wp_faults);
+  s.zero_fills = g(core_.c.zero_fills);
+  s.pages_read = g(core_.c.pages_read);
+  s.bytes_read = s.pages_read * core_.ps;
+  s.read_ahead_pages = g(core_.c.read_ahead_pages);
   {
-    const read_ahead::counts ra = read_ahead_.totals();
+    const read_ahead::counts ra = faults_.read_ahead_totals();
     s.read_ahead_windows = ra.windows;
     s.read_ahead_planned = ra.planned;
     s.read_ahead_passed = ra.passed;
     s.read_ahead_gated = ra.gated;
   }
-  s.prefetch_dropped = g(c_.prefetch_dropped);
-  s.read_steps = g(c_.read_steps);
-  s.read_step_pages = g(c_.read_step_pages);
-  s.zero_ahead_pages = g(c_.zero_ahead_pages);
-  s.prefetched_pages = g(c_.prefetched_pages);
-  s.evictions = g(c_.evictions);
-  s.evicted_dirty = g(c_.evicted_dirty);
-  s.evict_runs = g(c_.evict_runs);
-  s.evict_verify_reads = g(c_.evict_verify_reads);
-  s.victims_kept = g(c_.victims_kept);
-  s.evict_waits = g(c_.evict_waits);
-  s.victim_hits = g(c_.victim_hits);
-  s.write_back_hits = g(c_.write_back_hits);
-  s.thread_fills = g(c_.thread_fills);
-  s.thread_fill_retries = g(c_.thread_fill_retries);
-  s.thread_fill = thread_fill_;
-  s.victim_cache = victims_.is_open();
-  s.dirty_pages_written = g(c_.dirty_pages_written);
-  s.bytes_written = g(c_.bytes_written);
-  s.flushes = g(c_.flushes);
-  s.flush_retakes = g(c_.flush_retakes);
-  s.flush_write_back_waits = g(c_.flush_write_back_waits);
-  s.buffer_waits = budget_.waits();
-  s.poisoned_pages = g(c_.poisoned_pages);
-  s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, budget_.occupied()));
-  s.peak_resident_pages = budget_.peak();
-  s.pinned_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, budget_.pinned()));
-  s.fault_ns = g(c_.fault_ns);
-  s.flush_ns = g(c_.flush_ns);
-  s.evict_ns = g(c_.evict_ns);
+  s.prefetch_dropped = g(core_.c.prefetch_dropped);
+  s.read_steps = g(core_.c.read_steps);
+  s.read_step_pages = g(core_.c.read_step_pages);
+  s.zero_ahead_pages = g(core_.c.zero_ahead_pages);
+  s.prefetched_pages = g(core_.c.prefetched_pages);
+  s.evictions = g(core_.c.evictions);
+  s.evicted_dirty = g(core_.c.evicted_dirty);
+  s.evict_runs = g(core_.c.evict_runs);
+  s.evict_verify_reads = g(core_.c.evict_verify_reads);
+  s.victims_kept = g(core_.c.victims_kept);
+  s.evict_waits = g(core_.c.evict_waits);
+  s.victim_hits = g(core_.c.victim_hits);
+  s.write_back_hits = g(core_.c.write_back_hits);
+  s.thread_fills = g(core_.c.thread_fills);
+  s.thread_fill_retries = g(core_.c.thread_fill_retries);
+  s.thread_fill = core_.thread_fill;
+  s.victim_cache = core_.victims.is_open();
+  s.dirty_pages_written = g(core_.c.dirty_pages_written);
+  s.bytes_written = g(core_.c.bytes_written);
+  s.flushes = g(core_.c.flushes);
+  s.flush_retakes = g(core_.c.flush_retakes);
+  s.flush_write_back_waits = g(core_.c.flush_write_back_waits);
+  s.buffer_waits = core_.budget.waits();
+  s.poisoned_pages = g(core_.c.poisoned_pages);
+  s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, core_.budget.occupied()));
+  s.peak_resident_pages = core_.budget.peak();
+  s.pinned_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, core_.budget.pinned()));
+  s.fault_ns = g(core_.c.fault_ns);
+  s.flush_ns = g(core_.c.flush_ns);
+  s.evict_ns = g(core_.c.evict_ns);
   s.fault_cpu_ns = cpu_ns(worker_clocks_);
   s.evict_cpu_ns = cpu_ns(evict_clocks_);
-  s.buffer_bytes = std::uint64_t(budget_.pages()) * ps_;
+  s.buffer_bytes = std::uint64_t(core_.budget.pages()) * core_.ps;
   s.buffer_source = buffer_source_;
-  s.buffer_target_bytes = std::uint64_t(budget_.target_pages()) * ps_;
-  s.buffer_lowest_target_bytes = std::uint64_t(budget_.lowest_target()) * ps_;
-  s.buffer_resamples = budget_.resamples();
-  s.buffer_target_source = budget_.follows() ? follower_->describe() : "fixed at open";
+  s.buffer_target_bytes = std::uint64_t(core_.budget.target_pages()) * core_.ps;
+  s.buffer_lowest_target_bytes = std::uint64_t(core_.budget.lowest_target()) * core_.ps;
+  s.buffer_resamples = core_.budget.resamples();
+  s.buffer_target_source = core_.budget.follows() ? follower_->describe() : "fixed at open";
   return s;
 }
 
@@ -771,12 +682,12 @@ pager_stats pager_impl::stats() const {
 pager::pager(std::unique_ptr<sparse_store> store, const pager_options& opt)
     : impl_(std::make_unique<paging::pager_impl>(std::move(store), opt)) {}
 pager::~pager() = default;
-std::byte* pager::base() const noexcept { return impl_->base_; }
-std::size_t pager::size() const noexcept { return impl_->cap_; }
-std::size_t pager::page_size() const noexcept { return impl_->ps_; }
-bool pager::read_only() const noexcept { return impl_->ro_; }
-dirty_tracking pager::tracking() const noexcept { return impl_->mode_; }
-std::size_t pager::buffer_pages() const noexcept { return impl_->budget_.pages(); }
+std::byte* pager::base() const noexcept { return impl_->base(); }
+std::size_t pager::size() const noexcept { return impl_->size(); }
+std::size_t pager::page_size() const noexcept { return impl_->page_size(); }
+bool pager::read_only() const noexcept { return impl_->read_only(); }
+dirty_tracking pager::tracking() const noexcept { return impl_->tracking(); }
+std::size_t pager::buffer_pages() const noexcept { return impl_->buffer_pages(); }
 std::uint64_t pager::flush(std::span<const std::byte> root) { return impl_->flush(root); }
 std::uint64_t pager::flush_if_changed(std::span<const std::byte> root) {
   return impl_->flush_if_changed(root);
@@ -793,6 +704,6 @@ void pager::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>>
 void pager::pin(std::size_t offset, std::size_t len) { impl_->pin(offset, len); }
 void pager::unpin(std::size_t offset, std::size_t len) { impl_->unpin(offset, len); }
 pager_stats pager::stats() const { return impl_->stats(); }
-sparse_store& pager::store() noexcept { return *impl_->store_; }
+sparse_store& pager::store() noexcept { return impl_->store(); }
 
 }  // namespace pheap

@@ -47,7 +47,7 @@
 // reads, or a page got no slot and waits in the prefetch queue) matches no rule and changes
 // nothing.
 //
-// What the caller does with a window (pager_impl::start_read_ahead): claims its pages that are
+// What the caller does with a window (fault_service::start_read_ahead): claims its pages that are
 // absent and hold data, as far as buffer slots below the high watermark allow, and has the
 // fault workers read them; the rest waits in the prefetch queue for room. Never the marker.
 //
@@ -74,6 +74,8 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+
+#include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
 
@@ -143,7 +145,7 @@ class read_ahead {
   // The position of `page` in window w (index i with w.page(i) == page), or npos.
   static std::size_t index_in(const read_window& w, std::size_t page) noexcept;
 
-  mutable std::mutex mu_;
+  mutable ranked_mutex<lock_rank::leaf> mu_;  // a leaf (lock_rank.hpp)
   std::array<stream, kStreams> s_{};
   struct recent_fault {
     std::size_t page;

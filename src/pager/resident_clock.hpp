@@ -27,7 +27,7 @@
 //       p the hand meets: a page's live entry is always its newest (it is published after the
 //       claim that made the older one stale, and appended at the back; only entries just
 //       popped are put back in front, and a stale entry is dropped, never passed).
-// Locks: mu_ is a leaf (nothing is taken while holding it).
+// Locks: mu_ is a leaf (nothing is taken while holding it; lock_rank.hpp).
 #pragma once
 
 #include <algorithm>
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "pager/anon_map.hpp"
+#include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
 
@@ -123,7 +124,7 @@ class resident_clock {
   }
 
  private:
-  std::mutex mu_;
+  ranked_mutex<lock_rank::leaf> mu_;
   std::vector<std::size_t> published_;  // guarded by mu_
   std::vector<std::size_t> taken_;      // the evictor's swap buffer
   std::deque<std::size_t> ring_;        // the evictor's

@@ -34,7 +34,7 @@
 //     says how many 4 KiB frames are mapped; check_invariants holds them to `retain` UPages
 //     when quiescent.
 //   * Not thread-safe: each range has one user at a time (the evictor under its batch lock, a
-//     flush under flush_mu_).
+//     flush under the flusher's mu_).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // src/pager/test_access.hpp — the white-box tests' way into a pager's internals (its
-// invariant checker, the evictor's idle wait, where userfaultfd came from). Not for library
-// code: the heap and the tools use only pheap/pager.hpp.
+// invariant checker, the evictor's idle wait, where userfaultfd came from, and the actors'
+// shared state and parts). Not for library code: the heap and the tools use only
+// pheap/pager.hpp.
 #pragma once
 
 #include "pager/pager_impl.hpp"
@@ -10,6 +11,10 @@ namespace pheap::paging {
 
 struct test_access {
   static pager_impl& impl(pheap::pager& p) noexcept { return *p.impl_; }
+  // What the actors share: the page table, the budget, the victim cache (pager_core.hpp).
+  static pager_core& core(pheap::pager& p) noexcept { return p.impl_->core_; }
+  static paging::evictor& evictor(pheap::pager& p) noexcept { return p.impl_->evictor_; }
+  static fault_service& faults(pheap::pager& p) noexcept { return p.impl_->faults_; }
 };
 
 }  // namespace pheap::paging

@@ -43,7 +43,7 @@
 //      safe: a MADV_DONTNEED of mirror page p during keep(p)'s copy would leave p a frame that
 //      is present and not the zero page, yet zero up to where the copy was, and take() would
 //      accept it. drop_taken() and keep() run on one thread at a time (the evictor, under
-//      evict_batch_mu_), drop_taken() before the batch's keep()s; and a page noted by take(p)
+//      its batch_mu_), drop_taken() before the batch's keep()s; and a page noted by take(p)
 //      was noted before its fill installed it, so before any later eviction of p could claim
 //      it (one noted by came_back(p), by the evictor in the batch that kept it, so before any
 //      later batch). A later take() of the page finds no copy and reads the store.
@@ -75,6 +75,7 @@
 #include <mutex>
 
 #include "pager/anon_map.hpp"
+#include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
 
@@ -135,7 +136,7 @@ class victim_cache {
   std::atomic<bool> sampling_{false};      // written by the evictor, read by wants()
   std::atomic<std::uint64_t> taken_{0};  // successful take()s
   // Step 4: pages whose copy take() used, for drop_taken(). Held for a push or a swap only.
-  std::mutex pending_mu_;
+  ranked_mutex<lock_rank::leaf> pending_mu_;  // a leaf (lock_rank.hpp)
   std::size_t pending_[kPendingDrops];
   std::size_t npending_ = 0;  // guarded by pending_mu_
 

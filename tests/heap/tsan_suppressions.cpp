@@ -7,6 +7,6 @@
 // metadata is not involved (it is only written under the world lock, which flush holds
 // exclusively), so nothing of the heap's own synchronisation is hidden by these entries.
 extern "C" const char* __tsan_default_suppressions() {
-  return "race:pheap::paging::pager_impl::flush_chunk\n"
-         "race:pheap::paging::pager_impl::take_by_move\n";
+  return "race:pheap::paging::flusher::flush_chunk\n"
+         "race:pheap::paging::dirty_tracker::take_by_move\n";
 }

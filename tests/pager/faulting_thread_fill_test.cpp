@@ -168,7 +168,7 @@ TEST(FaultingThreadFill, AnUnreadablePageIsTheStoresErrorInsideTheGuardAndOtherP
   auto s = mem_store::create(16 * kPs, kPs);
   s->state()->fail_read.insert(5);
   pager pg(std::move(s), thread_fills(8));
-  if (!paging::test_access::impl(pg).have_poison_) {
+  if (!paging::test_access::core(pg).have_poison) {
     PHEAP_REQUIRE_FEATURE("UFFDIO_POISON (Linux 6.6): without it a read error is a tgkill SIGBUS");
   }
   try {
@@ -221,7 +221,7 @@ TEST(FaultingThreadFill, WithEveryBounceSlotHeldAFaultRetriesCountedUntilASlotIs
     pg.flush({});
   }
   pager pg(mem_store::reopen(sh), thread_fills(8));
-  paging::bounce_pool& pool = paging::test_access::impl(pg).thread_bounce_;
+  paging::bounce_pool& pool = paging::test_access::faults(pg).thread_bounce();
   std::vector<unsigned> held;
   for (unsigned slot = 0; pool.acquire(slot) != nullptr;) held.push_back(slot);
   ASSERT_EQ(held.size(), paging::bounce_pool::kSlots);

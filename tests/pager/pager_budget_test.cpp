@@ -157,7 +157,7 @@ TEST_P(PagerTinyBuffer, SmallEvictionBatchesShareOneStagingEmptyingWithinItsStat
   {
     pager pg(b.create(kPages * ps, static_cast<std::uint32_t>(ps)), o);
     paging::pager_impl& impl = paging::test_access::impl(pg);
-    const std::size_t bound = impl.evict_staging_.retain() * (ps / paging::os_page_size());
+    const std::size_t bound = paging::test_access::evictor(pg).staging_range().retain() * (ps / paging::os_page_size());
     ASSERT_GT(bound, 0u);
     std::size_t max_seen = 0, times_kept = 0;
     watchdog wd(120);
@@ -165,7 +165,7 @@ TEST_P(PagerTinyBuffer, SmallEvictionBatchesShareOneStagingEmptyingWithinItsStat
       for (std::size_t p = 0; p < kPages; ++p) {
         reinterpret_cast<std::uint64_t*>(pg.base() + p * ps)[r] = p * 100 + r;
         impl.wait_evictor_idle();
-        const std::size_t frames = impl.evict_staging_.staged_frames();
+        const std::size_t frames = paging::test_access::evictor(pg).staging_range().staged_frames();
         max_seen = std::max(max_seen, frames);
         times_kept += frames > 0;
         ASSERT_LE(frames, bound) << "after page " << p << " of round " << r;

@@ -147,7 +147,7 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
       std::mt19937_64 rng(11);
       while (prm.victims && !done.load()) {
         const std::size_t first = rng() % npages;
-        paging::test_access::impl(pg).victims_.drop_for_test(first, std::min<std::size_t>(npages - first, 1 + rng() % 32));
+        paging::test_access::core(pg).victims.drop_for_test(first, std::min<std::size_t>(npages - first, 1 + rng() % 32));
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     });

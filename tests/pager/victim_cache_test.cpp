@@ -37,10 +37,10 @@ std::size_t mismatches(pager& pg, std::uint64_t gen) {
 // machine. (With the resident pages read last, those the evictor took before the pass reached
 // them came back as hits too.)
 std::size_t mismatches_resident_first(pager& pg, std::uint64_t gen, std::size_t* resident) {
-  auto& impl = paging::test_access::impl(pg);
+  auto& core = paging::test_access::core(pg);
   std::vector<std::size_t> order, rest;
   for (std::size_t p = 0; p < kPages; ++p) {
-    const bool in = paging::ps::kind(impl.table_.load(p)) == paging::ps::resident;
+    const bool in = paging::ps::kind(core.table.load(p)) == paging::ps::resident;
     (in ? order : rest).push_back(p);
   }
   *resident = order.size();
@@ -76,6 +76,7 @@ struct evicted_big_pages {
   evicted_big_pages(std::size_t region, std::size_t buffer, std::size_t written)
       : pg(mem_store::create(region * kBig, kBig), options(buffer)),
         impl(paging::test_access::impl(pg)),
+        core(paging::test_access::core(pg)),
         next(2 * written) {
     for (std::size_t p = 0; p < written; ++p) *at(p) = p * 7 + 1;
     pg.flush({});  // the ones still resident are clean now, as every page below
@@ -87,14 +88,15 @@ struct evicted_big_pages {
   }
   // (A fill wakes the faulting thread before its page's word says resident: `filling` is not
   // gone.)
-  std::uint32_t kind(std::size_t p) const { return paging::ps::kind(impl.table_.load(p)); }
+  std::uint32_t kind(std::size_t p) const { return paging::ps::kind(core.table.load(p)); }
   // Evicted, with its copy in the victim cache.
   bool kept(std::size_t p) const {
-    return kind(p) == paging::ps::absent && (impl.table_.load(p) & paging::ps::kept) &&
-           impl.victims_.holds_copy_for_test(p);
+    return kind(p) == paging::ps::absent && (core.table.load(p) & paging::ps::kept) &&
+           core.victims.holds_copy_for_test(p);
   }
   pager pg;
   paging::pager_impl& impl;
+  paging::pager_core& core;
   std::size_t next;  // the first page of the stream not touched yet
 };
 
@@ -134,13 +136,14 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedByTheNextBatchAndTheNextEv
   pager pg(std::move(s), with_cache(victim_caching::on));
   ASSERT_TRUE(pg.stats().victim_cache);
   auto& impl = paging::test_access::impl(pg);
+  auto& core = paging::test_access::core(pg);
   for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;  // evicted, kept
   impl.wait_evictor_idle();
   std::vector<std::size_t> kept;  // out of memory, with a whole copy
   for (std::size_t p = 0; p < kPages && kept.size() < 8; ++p) {
-    const auto w = impl.table_.load(p);
+    const auto w = core.table.load(p);
     if (paging::ps::kind(w) != paging::ps::resident && (w & paging::ps::kept) &&
-        impl.victims_.holds_copy_for_test(p)) {
+        core.victims.holds_copy_for_test(p)) {
       kept.push_back(p);
     }
   }
@@ -161,8 +164,8 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedByTheNextBatchAndTheNextEv
   }
   ASSERT_GT(pg.stats().evictions, ev0);
   for (const std::size_t p : kept) {  // resident now, or evicted again with a new copy
-    if (paging::ps::kind(impl.table_.load(p)) == paging::ps::resident) {
-      EXPECT_FALSE(impl.victims_.holds_copy_for_test(p)) << "page " << p << "'s copy was used: dropped";
+    if (paging::ps::kind(core.table.load(p)) == paging::ps::resident) {
+      EXPECT_FALSE(core.victims.holds_copy_for_test(p)) << "page " << p << "'s copy was used: dropped";
     }
   }
   // Writing every page again evicts them all again: each keeps a new copy.
@@ -171,8 +174,8 @@ TEST(VictimCache, ACopyThatBroughtItsPageBackIsDroppedByTheNextBatchAndTheNextEv
   impl.wait_evictor_idle();
   std::size_t recopied = 0;
   for (const std::size_t p : kept) {
-    recopied += paging::ps::kind(impl.table_.load(p)) != paging::ps::resident &&
-                impl.victims_.holds_copy_for_test(p);
+    recopied += paging::ps::kind(core.table.load(p)) != paging::ps::resident &&
+                core.victims.holds_copy_for_test(p);
   }
   EXPECT_GE(recopied, 6u) << pg.stats();
   ASSERT_EQ(mismatches(pg, 0), 0u);
@@ -264,10 +267,11 @@ TEST(VictimCache, APageWhoseCopyTheKernelTookBackIsReadFromTheStore) {
   pager pg(std::move(s), with_cache(victim_caching::on));
   ASSERT_TRUE(pg.stats().victim_cache);
   auto& impl = paging::test_access::impl(pg);
+  auto& core = paging::test_access::core(pg);
   for (std::size_t p = 0; p < kPages; ++p) *word(pg, p) = p * 7 + 1;
   for (std::uint64_t gen = 0; gen < 3; ++gen) {
     impl.wait_evictor_idle();  // no batch keeps a copy after the drop
-    impl.victims_.drop_for_test(0, kPages);  // as memory pressure would
+    core.victims.drop_for_test(0, kPages);  // as memory pressure would
     const pager_stats s0 = pg.stats();
     const std::uint64_t reads0 = sh->reads;
     std::size_t resident = 0;
@@ -341,6 +345,7 @@ TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRin
   pager& pg = r.pg;
   ASSERT_TRUE(pg.stats().victim_cache);
   auto& impl = r.impl;
+  auto& core = r.core;
   std::size_t a = kWritten;
   for (std::size_t p = 0; p < kWritten && a == kWritten; ++p) {
     if (r.kept(p)) a = p;
@@ -349,7 +354,7 @@ TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRin
   const std::uint64_t hits = pg.stats().victim_hits;
   ASSERT_EQ(*r.at(a), a * 7 + 1);
   ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
-  EXPECT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
+  EXPECT_EQ(paging::ps::turns(core.table.load(a)), paging::evictor::kCameBackTurns);
   const std::size_t b = r.next;  // filled right after it, from nothing
   std::size_t b_gone = 0, a_gone = 0;
   for (; r.next < kRegion && (a_gone == 0 || b_gone == 0); ++r.next) {
@@ -359,7 +364,7 @@ TEST(VictimCache, APageThatCameBackFromItsCopyGetsItsTurnsAndStillLeavesAsTheRin
   }
   ASSERT_GT(b_gone, 0u) << "the page filled after it never left: " << pg.stats();
   ASSERT_GT(a_gone, 0u) << "the page that came back never left: its turns were not spent; " << pg.stats();
-  EXPECT_LE(a_gone, b_gone + (paging::pager_impl::kCameBackTurns + 2) * kBuffer)
+  EXPECT_LE(a_gone, b_gone + (paging::evictor::kCameBackTurns + 2) * kBuffer)
       << "left " << a_gone << " pages into the stream, the page filled after it " << b_gone;
   impl.wait_evictor_idle();
   EXPECT_EQ(impl.check_invariants(), "");
@@ -377,6 +382,7 @@ TEST(VictimCache, APageThatCameBackFromItsCopyOutlivesAPageFilledAfterItFromTheS
   pager& pg = r.pg;
   ASSERT_TRUE(pg.stats().victim_cache);
   auto& impl = r.impl;
+  auto& core = r.core;
   // a from the first quarter, c from the last: more than a run of neighbours apart
   // (claim_neighbours takes clean pages next to a victim). c's copy goes, as under memory
   // pressure, so c comes back from the store, without a turn. (MADV_PAGEOUT passes over a
@@ -387,8 +393,8 @@ TEST(VictimCache, APageThatCameBackFromItsCopyOutlivesAPageFilledAfterItFromTheS
   }
   for (std::size_t p = kWritten; p-- > 3 * kWritten / 4 && c == kWritten;) {
     if (!r.kept(p)) continue;
-    impl.victims_.drop_for_test(p, 1);
-    if (!impl.victims_.holds_copy_for_test(p)) c = p;
+    core.victims.drop_for_test(p, 1);
+    if (!core.victims.holds_copy_for_test(p)) c = p;
   }
   ASSERT_LT(a, kWritten) << "no evicted page with its copy in the first quarter: " << pg.stats();
   ASSERT_LT(c, kWritten) << "no evicted page in the last quarter whose copy could be dropped: " << pg.stats();
@@ -397,14 +403,14 @@ TEST(VictimCache, APageThatCameBackFromItsCopyOutlivesAPageFilledAfterItFromTheS
   ASSERT_EQ(*r.at(c), c * 7 + 1);
   ASSERT_EQ(pg.stats().victim_hits, hits + 1) << "page " << a << " came back from its copy";
   ASSERT_EQ(pg.stats().pages_read, reads + 1) << "page " << c << " came back from the store";
-  ASSERT_EQ(paging::ps::turns(impl.table_.load(a)), paging::pager_impl::kCameBackTurns);
-  ASSERT_EQ(paging::ps::turns(impl.table_.load(c)), 0u);
+  ASSERT_EQ(paging::ps::turns(core.table.load(a)), paging::evictor::kCameBackTurns);
+  ASSERT_EQ(paging::ps::turns(core.table.load(c)), 0u);
   bool c_gone = false;
   for (; r.next < kRegion && !c_gone; ++r.next) {
     (void)*r.at(r.next);
     c_gone = r.kind(c) == paging::ps::absent;
     if (c_gone) {
-      const std::uint32_t w = impl.table_.load(a);
+      const std::uint32_t w = core.table.load(a);
       EXPECT_TRUE(paging::ps::kind(w) == paging::ps::resident && !(w & paging::ps::evict))
           << "page " << a << " (came back from its copy) left with or before page " << c
           << " (filled after it from the store), " << r.next - 2 * kWritten - 2 * kBuffer
@@ -442,16 +448,17 @@ TEST(VictimCache, WhenKeptCopiesDoNotComeBackOnlyASampleIsKeptUntilTheyDoAgain) 
   pager pg(std::move(s), o);
   ASSERT_TRUE(pg.stats().victim_cache);
   auto& impl = paging::test_access::impl(pg);
+  auto& core = paging::test_access::core(pg);
   for (std::size_t p = 0; p < n; ++p) *word(pg, p) = p + 1;
   impl.wait_evictor_idle();
-  impl.victims_.drop_for_test(0, n);
+  core.victims.drop_for_test(0, n);
   auto pass = [&](bool drop) {  // reads every page; returns (evictions, kept) of the pass
     const pager_stats a = pg.stats();
     std::size_t bad = 0;
     for (std::size_t p = 0; p < n; ++p) bad += *reinterpret_cast<volatile std::uint64_t*>(word(pg, p)) != p + 1;
     EXPECT_EQ(bad, 0u);
     impl.wait_evictor_idle();
-    if (drop) impl.victims_.drop_for_test(0, n);  // memory pressure takes every copy
+    if (drop) core.victims.drop_for_test(0, n);  // memory pressure takes every copy
     const pager_stats b = pg.stats();
     return std::pair{b.evictions - a.evictions, b.victims_kept - a.victims_kept};
   };

@@ -57,7 +57,8 @@ class WriteBackInFlight : public ::testing::TestWithParam<wb_param> {
   std::uint64_t* word(std::size_t p) { return reinterpret_cast<std::uint64_t*>(pg_->base() + p * kPs); }
   std::uint64_t read(std::size_t p) { return *reinterpret_cast<volatile std::uint64_t*>(word(p)); }
   paging::pager_impl& impl() { return paging::test_access::impl(*pg_); }
-  bool writing(std::size_t p) { return (impl().table_.load(p) & paging::ps::writing) != 0; }
+  paging::pager_core& core() { return paging::test_access::core(*pg_); }
+  bool writing(std::size_t p) { return (core().table.load(p) & paging::ps::writing) != 0; }
 
   // Writes pages 0, 1, ... (value(p, 0)) until an eviction batch has let its victims go
   // `writing`, holds that batch's write in the store, and returns those victims. The writes
@@ -91,8 +92,8 @@ class WriteBackInFlight : public ::testing::TestWithParam<wb_param> {
   std::optional<std::uint64_t> read_without_waiting_for_the_write(std::size_t p) {
     auto f = std::async(std::launch::async, [this, p] { return read(p); });
     if (f.wait_for(kHang) != std::future_status::ready) {
-      ADD_FAILURE() << "page " << p << ": word 0x" << std::hex << impl().table_.load(p) << std::dec
-                    << ", buffer slots used " << impl().budget_.occupied() << "; " << pg_->stats();
+      ADD_FAILURE() << "page " << p << ": word 0x" << std::hex << core().table.load(p) << std::dec
+                    << ", buffer slots used " << core().budget.occupied() << "; " << pg_->stats();
       st_->let_writes_go = true;  // let the read finish, so the test can end
       f.wait();
       return std::nullopt;
@@ -177,16 +178,16 @@ TEST_P(WriteBackInFlight, WhenTheWriteFailsAVictimFilledAgainStaysDirtyAndTheOth
   ASSERT_GE(st_->failed_write_batches.load(), 1u);
   {
     // Between batches (the evictor keeps trying, and failing, while the buffer is full).
-    std::lock_guard between(impl().evict_batch_mu_);
+    const auto between = paging::test_access::evictor(*pg_).hold_between_batches();
     for (const std::size_t q : w) {
-      const std::uint32_t s = impl().table_.load(q);
+      const std::uint32_t s = core().table.load(q);
       EXPECT_EQ(paging::ps::kind(s), paging::ps::resident) << "page " << q;
       EXPECT_TRUE(s & paging::ps::dirty) << "page " << q;
       EXPECT_FALSE(s & paging::ps::writing) << "page " << q;
     }
   }
   st_->fail_writes = false;
-  { std::lock_guard between(impl().evict_batch_mu_); }  // a batch that saw fail_writes has ended
+  (void)paging::test_access::evictor(*pg_).hold_between_batches();  // a batch that saw fail_writes has ended
   EXPECT_THROW(pg_->flush({}), error) << "the failed write-back is reported by the next flush";
   pg_->flush({});
   impl().wait_evictor_idle();  // the buffer was over its limit (the pages taken back): evicting

@@ -5,6 +5,6 @@
 // write-protect / UFFDIO_MOVE, which TSan cannot see. The writers' in-place cell stores are
 // exactly such writes. Heap metadata is not involved (written only under the world lock).
 extern "C" const char* __tsan_default_suppressions() {
-  return "race:pheap::paging::pager_impl::flush_chunk\n"
-         "race:pheap::paging::pager_impl::take_by_move\n";
+  return "race:pheap::paging::flusher::flush_chunk\n"
+         "race:pheap::paging::dirty_tracker::take_by_move\n";
 }

@@ -1,0 +1,170 @@
+// src/pager/fault_service.hpp — the fault service: the fault workers that read the uffd, the
+// fills (store read → bounce → UFFDIO_COPY of runs; on the faulting thread too, from the SIGBUS
+// handler), the read-ahead windows and the prefetch queue whose read steps the workers take
+// (fault_workers.cpp). Owns its threads, the queue and its lock (pf_mu_, a leaf), the
+// read-ahead streams and the faulting threads' bounce slots. Shares the page table, the
+// budget, the resident clock, the victim cache, the store and the error channel through
+// pager_core; a fill of a page whose eviction's write is in flight copies it from the evictor
+// (evictor::copy_from_write_back, I8). It takes none of the pager's locks on the hot path: it
+// only waits for a buffer slot, which the evictor frees without waiting on it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "pager/bounce_pool.hpp"
+#include "pager/lock_rank.hpp"
+#include "pager/pager_core.hpp"
+#include "pager/read_ahead.hpp"
+
+namespace pheap::paging {
+
+class evictor;
+
+class fault_service {
+ public:
+  fault_service(pager_core& core, evictor& evictions) noexcept : core_(core), evictions_(evictions) {}
+
+  static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
+  // set_geometry, the page size known: the read steps' depth, the read-ahead windows
+  // (`read_ahead`: pager_options::read_ahead) and the zero fills' unit.
+  void configure(unsigned read_ahead);
+  // set_geometry, the buffer chosen: the prefetch queue's bound on fill ranges.
+  void bound_queue(std::size_t buffer_pages) noexcept;
+  std::size_t zero_ahead_pages() const noexcept { return zero_ahead_pages_; }
+  // Pages of one fault worker's bounce buffer: a read step (prefetch or read-ahead batch).
+  std::size_t worker_bounce_pages() const noexcept {
+    return std::max<std::size_t>(prefetch_depth_, read_ahead_.ceiling());
+  }
+  // Pages of a faulting-thread fill's bounce slot: the faulting page and its zero-ahead pages
+  // (claim_zero_ahead stays within the fault's unit of zero_ahead_pages_). A zero-ahead page
+  // whose first eviction's write is still in flight comes from the write-back (I8) into its
+  // own bounce page, so each needs one; the fault's read-ahead is read by the workers.
+  std::size_t thread_bounce_pages() const noexcept { return zero_ahead_pages_; }
+  // register_region, faults filling on the faulting thread: their bounce slots, before any
+  // fill can run (bounce_pool.hpp).
+  void open_thread_bounce();
+  // start_threads: `fault_threads` workers (pheap-fault<i>), returned for their CPU clocks;
+  // join: stop_threads, once the stop flag is set and the wake-up written; claimed batches
+  // nobody will read go back to absent then.
+  std::vector<std::thread>& start(unsigned fault_threads);
+  void join() noexcept;
+
+  // Public API backends (pheap::pager::prefetch, prefetch_stored).
+  void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  bool fill_on_this_thread(std::uintptr_t addr, bool write);  // false: poisoned, not filled
+  // The evictor's side: wakes the fault workers if a prefetch step waits for room.
+  void wake_prefetch_if_waiting();
+  // No read step (read-ahead, prefetch) queued or running (wait_evictor_idle).
+  bool read_steps_idle() const noexcept { return pf_queued_.load() == 0 && pf_active_.load() == 0; }
+  read_ahead::counts read_ahead_totals() const { return read_ahead_.totals(); }
+  bounce_pool& thread_bounce() noexcept { return thread_bounce_; }  // white-box tests
+
+ private:
+  void worker_main(unsigned index);
+  // What a missing fault came to: this call filled the page (or poisoned it: its read
+  // failed); the page is in already, so the access may be retried now; someone else fills or
+  // owns it (the faulting thread waits: woken by them, or, filling on the faulting thread, it
+  // sleeps and retries); the page is poisoned (the retry gets SIGBUS).
+  enum class missing_outcome { filled, retry, wait, poisoned };
+  missing_outcome handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
+  void handle_wp(std::size_t page);
+  // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
+  // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error
+  // on it is poisoned; read errors on the others just return them to absent.
+  void fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                  std::uint32_t tid, std::byte* bounce);
+  // fill_pages' steps. read_fills: per page, where its bytes are (the zero page or its bounce
+  // slot), nullptr where the store read failed (the faulting page is then poisoned already).
+  std::vector<const std::byte*> read_fills(const std::size_t* pages, std::size_t n, bool fault,
+                                           std::uint32_t tid, std::byte* bounce);
+  // UFFDIO_COPY (or ZEROPAGE) of one claimed page, then filling → resident.
+  void install_fill(std::size_t page, const std::byte* src, bool write);
+  // Read fills of claimed pages[0..n) (consecutive pages whose bytes are consecutive in
+  // memory from src) with one UFFDIO_COPY; page by page (install_fill) if it fails.
+  void install_run(const std::size_t* pages, const std::byte* src, std::size_t n);
+  // Zero fills of the claimed pages pages[i..j) (consecutive, not the faulting page's write)
+  // with one UFFDIO_COPY; page by page (install_fill) if it fails.
+  void install_zero_run(const std::size_t* pages, std::size_t n);
+  // A claimed page that will not be installed: back to absent, slot released, waiters woken.
+  void forget_fill(std::size_t page);
+  // A window read_ahead earned (a missing fault on one of its stream's pages, before the
+  // fault's own fill): its pages that are absent and hold data are claimed now, as far as
+  // slots below the high watermark allow, and queued for the workers as claimed batches
+  // (ra_q_: a fault on one of them then waits for that read instead of reading it again);
+  // what gets no slot goes to the prefetch queue, to be read once the evictor made room. The
+  // marker is left out (read_ahead.hpp).
+  void start_read_ahead(const read_window& w);
+  // Claimed pages → one batch of ra_q_ (they are filling, with slots; a worker fills them).
+  void queue_claimed(std::vector<std::size_t>&& pages);
+  // A fault on a never-written page fills the other never-written pages of its
+  // zero_ahead_pages_-page unit with zeros too (no I/O; a 4 KiB region fills new memory 64 KiB
+  // per fault, whichever end of a unit is touched first). Claims them (slots below the target,
+  // never waiting; skips pages the store has data for and pages not absent) into out[], in
+  // page order, and returns how many.
+  std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
+  // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, else up to
+  // prefetch_depth_ pages of the prefetch queue (below) claimed; read with one store batch
+  // (runs of consecutive pages are one request each) and installed a run per UFFDIO_COPY.
+  // False when it filled nothing (nothing queued, pf_max_active_ steps running already, or no
+  // room below the high watermark: then the evictor is asked for room and wakes the workers
+  // when it made some) and nothing it could take waits: work queued while the step ran, whose
+  // worker the limit turned away, is taken by the next step of this one.
+  bool prefetch_step(std::byte* bounce);
+  bool take_claimed(std::vector<std::size_t>& got);  // a batch of ra_q_, if any
+  void claim_queued(std::vector<std::size_t>& got);  // pages of pf_q_
+  // `why`: the store's error, logged with the registration for guard_faults.
+  void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
+
+  // --- prefetch queue ----------------------------------------------------------------------------
+  // prefetch() appends page ranges; idle fault workers take them prefetch_depth_ pages at a
+  // time (one store read batch: runs of consecutive pages are one request each, several in
+  // flight), up to pf_max_active_ workers at once (all of them when faults fill on the faulting
+  // thread, else all but one, which stays free for faults). Ranges are of three kinds:
+  //   fill        prefetch(): every page (never-written ones as zeros); at the high watermark
+  //               the queue waits (pf_wants_room_) until the evictor has made room and wakes
+  //               the workers through pager_core::wake_fd;
+  //   read_ahead  the part of a read-ahead window that got no slot when the fault claimed it:
+  //               pages with data only; waits for room as fill does;
+  //   scan        prefetch_stored(): pages with data only, as far as the buffer has room below
+  //               the low watermark; at it the rest is dropped (a scan's hint never starts an
+  //               eviction round).
+  // The fill ranges hold at most pf_max_pages_ pages (half the buffer): older requests beyond
+  // that are dropped, as a hint the application has moved past. Claimed read-ahead batches
+  // (ra_q_) go before every range.
+  enum class pf_kind : unsigned char { fill, read_ahead, scan };
+  struct pf_range {
+    std::size_t first, end;  // [first page, end page)
+    pf_kind kind;
+  };
+  void queue_range(std::size_t first, std::size_t end, pf_kind kind);  // under pf_mu_
+  // Claimed batches nobody will read (teardown, workers joined) go back to absent.
+  void drop_claimed() noexcept;
+
+  pager_core& core_;
+  evictor& evictions_;
+  std::vector<std::thread> workers_;
+  read_ahead read_ahead_;  // the fault streams and their windows (configured by set_geometry)
+  std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead
+  bounce_pool thread_bounce_;  // fills on the faulting thread (thread_fill): a slot per fill
+  ranked_mutex<lock_rank::leaf> pf_mu_;  // pf_q_ and ra_q_; a leaf (claims under it take no other lock)
+  std::deque<pf_range> pf_q_;
+  std::deque<std::vector<std::size_t>> ra_q_;  // claimed read-ahead batches, in page order each
+  std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ and ra_q_ (written under pf_mu_)
+  std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
+  unsigned pf_max_active_ = 1;                            // start_threads
+  std::atomic<unsigned> pf_active_{0};
+  std::atomic<bool> pf_wants_room_{false};
+};
+
+}  // namespace pheap::paging
