@@ -172,7 +172,7 @@ durable_io_allowed() {
     # counter), the fault handler's stderr line, /dev/userfaultfd opened O_RDWR, and the
     # memory-limit pool's shared state file under /dev/shm (O_RDWR|O_CREAT, ftruncate, unlink
     # of abandoned ones) — none is datastore data.
-    src/pager/fault_signals.cpp | src/pager/fault_workers.cpp | src/pager/pager.cpp | \
+    src/pager/fault_signals.cpp | src/pager/fault_workers.cpp | src/pager/pager_core.cpp | \
       src/pager/limit_pool.cpp | src/pager/uffd.cpp) return 0 ;;
     # The graph's export writer (pheap-graph export, edge_writer): the user's output file, not
     # datastore data; a crash leaves a partial export the user reruns.
