@@ -168,11 +168,11 @@ fi
 # library writes, syncs, renames and removes through an io::engine.
 durable_io_allowed() {
   case $1 in
-    # The pager's OS layer (issue 45 item 1 consolidates it): eventfd wake-ups (::write of a
-    # counter), the fault handler's stderr line, /dev/userfaultfd opened O_RDWR, and the
+    # The pager's OS calls (not yet one OS layer: issue 45): the eventfd wake-up
+    # (pager_core::wake_workers, a ::write of a counter), the fault handler's stderr line, /dev/userfaultfd opened O_RDWR, and the
     # memory-limit pool's shared state file under /dev/shm (O_RDWR|O_CREAT, ftruncate, unlink
     # of abandoned ones) — none is datastore data.
-    src/pager/fault_signals.cpp | src/pager/fault_workers.cpp | src/pager/pager_core.cpp | \
+    src/pager/fault_signals.cpp | src/pager/pager_core.cpp | \
       src/pager/limit_pool.cpp | src/pager/uffd.cpp) return 0 ;;
     # The graph's export writer (pheap-graph export, edge_writer): the user's output file, not
     # datastore data; a crash leaves a partial export the user reruns.

@@ -125,12 +125,9 @@ void fault_service::worker_main(unsigned index) {
   fault_wait waiter(core_.uffd, core_.wake_fd);
   // Whoever consumed the wake-up may leave while others still sleep: pass it on (stop).
   struct pass_wake_on {
-    int fd;
-    ~pass_wake_on() {
-      const std::uint64_t one = 1;
-      (void)!::write(fd, &one, sizeof one);
-    }
-  } on_exit{core_.wake_fd};
+    const pager_core& core;
+    ~pass_wake_on() { core.wake_workers(); }
+  } on_exit{core_};
   uffd_msg msgs[32];
   // Read what faults are queued and handle them; then, with prefetch requests waiting, read
   // again (faults first) and take a prefetch step once none are queued; without, poll

@@ -8,8 +8,12 @@
 set -uo pipefail
 repo=$1
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/pheap-layers-test.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
+trap 'rm -rf "$scratch" "$scratch.gitconfig"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The tree may belong to another user (the test suite's unprivileged run): git refuses such a
+# repository unless a global config marks it safe.
+printf '[safe]\n\tdirectory = *\n' >"$scratch.gitconfig"
+export GIT_CONFIG_GLOBAL=$scratch.gitconfig
 (cd "$repo" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$scratch" || fail "copy"
 cd "$scratch" && git init -q && git add -A || fail "git"
 check() { out=$(scripts/check_layers.sh 2>&1); rc=$?; }
