@@ -43,7 +43,8 @@ const char* const kNotes =
 
 struct common_args {
   std::string path;
-  std::uint64_t buffer = 0;  // --buffer-size; 0: not given
+  static constexpr std::uint64_t kNotGiven = ~std::uint64_t{0};
+  std::uint64_t buffer = kNotGiven;  // --buffer-size (0: the pager's automatic buffer)
   bool json = false;
   bool quiet = false;
 };
@@ -54,7 +55,7 @@ pheap::options read_options(const common_args& a) {
   pheap::options defaults;
   defaults.pager.buffer_size = 64ull << 20;
   pheap::options o = pheap::options::from_env(defaults);
-  if (a.buffer != 0) o.pager.buffer_size = a.buffer;
+  if (a.buffer != common_args::kNotGiven) o.pager.buffer_size = a.buffer;
   return o;
 }
 
