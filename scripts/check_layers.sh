@@ -24,6 +24,11 @@
 # with its reason (durable_io_allowed). Comments are not code. tools/, tests/, bench/, fuzz/
 # and python/ are not library code.
 #
+# System calls on memory and descriptors (ioctl, madvise, process_madvise, mmap, munmap,
+# mprotect, syscall, eventfd, epoll, poll; in src/pager also read, open, flock, fstat, unlink)
+# are made only in an OS layer: src/pager/os/ for the pager, and the few files of
+# os_calls_allowed below with their reasons. src/pager/os/ includes no other pager file.
+#
 #   scripts/check_layers.sh            prints each violation; exit 1 if there is one
 #   scripts/check_layers.sh --readme   rewrites README.md's table of layers from LAYERS
 set -uo pipefail
@@ -168,12 +173,11 @@ fi
 # library writes, syncs, renames and removes through an io::engine.
 durable_io_allowed() {
   case $1 in
-    # The pager's OS calls (not yet one OS layer: issue 45): the eventfd wake-up
-    # (pager_core::wake_workers, a ::write of a counter), the fault handler's stderr line, /dev/userfaultfd opened O_RDWR, and the
-    # memory-limit pool's shared state file under /dev/shm (O_RDWR|O_CREAT, ftruncate, unlink
-    # of abandoned ones) — none is datastore data.
-    src/pager/fault_signals.cpp | src/pager/pager_core.cpp | \
-      src/pager/limit_pool.cpp | src/pager/uffd.cpp) return 0 ;;
+    # The pager's OS layer: the eventfd wake-up (a ::write of a counter) and the signal
+    # handler's stderr line (threads.cpp), /dev/userfaultfd opened O_RDWR (uffd.cpp), the
+    # limit pool's shared state file under /dev/shm (files.cpp: O_RDWR|O_CREAT, ftruncate,
+    # unlink of abandoned ones) — none is datastore data.
+    src/pager/os/*.cpp) return 0 ;;
     # The graph's export writer (pheap-graph export, edge_writer): the user's output file, not
     # datastore data; a crash leaves a partial export the user reruns.
     graph/src/edge_io.cpp) return 0 ;;
@@ -202,9 +206,48 @@ for f in $io_files; do
   done < <(sed -E -e 's@//.*$@@' -e 's@^[[:space:]]*\*.*$@@' "$f" | grep -nE "$io_calls")
 done
 
+# ---- system calls on memory and descriptors only in an OS layer -----------------------------
+
+# The library's files that talk to the kernel about memory and descriptors directly, and why:
+# the pager's OS layer (src/pager/os/, memory.hpp says what it holds), the kernel-mmap
+# backend (it is a mapping of the segment files), the graph's input reader (maps an input file
+# read-only). base/ is the I/O seam and not checked.
+os_calls_allowed() {
+  case $1 in
+    src/pager/os/*) return 0 ;;
+    src/heap/mmap_region.cpp) return 0 ;;
+    graph/src/input_source.cpp) return 0 ;;
+  esac
+  return 1
+}
+
+os_calls='(^|[^[:alnum:]_.>:])::(ioctl|madvise|process_madvise|mmap|munmap|mremap|mprotect|syscall|eventfd|epoll_create1|epoll_ctl|epoll_wait|poll)[[:space:]]*\('
+# In the pager, reads, opens and locks of descriptors too: the uffd's events, /proc and cgroup
+# files, the limit pool's shared file. (The store's flock of its lock files is its protocol,
+# sparse_store/FORMAT.md, and stays beside it.)
+pager_os_calls=$os_calls'|(^|[^[:alnum:]_.>:])::(read|open|openat|flock|fstat|unlink)[[:space:]]*\('
+os_checked=0
+for f in $io_files; do
+  os_calls_allowed "$f" && continue
+  os_checked=$((os_checked + 1))
+  pattern=$os_calls
+  case $f in src/pager/*) pattern=$pager_os_calls ;; esac
+  while IFS= read -r hit; do
+    fail "$f:${hit%%:*} makes a system call on memory or descriptors outside an OS layer (src/pager/os/ for the pager; or allowlist the file in scripts/check_layers.sh with its reason): ${hit#*:}"
+  done < <(sed -E -e 's@//.*$@@' -e 's@^[[:space:]]*\*.*$@@' "$f" | grep -nE "$pattern")
+done
+
+# The OS layer is the bottom of the pager's room: it includes nothing of the pager's own.
+for f in $(git ls-files 'src/pager/os/*.[ch]pp'); do
+  while IFS= read -r hit; do
+    fail "$f:${hit%%:*} includes a pager file from the OS layer (src/pager/os/ stands on the system and base/ only): ${hit#*:}"
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"pager/' "$f" | grep -vE '"pager/os/')
+done
+
 if [ "$violations" -gt 0 ]; then
   echo "layering: $violations violation(s)" >&2
   exit 1
 fi
 echo "layering: $(wc -w <<<"$files") files, every include points down or stays in its room;" \
-  "$io_checked library files, no raw durable I/O outside the seam and the allowlist"
+  "$io_checked library files, no raw durable I/O outside the seam and the allowlist;" \
+  "$os_checked, no system call on memory or descriptors outside an OS layer"

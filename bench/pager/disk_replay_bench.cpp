@@ -58,7 +58,7 @@
 #include <thread>
 #include <vector>
 
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 
 namespace {
 

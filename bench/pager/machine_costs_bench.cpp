@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 
 using namespace pheap::paging;
 using clk = std::chrono::steady_clock;

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 
 namespace pheap::paging {
 

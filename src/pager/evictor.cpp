@@ -373,7 +373,7 @@ std::size_t evictor::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
   const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, nullptr, n);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
-    ::madvise(core_.page_addr(v.pages[i]), (j - i) * core_.ps, MADV_DONTNEED);
+    os::drop(core_.page_addr(v.pages[i]), (j - i) * core_.ps);
   });
   for (std::size_t i = 0; i < n; ++i) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   core_.budget.release(n);

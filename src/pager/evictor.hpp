@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/lock_rank.hpp"
 #include "pager/pager_core.hpp"
 #include "pager/staging.hpp"

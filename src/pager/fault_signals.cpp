@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "pager/os/threads.hpp"
 #include "pheap/error.hpp"
 #include "pheap/fault_guard.hpp"
 
@@ -98,11 +99,7 @@ struct line_buf {
   }
   void emit() noexcept {
     b[n++] = '\n';
-    for (std::size_t off = 0; off < n;) {
-      const ssize_t w = ::write(STDERR_FILENO, b + off, n - off);
-      if (w <= 0) return;
-      off += static_cast<std::size_t>(w);
-    }
+    os::write_line_signal_safe(b, n);
   }
 };
 

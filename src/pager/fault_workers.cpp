@@ -8,15 +8,8 @@
 // from the SIGBUS handler (fill_on_this_thread); the workers then only take prefetch steps.
 // The prefetch queue (prefetch, prefetch_stored, the read-ahead windows that got no slot) is
 // read by the workers' read steps (prefetch_step), between faults.
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <linux/futex.h>
 
 #include <algorithm>
 #include <cassert>
@@ -30,6 +23,7 @@
 
 #include "pager/evictor.hpp"
 #include "pager/fault_service.hpp"
+#include "pager/os/threads.hpp"
 #include "pheap/error.hpp"
 
 namespace pheap::paging {
@@ -56,52 +50,6 @@ void fault_service::open_thread_bounce() {
   thread_bounce_.open(thread_bounce_pages() * core_.ps);
 }
 
-// Waiting for a fault: one epoll instance per worker holding the uffd with EPOLLEXCLUSIVE, so
-// a fault wakes one idle worker; poll() on the uffd woke every worker for every fault, and the
-// losers' wake-ups (a cross-CPU IPI each on a VM) and their empty reads were worker time spent
-// for nothing. The wake_fd is held without EPOLLEXCLUSIVE: stop and prefetch wake everyone.
-// Without epoll (the instance could not be made), poll() as before.
-class fault_wait {
- public:
-  fault_wait(int uffd, int wake_fd) : fds_{{uffd, POLLIN, 0}, {wake_fd, POLLIN, 0}} {
-    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (ep_ < 0) return;
-    epoll_event u{};
-    u.events = EPOLLIN | EPOLLEXCLUSIVE;
-    u.data.fd = uffd;
-    epoll_event w{};
-    w.events = EPOLLIN;
-    w.data.fd = wake_fd;
-    if (::epoll_ctl(ep_, EPOLL_CTL_ADD, uffd, &u) != 0 ||
-        ::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd, &w) != 0) {
-      ::close(ep_);
-      ep_ = -1;
-    }
-  }
-  ~fault_wait() {
-    if (ep_ >= 0) ::close(ep_);
-  }
-  fault_wait(const fault_wait&) = delete;
-  fault_wait& operator=(const fault_wait&) = delete;
-  // Sleeps until the uffd or the wake-up eventfd is readable; true if the eventfd is.
-  bool wait() {
-    if (ep_ < 0) {
-      (void)::poll(fds_, 2, -1);
-      return (fds_[1].revents & POLLIN) != 0;
-    }
-    epoll_event ev[2];
-    const int n = ::epoll_wait(ep_, ev, 2, -1);
-    for (int i = 0; i < n; ++i) {
-      if (ev[i].data.fd == fds_[1].fd) return true;
-    }
-    return false;
-  }
-
- private:
-  pollfd fds_[2];
-  int ep_ = -1;
-};
-
 std::vector<std::thread>& fault_service::start(unsigned fault_threads) {
   // Read steps at once: every worker where faults fill on the faulting thread (the workers
   // have nothing else to do), else all but one, which stays free for faults.
@@ -122,7 +70,7 @@ void fault_service::join() noexcept {
 void fault_service::worker_main(unsigned index) {
   (void)index;
   anon_map bounce(worker_bounce_pages() * core_.ps, true);
-  fault_wait waiter(core_.uffd, core_.wake_fd);
+  os::fault_wait waiter(core_.uffd, core_.wake_fd);  // threads.hpp: one idle worker per fault
   // Whoever consumed the wake-up may leave while others still sleep: pass it on (stop).
   struct pass_wake_on {
     const pager_core& core;
@@ -136,9 +84,9 @@ void fault_service::worker_main(unsigned index) {
   // read that finds nothing before each poll was a fourth syscall.
   bool poll_next = false;
   while (!core_.stop.load(std::memory_order_acquire)) {
-    const ssize_t n = poll_next ? 0 : ::read(core_.uffd, msgs, sizeof msgs);
+    const long n = poll_next ? 0 : uffd_read_events(core_.uffd, msgs, std::size(msgs));
     if (n > 0) {
-      const std::size_t count = static_cast<std::size_t>(n) / sizeof(uffd_msg);
+      const std::size_t count = static_cast<std::size_t>(n);
       for (std::size_t i = 0; i < count; ++i) {
         const uffd_msg& m = msgs[i];
         if (m.event != UFFD_EVENT_PAGEFAULT) continue;  // no other events are enabled
@@ -164,17 +112,14 @@ void fault_service::worker_main(unsigned index) {
       poll_next = pf_queued_.load(std::memory_order_relaxed) == 0;
       continue;
     }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+    if (n < 0 && n != -EINTR) {
       std::fprintf(stderr, "pheap: pager %s: read(userfaultfd): %s; fault worker exits\n",
-                   core_.name.c_str(), std::strerror(errno));
+                   core_.name.c_str(), std::strerror(static_cast<int>(-n)));
       return;
     }
     if (!poll_next && prefetch_step(bounce.data())) continue;
     poll_next = false;
-    if (waiter.wait()) {
-      std::uint64_t v;
-      (void)::read(core_.wake_fd, &v, sizeof v);  // whoever wins resets it; all look at the queue
-    }
+    if (waiter.wait()) os::wake_event_drain(core_.wake_fd);  // all look at the queue
   }
 }
 
@@ -730,7 +675,7 @@ void fault_service::poison_page(std::size_t page, std::uint32_t tid, std::except
   core_.table.abandon_fill(page);
   core_.budget.release(1);
   if (tid != 0) {
-    (void)::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(tid), SIGBUS);
+    os::signal_thread(static_cast<long>(tid), SIGBUS);
   } else {
     core_.wake_page(page);
   }

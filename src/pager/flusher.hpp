@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/dirty_tracker.hpp"
 #include "pager/evictor.hpp"
 #include "pager/lock_rank.hpp"

@@ -1,10 +1,6 @@
 // The pool of the automatic buffers that follow one memory limit (limit_pool.hpp, P1-P4).
 #include "pager/limit_pool.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +11,8 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include "pager/os/files.hpp"
 
 namespace pheap::paging {
 
@@ -79,29 +77,18 @@ bool alive(int pid, std::uint64_t start) {
 struct flock_guard {
   int fd;
   explicit flock_guard(int f) : fd(f) {
-    if (fd >= 0) while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    if (fd >= 0) os::file_lock(fd);
   }
   ~flock_guard() {
-    if (fd >= 0) (void)::flock(fd, LOCK_UN);
+    if (fd >= 0) os::file_unlock(fd);
   }
 };
 
 // Opens (creating) the shared file and maps it; -1 when it cannot be used.
 int open_shared(const std::string& path, limit_pool::state*& s) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  void* m = nullptr;
+  const int fd = os::shared_file_open(path, sizeof(limit_pool::state), true, &m);
   if (fd < 0) return -1;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() ||
-      (st.st_size != static_cast<off_t>(sizeof(limit_pool::state)) &&
-       (st.st_size != 0 || ::ftruncate(fd, sizeof(limit_pool::state)) != 0))) {
-    ::close(fd);
-    return -1;
-  }
-  void* m = ::mmap(nullptr, sizeof(limit_pool::state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) {
-    ::close(fd);
-    return -1;
-  }
   s = static_cast<limit_pool::state*>(m);
   {
     flock_guard lk(fd);
@@ -109,8 +96,7 @@ int open_shared(const std::string& path, limit_pool::state*& s) {
     (void)s->magic.compare_exchange_strong(zero, limit_pool::state::kMagic);
   }
   if (s->magic.load() != limit_pool::state::kMagic) {
-    ::munmap(m, sizeof(limit_pool::state));
-    ::close(fd);
+    os::shared_file_close(fd, m, sizeof(limit_pool::state));
     return -1;
   }
   return fd;
@@ -131,29 +117,23 @@ int limit_pool::remove_abandoned(const std::string& dir) {
   for (; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const int fd = ::open(it->path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    void* m = nullptr;
+    const int fd = os::shared_file_open(it->path(), sizeof(state), false, &m);
     if (fd < 0) continue;
-    struct stat sb {};
-    void* m = MAP_FAILED;
-    if (::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == ::geteuid() &&
-        sb.st_size == static_cast<off_t>(sizeof(state))) {
-      m = ::mmap(nullptr, sizeof(state), PROT_READ, MAP_SHARED, fd, 0);
-    }
     // Under the flock a joiner or leaver is not between its check and its slot (join, leave);
     // one that holds it is alive, and the file is left to it.
-    if (m != MAP_FAILED && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    if (os::file_try_lock(fd)) {
       const auto* s = static_cast<const state*>(m);
-      bool abandoned = ::fstat(fd, &sb) == 0 && sb.st_nlink > 0 && s->magic.load() == state::kMagic;
+      bool abandoned = os::file_linked(fd) && s->magic.load() == state::kMagic;
       for (const state::slot& sl : s->slots) {
         const std::int32_t pid = sl.pid.load();
         if (!abandoned) break;
         abandoned = pid == 0 || (pid > 0 && !alive(pid, sl.start.load()));  // -1: being reaped
       }
-      if (abandoned && ::unlink(it->path().c_str()) == 0) ++removed;
-      (void)::flock(fd, LOCK_UN);
+      if (abandoned && os::remove_file(it->path())) ++removed;
+      os::file_unlock(fd);
     }
-    if (m != MAP_FAILED) ::munmap(m, sizeof(state));
-    ::close(fd);
+    os::shared_file_close(fd, m, sizeof(state));
   }
   return removed;
 }
@@ -166,15 +146,11 @@ limit_pool::~limit_pool() {
     return;
   }
   old_.emplace_back(s_.load(), fd_);
-  for (auto [s, fd] : old_) {
-    ::munmap(s, sizeof(state));
-    ::close(fd);
-  }
+  for (auto [s, fd] : old_) os::shared_file_close(fd, s, sizeof(state));
 }
 
 bool limit_pool::replace_if_unlinked() {
-  struct stat sb {};
-  if (fd_ < 0 || ::fstat(fd_, &sb) != 0 || sb.st_nlink > 0) return false;
+  if (fd_ < 0 || os::file_linked(fd_)) return false;
   state* s = nullptr;
   const int fd = open_shared(path_, s);
   if (fd < 0) return false;  // stay in the unlinked one: a pool of this process's own
@@ -250,7 +226,7 @@ void limit_pool::leave(int member) {
   }
   // The last member: the file goes (a process that opened it meanwhile finds it unlinked when
   // it joins, and opens a new one: replace_if_unlinked).
-  (void)::unlink(path_.c_str());
+  (void)os::remove_file(path_);
 }
 
 int limit_pool::members() const noexcept {

@@ -1,7 +1,6 @@
 // The memory this process may use (see memory_limit.hpp for the sources).
 #include "pager/memory_limit.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,32 +10,17 @@
 #include <sstream>
 #include <vector>
 
+#include "pager/os/files.hpp"
+
 namespace pheap::paging {
 
 namespace {
 
 constexpr std::uint64_t kNoLimit = ~std::uint64_t(0);
 
-// The whole of a small file ("" when it cannot be read).
-std::string slurp(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
-bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
-
 // A number file of the cgroup interface: "max" (v2) or absent → kNoLimit.
 std::uint64_t number_file(const std::string& path) {
-  const std::string s = slurp(path);
+  const std::string s = os::read_small_file(path);
   if (s.empty() || s.rfind("max", 0) == 0) return kNoLimit;
   return std::strtoull(s.c_str(), nullptr, 10);
 }
@@ -76,7 +60,7 @@ struct mount_point {
 // The mount of the cgroup2 hierarchy (`v2`) or of the v1 hierarchy holding the memory
 // controller, from /proc/self/mountinfo; dir is "" when there is none.
 mount_point find_mount(bool v2) {
-  std::istringstream in(slurp("/proc/self/mountinfo"));
+  std::istringstream in(os::read_small_file("/proc/self/mountinfo"));
   for (std::string line; std::getline(in, line);) {
     const std::size_t dash = line.find(" - ");
     if (dash == std::string::npos) continue;
@@ -115,7 +99,7 @@ memory_limit memory_limit::detect() {
   m.ram_ = ram_bytes();
   std::string v1_path, v2_path;
   bool have_v2 = false;
-  std::istringstream in(slurp("/proc/self/cgroup"));
+  std::istringstream in(os::read_small_file("/proc/self/cgroup"));
   for (std::string line; std::getline(in, line);) {
     const std::size_t a = line.find(':');
     const std::size_t b = a == std::string::npos ? a : line.find(':', a + 1);
@@ -133,7 +117,7 @@ memory_limit memory_limit::detect() {
   if (have_v2) {
     const mount_point mp = find_mount(true);
     const std::string dir = mp.dir.empty() ? "" : cgroup_dir(mp, v2_path);
-    if (!dir.empty() && exists(dir + "/memory.current")) {
+    if (!dir.empty() && os::file_exists(dir + "/memory.current")) {
       m.kind_ = kind::cgroup_v2;
       m.dir_ = dir;
       m.root_ = mp.dir;
@@ -142,7 +126,7 @@ memory_limit memory_limit::detect() {
   if (m.kind_ == kind::ram && !v1_path.empty()) {
     const mount_point mp = find_mount(false);
     const std::string dir = mp.dir.empty() ? "" : cgroup_dir(mp, v1_path);
-    if (!dir.empty() && exists(dir + "/memory.limit_in_bytes")) {
+    if (!dir.empty() && os::file_exists(dir + "/memory.limit_in_bytes")) {
       m.kind_ = kind::cgroup_v1;
       m.dir_ = dir;
       m.root_ = mp.dir;
@@ -167,7 +151,7 @@ memory_sample memory_limit::sample() const {
   if (kind_ == kind::ram) {
     s.limit = ram_ / 4;
     // statm: size resident shared ... (pages); anonymous resident = resident − shared.
-    const std::vector<std::string> f = split(slurp("/proc/self/statm"), ' ');
+    const std::vector<std::string> f = split(os::read_small_file("/proc/self/statm"), ' ');
     if (f.size() >= 3) {
       const std::uint64_t res = std::strtoull(f[1].c_str(), nullptr, 10);
       const std::uint64_t shr = std::strtoull(f[2].c_str(), nullptr, 10);
@@ -182,12 +166,12 @@ memory_sample memory_limit::sample() const {
       limit = std::min({limit, number_file(d + "/memory.max"), number_file(d + "/memory.high")});
     }
     usage = number_file(dir_ + "/memory.current");
-    const std::string st = slurp(dir_ + "/memory.stat");
+    const std::string st = os::read_small_file(dir_ + "/memory.stat");
     const std::uint64_t file = stat_value(st, "inactive_file") + stat_value(st, "active_file");
     const std::uint64_t busy = stat_value(st, "file_dirty") + stat_value(st, "file_writeback");
     reclaimable = file > busy ? file - busy : 0;
   } else {
-    const std::string st = slurp(dir_ + "/memory.stat");
+    const std::string st = os::read_small_file(dir_ + "/memory.stat");
     limit = std::min(number_file(dir_ + "/memory.limit_in_bytes"),
                      st.find("hierarchical_memory_limit") != std::string::npos
                          ? stat_value(st, "hierarchical_memory_limit")

@@ -71,7 +71,7 @@
 #include <memory>
 #include <thread>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 
 namespace pheap::paging {
 

@@ -3,11 +3,7 @@
 // src/pager/pager_impl.hpp for the internal structure.
 #include "pheap/pager.hpp"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +18,7 @@
 #include <sstream>
 
 #include "pheap/env.hpp"
+#include "pager/os/threads.hpp"
 #include "pager/pager_impl.hpp"
 #include "pheap/error.hpp"
 
@@ -418,24 +415,21 @@ void pager_impl::open_descriptors(const uffd_features& f) {
   if (core_.thread_fill) feats |= UFFD_FEATURE_SIGBUS;  // missing faults: SIGBUS on the thread
   uffd_api(core_.uffd, feats, core_.name);
   if (core_.mode == dirty_tracking::wp_async || f.pagemap_scan) {
-    core_.pagemap_fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    core_.pagemap_fd = open_pagemap();
     if (core_.pagemap_fd < 0 && core_.mode == dirty_tracking::wp_async) {
       throw_errno(errno, "/proc/self/pagemap", "open");
     }
   }
-  core_.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (core_.wake_fd < 0) throw_errno(errno, core_.name, "eventfd");
+  core_.wake_fd = os::wake_event_open(core_.name);
 }
 
 // The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
 // WP when the mode tracks writes with write-protection).
 void pager_impl::map_region() {
-  const int prot = core_.ro ? PROT_READ : (PROT_READ | PROT_WRITE);
-  void* raw = ::mmap(nullptr, core_.cap + core_.ps, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED && errno == ENOMEM) {
+  void* p = os::reserve_aligned(core_.cap, core_.ps, !core_.ro);
+  if (!p && errno == ENOMEM) {
     // Almost always an address-space limit: say which one, and what sets the size.
-    rlimit as{};
-    const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    const std::size_t limit = os::address_space_limit();
     const std::string what =
         core_.cap < core_.store->capacity()
             ? "that is the part of the datastore in use (a read-only open maps no more)"
@@ -443,22 +437,15 @@ void pager_impl::map_region() {
               "pheap-graph ingest --capacity, default 64 GiB)";
     throw error(errc::io, core_.name, "map pager",
                 "cannot reserve " + gib_or_mib(core_.cap) + " of address space for the heap: " + what +
-                    (limited ? ", and this process may map at most " + gib_or_mib(as.rlim_cur) +
-                                   " (RLIMIT_AS, ulimit -v): raise the limit or use a smaller capacity"
-                             : ": the kernel refused it (vm.overcommit_memory, vm.max_map_count?)"),
+                    (limit ? ", and this process may map at most " + gib_or_mib(limit) +
+                                 " (RLIMIT_AS, ulimit -v): raise the limit or use a smaller capacity"
+                           : ": the kernel refused it (vm.overcommit_memory, vm.max_map_count?)"),
                 ENOMEM);
   }
-  if (raw == MAP_FAILED) throw_errno(errno, core_.name, "mmap region");
-  const auto a = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (a + core_.ps - 1) & ~(std::uintptr_t(core_.ps) - 1);
-  if (aligned > a) ::munmap(raw, aligned - a);
-  const std::uintptr_t tail = aligned + core_.cap;
-  if (a + core_.cap + core_.ps > tail) ::munmap(reinterpret_cast<void*>(tail), a + core_.cap + core_.ps - tail);
-  core_.base = reinterpret_cast<std::byte*>(aligned);
+  if (!p) throw_errno(errno, core_.name, "mmap region");
+  core_.base = static_cast<std::byte*>(p);
   core_.region_map.p = core_.base;
   core_.region_map.len = core_.cap;
-  (void)::madvise(core_.base, core_.cap, MADV_DONTFORK);
-  (void)::madvise(core_.base, core_.cap, MADV_NOHUGEPAGE);
   const std::uint64_t ioctls = uffd_register(
       core_.uffd, core_.base, core_.cap,
       UFFDIO_REGISTER_MODE_MISSING | (core_.wp_registered ? UFFDIO_REGISTER_MODE_WP : 0), core_.name);

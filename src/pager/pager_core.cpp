@@ -2,19 +2,12 @@
 // and the futex words that faulting-thread fills sleep on (fault_workers.cpp).
 #include "pager/pager_core.hpp"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <linux/futex.h>
-
-#include <climits>
-#include <ctime>
+#include "pager/os/threads.hpp"
 
 namespace pheap::paging {
 
 void pager_core::wake_workers() const noexcept {
-  const std::uint64_t one = 1;
-  (void)!::write(wake_fd, &one, sizeof one);
+  os::wake_event_signal(wake_fd);
 }
 
 void pager_core::wake_page(std::size_t page) noexcept {
@@ -28,12 +21,10 @@ void pager_core::wake_fill_sleepers(std::size_t page) noexcept {
   if (fill_sleepers_.load(std::memory_order_relaxed) == 0) return;
   std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
   w.fetch_add(1, std::memory_order_release);
-  (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX,
-                  nullptr, nullptr, 0);
+  os::futex_wake_all(w);
 }
 
 void pager_core::sleep_for_page(std::size_t page) noexcept {
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   std::atomic<std::uint32_t>& w = fill_wait_[page % kFillWaitWords];
   fill_sleepers_.fetch_add(1, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the count, then the page
@@ -45,9 +36,7 @@ void pager_core::sleep_for_page(std::size_t page) noexcept {
       now == missing_fault::evictor_wakes) {
     // A bound, not the expected wake-up: every way a wait ends wakes it, as a worker's faulting
     // thread has no bound at all in the kernel's queue.
-    const timespec bound{0, 100000000};  // 100 ms
-    (void)::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w), FUTEX_WAIT_PRIVATE, seen,
-                    &bound, nullptr, 0);
+    os::futex_wait(w, seen, 100'000'000);  // 100 ms
   }
   fill_sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }

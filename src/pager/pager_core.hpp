@@ -17,14 +17,14 @@
 #include <mutex>
 #include <string>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
 #include "pager/lock_rank.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 #include "pager/victim_cache.hpp"
 #include "pheap/pager.hpp"
 

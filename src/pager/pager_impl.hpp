@@ -15,8 +15,14 @@
 //   dirty_tracker.{hpp,cpp}  per tracking mode: the pages to flush and their tear-free copy
 //   invariants.cpp           check_invariants, the quiescent self-check
 //   lock_rank.hpp            the lock order below, checked in debug builds
-//   uffd.{hpp,cpp}           OS boundary: userfaultfd acquisition, feature probe, the ioctls,
+//   os/                      the OS layer, the only files of the pager making system calls
+//                            on memory and descriptors (os/memory.hpp says more):
+//     uffd.{hpp,cpp}         userfaultfd acquisition, feature probe, events, the ioctls,
 //                            PAGEMAP_SCAN (pagemap_walk)
+//     memory.{hpp,cpp}       anonymous mappings (anon_map: staging, bounce buffers, zero page),
+//                            the region's reservation, madvise and process_madvise
+//     threads.{hpp,cpp}      the wake-up eventfd, futexes, the fault workers' wait, tgkill
+//     files.{hpp,cpp}        /proc and cgroup files, the limit pool's shared file
 //   page_table.hpp           the page word, its invariants I1-I9 and its named transitions
 //   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B7)
 //   memory_limit.{hpp,cpp}   the memory the process may use (cgroup v2/v1, RAM), the follower
@@ -29,7 +35,6 @@
 //   error_channel.hpp        store errors of background threads, for the next flush
 //   fault_signals.{hpp,cpp}  the region registry and SIGBUS/SIGSEGV handlers: poisoned pages
 //                            as errors in guard_faults, one line before a read-only write dies
-//   anon_map.{hpp,cpp}       private anonymous mappings (region, staging, bounce buffers)
 //   bounce_pool.hpp          the bounce buffers of fills on the faulting thread (P1-P3)
 //   test_access.hpp          the white-box tests' way in
 //
@@ -67,7 +72,7 @@
 #include "pager/limit_pool.hpp"
 #include "pager/memory_limit.hpp"
 #include "pager/pager_core.hpp"
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 #include "pheap/pager.hpp"
 
 namespace pheap::paging {

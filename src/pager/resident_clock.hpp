@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/lock_rank.hpp"
 
 namespace pheap::paging {

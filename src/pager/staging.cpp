@@ -1,7 +1,6 @@
 // UFFDIO_MOVE staging (see staging.hpp for the protocol).
 #include "pager/staging.hpp"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cassert>
@@ -12,7 +11,7 @@
 #include <cstring>
 
 #include "pager/page_table.hpp"
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 
 namespace pheap::paging {
 
@@ -50,7 +49,7 @@ void staging::drop(std::size_t n) noexcept {
 }
 
 void staging::empty_dropped() noexcept {
-  if (start_ > 0) ::madvise(map_.p, start_ * ps_, MADV_DONTNEED);
+  if (start_ > 0) os::drop(map_.p, start_ * ps_);
   start_ = 0;
 }
 
@@ -62,13 +61,13 @@ std::size_t staging::staged_frames() const {
 
 void staging::present_frames(const std::byte* addr, std::size_t len,
                              std::vector<bool>& out) const {
-  const std::size_t os = os_page_size();
-  out.assign(len / os, false);
+  const std::size_t frame = os_page_size();
+  out.assign(len / frame, false);
   const long r = pagemap_walk<128>(
       pagemap_fd_, const_cast<std::byte*>(addr), const_cast<std::byte*>(addr + len), 0,
       page_is_present, 0, [&](const page_region& reg) {
-        for (std::uint64_t x = reg.start; x < reg.end; x += os) {
-          out[(x - reinterpret_cast<std::uintptr_t>(addr)) / os] = true;
+        for (std::uint64_t x = reg.start; x < reg.end; x += frame) {
+          out[(x - reinterpret_cast<std::uintptr_t>(addr)) / frame] = true;
         }
       });
   if (r < 0) {
@@ -79,7 +78,7 @@ void staging::present_frames(const std::byte* addr, std::size_t len,
 }
 
 std::vector<bool> staging::arrived(const std::size_t* pages, std::size_t slots) {
-  const std::size_t os = os_page_size(), fpp = ps_ / os;
+  const std::size_t frame = os_page_size(), fpp = ps_ / frame;
   std::vector<bool> frames;
   present_frames(slot(0), slots * ps_, frames);
   std::vector<bool> moved(slots, false);
@@ -91,13 +90,13 @@ std::vector<bool> staging::arrived(const std::size_t* pages, std::size_t slots) 
     } else if (have > 0) {  // split UPage: make it whole in the region again
       for (std::size_t f = 0; f < fpp; ++f) {
         if (!frames[i * fpp + f]) continue;
-        std::byte* from = slot(i) + f * os;
-        std::byte* to = page_addr(pages[i]) + f * os;
+        std::byte* from = slot(i) + f * frame;
+        std::byte* to = page_addr(pages[i]) + f * frame;
         std::size_t back = 0;
-        if (uffd_move(uffd_, to, from, os, &back) != 0 && back == 0) {
+        if (uffd_move(uffd_, to, from, frame, &back) != 0 && back == 0) {
           std::vector<bool> chk;
-          present_frames(from, os, chk);
-          if (chk[0] && uffd_copy(uffd_, to, from, os, 0) == 0) (void)::madvise(from, os, MADV_DONTNEED);
+          present_frames(from, frame, chk);
+          if (chk[0] && uffd_copy(uffd_, to, from, frame, 0) == 0) os::drop(from, frame);
         }
       }
     }
@@ -115,18 +114,18 @@ void staging::move_back(const std::size_t* pages, const std::vector<bool>& moved
   // Whatever is still staged (a move back that failed, or failed in part): copy it in.
   std::vector<bool> frames;
   present_frames(slot(0), n * ps_, frames);
-  const std::size_t os = os_page_size();
+  const std::size_t frame = os_page_size();
   for (std::size_t f = 0; f < frames.size(); ++f) {
     if (!frames[f]) continue;
-    const std::size_t i = f / (ps_ / os);
-    std::byte* to = page_addr(pages[i]) + (f % (ps_ / os)) * os;
-    const int rc = uffd_copy(uffd_, to, slot(0) + f * os, os, 0);
+    const std::size_t i = f / (ps_ / frame);
+    std::byte* to = page_addr(pages[i]) + (f % (ps_ / frame)) * frame;
+    const int rc = uffd_copy(uffd_, to, slot(0) + f * frame, frame, 0);
     if (rc != 0 && rc != EEXIST) {
       std::fprintf(stderr, "pheap: pager %s: cannot reinstall page %zu: %s\n", name_.c_str(),
                    pages[i], std::strerror(rc));
     }
   }
-  ::madvise(slot(0), n * ps_, MADV_DONTNEED);  // the batch's slots are empty again at once
+  os::drop(slot(0), n * ps_);  // the batch's slots are empty again at once
 }
 
 }  // namespace pheap::paging

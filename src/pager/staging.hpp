@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 
 namespace pheap::paging {
 

@@ -1,20 +1,10 @@
 #include "pager/victim_cache.hpp"
 
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include <cstring>
 
-#include "pager/uffd.hpp"
-
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
+#include "pager/os/uffd.hpp"
 
 namespace pheap::paging {
 
@@ -56,28 +46,13 @@ bool victim_cache::open(int pagemap_fd, std::size_t page_size, std::size_t pages
   page_region r[2];
   const long n = pagemap_scan(pagemap_fd, m.data(), m.data() + os_page_size(), 0, 0,
                               page_is_present | page_is_pfnzero, r, 2, nullptr);
-  (void)::madvise(m.data(), os_page_size(), MADV_DONTNEED);
+  os::drop(m.data(), os_page_size());
   if (n != 1 || r[0].categories != (page_is_present | page_is_pfnzero)) return false;
   map_ = std::move(m);
   pagemap_fd_ = pagemap_fd;
-  pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0u));
-  if (pidfd_ >= 0) {  // does the kernel take MADV_FREE for the caller itself?
-    iovec probe{map_.data(), os_page_size()};
-    if (::syscall(SYS_process_madvise, pidfd_, &probe, 1, MADV_FREE, 0u) < 0) {
-      ::close(pidfd_);
-      pidfd_ = -1;
-    } else {  // and MADV_POPULATE_WRITE (prepare())? The probe's page is dropped after.
-      populate_ = ::syscall(SYS_process_madvise, pidfd_, &probe, 1, MADV_POPULATE_WRITE, 0u) ==
-                  static_cast<long>(os_page_size());
-      (void)::madvise(map_.data(), os_page_size(), MADV_DONTNEED);
-    }
-  }
+  advice_.open(map_.data());  // does the kernel take vectors of advice for the caller itself?
   ps_ = page_size;
   return true;
-}
-
-victim_cache::~victim_cache() {
-  if (pidfd_ >= 0) ::close(pidfd_);
 }
 
 bool victim_cache::wants(std::size_t page) const noexcept {
@@ -86,11 +61,11 @@ bool victim_cache::wants(std::size_t page) const noexcept {
 }
 
 void victim_cache::prepare(const std::size_t* pages, std::size_t n) noexcept {
-  if (!populate_) return;
+  if (!advice_.takes(os::vector_advice::populate_write)) return;
   // Mirror pages still present (lazily freed, not yet taken) are only walked; the ones the
   // kernel took are allocated, charged and zeroed here instead of in keep()'s fault.
   for_runs(map_.data(), ps_, pages, n, [&](const iovec* iov, std::size_t k, std::size_t) {
-    (void)::syscall(SYS_process_madvise, pidfd_, iov, k, MADV_POPULATE_WRITE, 0u);
+    (void)advice_.apply(iov, k, os::vector_advice::populate_write);
   });
 }
 
@@ -108,12 +83,10 @@ void victim_cache::give_back(const std::size_t* pages, std::size_t n, std::size_
   // not free is dropped (MADV_DONTNEED): a copy the kernel cannot take back would be memory
   // outside every bound, and a dropped copy is only a miss (take() sees it gone).
   for_runs(map_.data(), ps_, pages, n, [&](const iovec* iov, std::size_t k, std::size_t bytes) {
-    const long r = pidfd_ >= 0 ? ::syscall(SYS_process_madvise, pidfd_, iov, k, MADV_FREE, 0u) : -1;
+    const long r = advice_.apply(iov, k, os::vector_advice::lazy_free);
     if (r < 0 || static_cast<std::size_t>(r) != bytes) {
       for (std::size_t i = 0; i < k; ++i) {
-        if (::madvise(iov[i].iov_base, iov[i].iov_len, MADV_FREE) != 0) {
-          (void)::madvise(iov[i].iov_base, iov[i].iov_len, MADV_DONTNEED);
-        }
+        if (os::free_lazily(iov[i].iov_base, iov[i].iov_len) != 0) os::drop(iov[i].iov_base, iov[i].iov_len);
       }
     }
   });
@@ -161,7 +134,7 @@ void victim_cache::came_back(std::size_t page) noexcept {
       return;
     }
   }
-  (void)::madvise(const_cast<std::byte*>(m), ps_, MADV_DONTNEED);
+  os::drop(const_cast<std::byte*>(m), ps_);
 }
 
 void victim_cache::drop_taken() noexcept {
@@ -176,14 +149,14 @@ void victim_cache::drop_taken() noexcept {
   if (n == 0) return;
   iovec iov[kPendingDrops];
   for (std::size_t i = 0; i < n; ++i) iov[i] = {mirror(pages[i]), ps_};
-  const long r = pidfd_ >= 0 ? ::syscall(SYS_process_madvise, pidfd_, iov, n, MADV_DONTNEED, 0u) : -1;
+  const long r = advice_.apply(iov, n, os::vector_advice::dontneed);
   if (r < 0 || static_cast<std::size_t>(r) != n * ps_) {
-    for (std::size_t i = 0; i < n; ++i) (void)::madvise(iov[i].iov_base, ps_, MADV_DONTNEED);
+    for (std::size_t i = 0; i < n; ++i) os::drop(iov[i].iov_base, ps_);
   }
 }
 
 void victim_cache::drop_for_test(std::size_t first, std::size_t count) const noexcept {
-  if (map_.p) (void)::madvise(mirror(first), count * ps_, MADV_PAGEOUT);
+  if (map_.p) os::page_out(mirror(first), count * ps_);
 }
 
 }  // namespace pheap::paging

@@ -74,7 +74,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "pager/anon_map.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/lock_rank.hpp"
 
 namespace pheap::paging {
@@ -82,7 +82,6 @@ namespace pheap::paging {
 class victim_cache {
  public:
   victim_cache() = default;
-  ~victim_cache();
   victim_cache(const victim_cache&) = delete;
   victim_cache& operator=(const victim_cache&) = delete;
   // Maps the mirror of a region of `pages` pages of `page_size` bytes (address space only).
@@ -142,8 +141,9 @@ class victim_cache {
 
   anon_map map_;
   int pagemap_fd_ = -1;
-  int pidfd_ = -1;  // this process, for process_madvise (-1: madvise per run)
-  bool populate_ = false;  // process_madvise takes MADV_POPULATE_WRITE (prepare())
+  // process_madvise for this process (without: madvise per run); whether it takes
+  // MADV_POPULATE_WRITE decides prepare().
+  os::vector_advice advice_;
   std::size_t ps_ = 0;
 };
 

@@ -16,7 +16,7 @@
 
 #include "common/test_util.hpp"
 #include "mem_store.hpp"
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 #include "pheap/error.hpp"
 #include "pheap/io.hpp"
 #include "pheap/pager.hpp"

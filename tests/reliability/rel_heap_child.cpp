@@ -78,7 +78,7 @@
 
 #include "pheap/container.hpp"
 #include "pheap/pheap.hpp"
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 #include "reliability/heap_mix_workload.hpp"
 #include "support/fault_engine.hpp"
 

@@ -1,4 +1,4 @@
-#include "pager/uffd.hpp"
+#include "pager/os/uffd.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -76,6 +76,14 @@ void uffd_api(int fd, std::uint64_t features, const std::string& what) {
   }
 }
 
+long uffd_read_events(int fd, uffd_msg* out, std::size_t cap) noexcept {
+  const ssize_t n = ::read(fd, out, cap * sizeof(uffd_msg));
+  if (n < 0) return errno == EAGAIN ? 0 : -errno;
+  return static_cast<long>(static_cast<std::size_t>(n) / sizeof(uffd_msg));
+}
+
+int open_pagemap() noexcept { return ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC); }
+
 const uffd_features& probe_features(const std::string& what) {
   static uffd_features f;
   static std::once_flag once;
@@ -98,7 +106,7 @@ const uffd_features& probe_features(const std::string& what) {
       f.move = (api.features & feat_move) != 0;
       f.poison = (api.features & feat_poison) != 0;
       f.wp_unpopulated = (api.features & feat_wp_unpopulated) != 0;
-      const int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+      const int pm = open_pagemap();
       if (pm >= 0) {
         page_region r1{};
         std::uint64_t we = 0;

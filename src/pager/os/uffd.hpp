@@ -1,5 +1,6 @@
-// src/pager/uffd.hpp — the pager's OS boundary: userfaultfd acquisition, feature detection,
-// the resolution ioctls and PAGEMAP_SCAN.
+// src/pager/os/uffd.hpp — the pager's OS layer, userfaultfd: acquisition, feature detection,
+// reading its events, the resolution ioctls and PAGEMAP_SCAN on /proc/self/pagemap (see
+// memory.hpp for what the OS layer is).
 //
 // The build host's <linux/userfaultfd.h> is 6.1; everything newer (MOVE, POISON, WP_ASYNC,
 // WP_UNPOPULATED, PAGEMAP_SCAN) is defined here under pheap-local names and detected at run
@@ -112,6 +113,13 @@ const uffd_features& probe_features(const std::string& what);
 
 // UFFDIO_API on `fd` requesting exactly `features`. Throws errc::unavailable on refusal.
 void uffd_api(int fd, std::uint64_t features, const std::string& what);
+
+// Reads up to `cap` queued events from the (non-blocking) descriptor: their number, 0 when
+// none is queued (-EAGAIN), or -errno.
+long uffd_read_events(int fd, uffd_msg* out, std::size_t cap) noexcept;
+
+// /proc/self/pagemap opened read-only (close-on-exec), for pagemap_scan; -1 with errno set.
+int open_pagemap() noexcept;
 
 // UFFDIO_REGISTER; returns the ioctls bitmask. Throws errc::unavailable/io.
 std::uint64_t uffd_register(int fd, void* addr, std::size_t len, std::uint64_t mode,
