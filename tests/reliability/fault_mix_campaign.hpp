@@ -142,7 +142,8 @@ class mix_tracker {
   }
 
   // Opens `ds` read-only and checks it against the reference. An unacknowledged creation may
-  // have left nothing, or a directory that is not (yet) a datastore: it is removed then.
+  // have left nothing, or a datastore whose workload is not initialised yet; a directory that
+  // is not a datastore is a problem (creation publishes only complete datastores).
   void verify(const std::string& ds, std::vector<problem>& out, const std::string& tool = "") {
     namespace fs = std::filesystem;
     if (!fs::exists(ds)) {
@@ -176,6 +177,12 @@ class mix_tracker {
       if (!problems.empty()) out.push_back({"manager::check(): " + problems.front(), false});
     } catch (const error& e) {
       if (W < 0 && (e.code() == errc::not_a_datastore || e.code() == errc::not_found)) {
+        // A creation publishes a complete datastore or nothing (sparse_store/FORMAT.md,
+        // "Creation with content"): a directory that is not one is a broken creation, not an
+        // unacknowledged one. (Removed, so that the campaign goes on with a new creation.)
+        out.push_back({"a killed creation left " + ds + ", which is not a datastore (" +
+                           to_string(e.code()) + ": " + e.what() + ")",
+                       false});
         std::error_code ec;
         fs::remove_all(ds, ec);
         return;
