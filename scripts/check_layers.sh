@@ -221,7 +221,8 @@ os_calls_allowed() {
   return 1
 }
 
-os_calls='(^|[^[:alnum:]_.>:])::(ioctl|madvise|process_madvise|mmap|munmap|mremap|mprotect|syscall|eventfd|epoll_create1|epoll_ctl|epoll_wait|poll)[[:space:]]*\('
+os_calls='(^|[^[:alnum:]_.>:])(::)?(ioctl|madvise|process_madvise|mmap|munmap|mremap|mprotect|syscall|eventfd|epoll_create1|epoll_ctl|epoll_wait)[[:space:]]*\('
+os_calls+='|(^|[^[:alnum:]_.>:])::poll[[:space:]]*\('
 # In the pager, reads, opens and locks of descriptors too: the uffd's events, /proc and cgroup
 # files, the limit pool's shared file. (The store's flock of its lock files is its protocol,
 # sparse_store/FORMAT.md, and stays beside it.)

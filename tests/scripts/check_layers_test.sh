@@ -58,7 +58,7 @@ grep -q "no system call on memory or descriptors outside an OS layer" <<<"$out" 
   fail "no OS-layer summary: $out"
 
 for spot in 'src/heap/bad.cpp|::madvise(p, n, 4);' 'src/heap/bad.cpp|(void)::ioctl(fd, 1, &a);' \
-  'src/heap/bad.cpp|::syscall(SYS_futex, 0);' 'src/heap/bad.cpp|p = ::mmap(nullptr, n, 3, 34, -1, 0);' \
+  'src/heap/bad.cpp|::syscall(SYS_futex, 0);' 'src/heap/bad.cpp|madvise(p, n, 4);' 'src/heap/bad.cpp|p = ::mmap(nullptr, n, 3, 34, -1, 0);' \
   'graph/src/bad.cpp|int e = ::eventfd(0, 0);' 'src/pager/bad.cpp|(void)::read(fd, b, n);' \
   'src/pager/bad.cpp|(void)::open("/proc/self/pagemap", 0);'; do
   file=${spot%%|*} call=${spot#*|}

@@ -32,7 +32,7 @@ anon_map::anon_map(std::size_t bytes, bool dontfork) : len(bytes) {
 }
 
 void anon_map::release_memory() const noexcept {
-  if (p) (void)::madvise(p, len, MADV_DONTNEED);
+  if (p) os::drop(p, len);
 }
 
 anon_map::~anon_map() {
