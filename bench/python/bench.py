@@ -37,8 +37,9 @@ import numpy, pheap
 t1 = time.perf_counter()
 g = pheap.graph.open(sys.argv[1])
 d = g.degrees()
+total = int(d.sum())  # inside the clock: a view of the heap counts only once its bytes are read
 t2 = time.perf_counter()
-print(t2 - t1, int(d.sum()))
+print(t2 - t1, total)
 """
 
 TIMED_BFS = """

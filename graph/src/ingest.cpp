@@ -14,6 +14,7 @@
 //                         flush_if_due, report_progress
 //                       a bad line of a strict reader: flush what precedes it, throw it
 //   finish_job          end_job (mark the job finished; shared with the distributed engine),
+//                       ingest_options::on_finish (the caller's last writes of the job),
 //                       flush, report
 // A throw from the insertion leaves a partly inserted batch behind: the caller must not flush.
 #include <pheap/graph/ingest.hpp>
@@ -244,6 +245,7 @@ class ingest_run {
 
   void finish_job() {
     end_job(t_, c_, fp_, inputs_.size());
+    if (opt_.on_finish) opt_.on_finish();
     flush_now();
     pr().edges = c_.edges;
     report_progress();

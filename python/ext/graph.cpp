@@ -3,6 +3,7 @@
 #include <pheap/crc32c.hpp>
 #include <pheap/fault_guard.hpp>
 #include <pheap/graph/algorithms.hpp>
+#include <pheap/graph/degree_index.hpp>
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/store.hpp>
 
@@ -123,8 +124,8 @@ class graph_handle {
     return read([](const auto& g) { return g.num_arcs(); });
   }
 
-  nb::object vertices() { return owned_array(degrees_cache().ids); }
-  nb::object degrees() { return owned_array(degrees_cache().degrees); }
+  nb::object vertices() { return degree_array(&pg::persistent_degree_index::ids, &cached_degrees::ids); }
+  nb::object degrees() { return degree_array(&pg::persistent_degree_index::degrees, &cached_degrees::degrees); }
 
   nb::object neighbors(std::uint64_t v) {
     shared_guard g(*s_);
@@ -218,6 +219,35 @@ class graph_handle {
   }
 
  private:
+  // vertices() and degrees(): a read-only view of the graph's degree index when it describes
+  // the graph as it is (pheap/graph/degree_index.hpp: what the last ingestion job left), read
+  // in before it is returned (one sequential request); else an array of a walk of the graph,
+  // computed once per handle until add_edges.
+  template <class IndexField, class CacheField>
+  nb::object degree_array(IndexField index_field, CacheField cache_field) {
+    {
+      shared_guard sg(*s_);
+      pheap::manager& m = s_->manager();
+      nb::object view = pg::visit_graph(m, name_, [&](auto& gr) -> nb::object {
+        const pg::persistent_degree_index* idx =
+            pheap::guard_faults([&] { return pg::find_degree_index(m, name_, std::as_const(gr)); });
+        if (idx == nullptr) return nb::none();
+        const auto& v = idx->*index_field;
+        static const std::uint64_t empty = 0;
+        const std::uint64_t* data = v.empty() ? &empty : &*v.data();
+        const std::size_t n = v.size();
+        {
+          nb::gil_scoped_release nogil;
+          s_->touch(data, n * sizeof(std::uint64_t));
+        }
+        const void* key = &gr;  // the graph's key, as neighbors(): add_edges rewrites the index
+        return u64_array(data, {n}, view_owner(s_, key)).cast();
+      });
+      if (!view.is_none()) return view;
+    }
+    return owned_array(degrees_cache().*cache_field);
+  }
+
   const cached_degrees& degrees_cache() {
     if (cache_.ids) return cache_;
     std::vector<std::uint64_t> ids, deg;
@@ -236,9 +266,8 @@ class graph_handle {
   // Every vertex and its out-degree, ids ascending. The banks are walked by kWalkers threads
   // at once, each under a fault guard of its own: a cold open reads the hash nodes from the
   // store, one page per fault, and faults of different threads are filled at the same time
-  // (the store's device answers many reads in flight far faster than one after another).
-  // Dense id ranges (max id < 4n + 4096, as R-MAT's) are then placed by id in one pass; others
-  // sorted.
+  // (the store's device answers many reads in flight far faster than one after another),
+  // then ordered by id (pheap::graph::order_by_vertex).
   static constexpr unsigned kWalkers = 16;
   template <class G>
   static void sorted_degrees(const pheap::manager& m, const G& g, std::vector<std::uint64_t>& ids,
@@ -282,36 +311,7 @@ class graph_handle {
     for (const auto& e : failed) {
       if (e) std::rethrow_exception(e);
     }
-    std::size_t n = 0;
-    std::uint64_t max_id = 0;
-    for (const auto& p : part) {
-      n += p.size();
-      for (const auto& [u, d] : p) max_id = std::max(max_id, u);
-    }
-    ids.resize(n);
-    deg.resize(n);
-    if (n != 0 && max_id < 4 * n + 4096) {
-      constexpr std::uint64_t none = ~std::uint64_t{0};
-      std::vector<std::uint64_t> by_id(max_id + 1, none);
-      for (const auto& p : part) {
-        for (const auto& [u, d] : p) by_id[u] = d;
-      }
-      std::size_t k = 0;
-      for (std::uint64_t u = 0; u <= max_id; ++u) {
-        if (by_id[u] == none) continue;
-        ids[k] = u;
-        deg[k++] = by_id[u];
-      }
-    } else {
-      pairs all;
-      all.reserve(n);
-      for (auto& p : part) all.insert(all.end(), p.begin(), p.end());
-      std::sort(all.begin(), all.end());
-      for (std::size_t i = 0; i < n; ++i) {
-        ids[i] = all[i].first;
-        deg[i] = all[i].second;
-      }
-    }
+    pg::order_by_vertex(part, ids, deg);
   }
 
   store_ptr s_;
@@ -465,6 +465,7 @@ nb::dict graph_handle::add_edges(nb::handle src, nb::handle dst, nb::handle weig
             }
           }
           pg::detail::end_job(t, c, fp, 1);
+          pg::refresh_degree_index(m, name_, g);  // committed with the job's end (degree_index.hpp)
           rep.final.edges = c.edges;
           rep.final.watermark = m.flush();
           ++rep.flushes;
@@ -506,8 +507,13 @@ void register_graph(nb::module_& parent) {
       .def_prop_ro("watermark", &graph_handle::watermark, "The datastore's last watermark (epoch).")
       .def_prop_ro("num_vertices", &graph_handle::num_vertices, "Vertices (keys of the adjacency).")
       .def_prop_ro("num_arcs", &graph_handle::num_arcs, "Stored adjacency entries (2 per undirected edge).")
-      .def("vertices", &graph_handle::vertices, "Every vertex id, ascending (uint64, read-only).")
-      .def("degrees", &graph_handle::degrees, "The out-degree of each vertex of vertices() (uint64).")
+      .def("vertices", &graph_handle::vertices,
+           "Every vertex id, ascending (uint64, read-only). A view into the heap when the graph's\n"
+           "degree index is current (the last ingestion job or add_edges wrote it and nothing was\n"
+           "inserted since); else an array made by one walk of the graph.")
+      .def("degrees", &graph_handle::degrees,
+           "The out-degree of each vertex of vertices() (uint64, read-only; a view into the heap\n"
+           "like vertices() when the degree index is current).")
       .def("neighbors", &graph_handle::neighbors, "v"_a,
            "v's adjacency as a read-only view into the heap (uint64 ids in stored order); for\n"
            "weighted graphs (dst, weight). KeyError if v is not a vertex.")

@@ -139,3 +139,42 @@ def test_a_read_only_open_beside_a_cpp_writer_is_refused_as_locked_naming_it(sma
     assert w.returncode == 0
     with pheap.graph.open(ds) as g:  # once it is gone
         assert g.num_vertices > 0
+
+
+def test_degrees_are_heap_views_of_the_index_each_job_leaves_and_a_walk_when_a_job_stopped_early(tmp_path, tools):
+    edges = tmp_path / "edges.txt"
+    run(tools["pheap-graph"], "generate", "--scale", "9", "--output", edges, "-q")
+    ds = str(tmp_path / "g")
+    run(tools["pheap-graph"], "ingest", "--datastore", ds, "--undirected", "-q", edges)
+    with pheap.open(ds, read_only=True) as d:
+        assert "graph.degrees" in d.names()
+    with pheap.graph.open(ds, read_only=False) as g:
+        deg = g.degrees()
+        # A view into the heap is an export: add_edges (which rewrites the index) refuses while it lives.
+        with pytest.raises(BufferError):
+            g.add_edges([1], [2])
+        del deg
+        g.add_edges(np.array([1, 1 << 40]), np.array([1 << 40, 5]))
+        ids, deg = g.vertices(), g.degrees()
+        assert int(ids[-1]) == 1 << 40 and int(deg[-1]) == 2  # the job's end rewrote the index
+        with pytest.raises(BufferError):
+            g.add_edges([3], [4])
+        del ids, deg
+        arcs = g.num_arcs
+    # A job that stops at a bad line commits the edges before it, not its end: the index of the
+    # last job describes another graph, and degrees() walks the graph instead.
+    bad = tmp_path / "bad.txt"
+    bad.write_text("7 8\n8 9\nnot an edge\n")
+    p = subprocess.run([tools["pheap-graph"], "ingest", "--datastore", ds, "--undirected", "-q", str(bad)],
+                       capture_output=True, text=True)
+    assert p.returncode != 0, p.stdout
+    stats = tool_json(tools["pheap-graph"], "stats", "--datastore", ds, "--degrees", "--json")
+    assert stats["arcs"] == arcs + 4, "the two edges before the bad line are committed"
+    with pheap.graph.open(ds, read_only=False) as g:
+        ids, deg = g.vertices(), g.degrees()
+        assert len(ids) == stats["vertices"] and int(deg.sum()) == stats["arcs"]
+        values, counts = np.unique(deg, return_counts=True)
+        assert {int(d): int(c) for d, c in zip(values, counts)} == {
+            e["degree"]: e["count"] for e in stats["degree_distribution"]}
+        g.add_edges([3], [4], abandon_incomplete=True)  # a walk's arrays are copies: no view holds the heap
+        del ids, deg

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <pheap/fault_guard.hpp>
+#include <pheap/graph/degree_index.hpp>
 #include <pheap/graph/edge_io.hpp>
 #include <pheap/graph/ingest.hpp>
 #include <pheap/graph/store.hpp>
@@ -175,6 +176,8 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
                   tool_support::human_count(static_cast<double>(p.edges)) + " edges, " +
                   (p.watermark ? "watermark " + std::to_string(p.watermark) : "no watermark yet"));
   };
+  // The watermark that ends the job also holds the graph's degree index (degree_index.hpp).
+  o.on_finish = [&] { pg::refresh_degree_index(m, a.name, g); };
   pg::input_check& check = *pg::find_input_check(m, a.name);  // open_or_create_graph made it
   pg::ingest_report r;
   try {

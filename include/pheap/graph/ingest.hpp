@@ -146,6 +146,13 @@ struct ingest_options {
   // (grouped_insert.hpp, "Errors").
   prefetch_fn prefetch;
   std::size_t prefetch_window_bytes = grouped_insert_options::default_window;
+  // Called once at the end of a job that ran (not for one already done), after the job is
+  // recorded finished and before the job's last flush, with no insertion running: what it
+  // writes to the heap is committed by the watermark that ends the job (pheap-graph and the
+  // Python package: the degree index, pheap/graph/degree_index.hpp). A throw from it is a throw
+  // from ingest() (the caller must not flush); the job's end is then not committed and a
+  // rerun finishes it again.
+  std::function<void()> on_finish;
 };
 
 struct ingest_progress {
