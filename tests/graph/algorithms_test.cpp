@@ -101,6 +101,28 @@ TEST(GraphAlgorithms, BfsLevelsEqualReferenceAndParentsAreValid) {
   }
 }
 
+TEST(GraphAlgorithms, TheVertexIndexMapsEveryIdToItsRankAndOtherIdsToUnreachedWhetherIdsAreDenseOrNot) {
+  for (const named_graph& ng : graphs()) {
+    SCOPED_TRACE(ng.name);
+    const G g = build(ng);
+    const vertex_index ix = build_index(g);
+    ASSERT_EQ(ix.ids.size(), g.num_vertices());
+    ASSERT_TRUE(std::is_sorted(ix.ids.begin(), ix.ids.end()));
+    EXPECT_EQ(ix.is_dense, ix.ids.back() < 4 * ix.ids.size() + 4096);
+    std::set<std::uint64_t> present(ix.ids.begin(), ix.ids.end());
+    for (std::uint64_t i = 0; i < ix.ids.size(); ++i) EXPECT_EQ(ix.index_of(ix.ids[i]), i);
+    for (std::uint64_t id : {std::uint64_t{6}, std::uint64_t{8}, std::uint64_t{199}, std::uint64_t{4095},
+                             ix.ids.back() + 1, std::uint64_t{1} << 40, ~std::uint64_t{0} - 2}) {
+      if (present.count(id) == 0) {
+        EXPECT_EQ(ix.index_of(id), kUnreached) << id;
+      }
+    }
+  }
+  const std::vector<named_graph> gs = graphs();
+  EXPECT_TRUE(build_index(build(gs[0])).is_dense) << "a path 1..5";
+  EXPECT_FALSE(build_index(build(gs[4])).is_dense) << "huge ids";
+}
+
 TEST(GraphAlgorithms, BfsFromUnknownSourceThrows) {
   G g(false, 4, {});
   g.insert(1, 2);
