@@ -117,9 +117,10 @@ struct pager_options {
   //    wp_async (the kernel's write-protect resolution), seen at times under wp_sync too. The
   //    data stays correct; the page stays split until it is evicted (it is then dropped, not
   //    recycled: huge_evicted_split), and the next huge fill of that page can be refused (the
-  //    split left a page table behind) and fall back to 4 KiB (huge_fallback_move).
+  //    split may leave a page table behind) and fall back to 4 KiB (huge_fallback_move).
   //    Re-promotion of split pages is not implemented.
-  //  * The pool holds a few huge pages outside the buffer (at most 8 pages' worth).
+  //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
+  //    pheap's own memory; huge_pool_blocks says how many it holds now.
   huge_pages_mode huge_pages = huge_pages_mode::off;
   bool debug = false;  // stderr: a line at construction (the buffer and its source), the statistics at close
 

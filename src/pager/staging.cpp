@@ -63,6 +63,7 @@ void staging::drop(std::size_t n) noexcept {
 
 void staging::recycle(std::size_t n) noexcept {
   if (pagemap_fd_ < 0) return;  // cannot tell a huge page from 512 small ones: drop them all
+  bool full = false;
   for (std::size_t k = 0; k < n; ++k) {
     // Only a slot still mapped by one PMD entry: a page whose mapping a write split (wp_async,
     // pheap/pager_options.hpp) would move as 512 small pages, and a fill from that block would
@@ -71,11 +72,19 @@ void staging::recycle(std::size_t n) noexcept {
     const long r = pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_huge | page_is_present, 0,
                                    [&](const page_region& reg) { huge += reg.end - reg.start; });
     if (r < 0 || huge != ps_) {
-      if (split_ && r == 0 && frames_present(slot(k))) split_->fetch_add(1, std::memory_order_relaxed);
+      std::size_t present = 0;
+      if (r == 0 && split_) {
+        (void)pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_present, 0,
+                              [&](const page_region& reg) { present += reg.end - reg.start; });
+      }
+      if (present > 0) split_->fetch_add(1, std::memory_order_relaxed);  // split, not empty
       continue;
     }
-    std::byte* b = pool_->take_empty();
-    if (!b) return;  // the pool is full (or cannot map): the rest is emptied as usual
+    std::byte* b = full ? nullptr : pool_->take_empty();
+    if (!b) {  // the pool is full (or cannot map): the rest is emptied as usual
+      full = true;
+      continue;
+    }
     std::size_t moved = 0;
     const int rc = uffd_move_whole(uffd_, b, slot(k), ps_, &moved);
     if (rc == 0 && moved == ps_) {
@@ -87,13 +96,6 @@ void staging::recycle(std::size_t n) noexcept {
       pool_->discard(b);  // half moved: the block's bytes are of no use, the slot's rest is dropped
     }
   }
-}
-
-bool staging::frames_present(const std::byte* s) const noexcept {
-  page_region one{};
-  std::uint64_t we = 0;
-  return pagemap_scan(pagemap_fd_, const_cast<std::byte*>(s), const_cast<std::byte*>(s) + ps_, 0,
-                      page_is_present, 0, &one, 1, &we) > 0;
 }
 
 void staging::empty_dropped() noexcept {

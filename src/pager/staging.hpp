@@ -98,7 +98,6 @@ class staging {
   void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
 
   void recycle(std::size_t n) noexcept;
-  bool frames_present(const std::byte* slot) const noexcept;  // any frame of a UPage at slot
 
   anon_map map_;
   huge_pool* pool_ = nullptr;  // huge: dropped slots' pages go here
