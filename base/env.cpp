@@ -20,13 +20,14 @@ namespace {
 
 // The choices of the word variables, in the order of the enums they spell (pheap::
 // dirty_tracking, io engine, backend_kind, mmap_advice_kind, victim_caching, fault_filling,
-// read_only_cache's on/off: to_string of each reads its names from here).
+// huge_pages_mode, read_only_cache's on/off: to_string of each reads its names from here).
 constexpr spelling kTracking[] = {{"automatic", "auto"}, {"wp_async"}, {"wp_sync"}, {"all_resident"}};
 constexpr spelling kEngine[] = {{"uring", "io_uring"}, {"posix"}};
 constexpr spelling kBackend[] = {{"uffd"}, {"mmap"}};
 constexpr spelling kAdvice[] = {{"normal"}, {"random"}};
 constexpr spelling kVictimCache[] = {{"automatic", "auto"}, {"on"}, {"off"}};
 constexpr spelling kFaultFill[] = {{"workers"}, {"faulting_thread"}, {"automatic"}};
+constexpr spelling kHugePages[] = {{"off"}, {"always"}};
 constexpr spelling kOnOff[] = {{"on"}, {"off"}};
 
 // The order of the rows is the order of `var` (checked below).
@@ -65,6 +66,10 @@ constexpr variable kTable[] = {
      .default_value = "workers",
      .meaning = "who fills a missing page: the fault workers, or the faulting thread itself (SIGBUS handler; system calls on missing pages then fail with EFAULT); automatic: the faulting thread unless tracking is wp_sync (graph datastores' default)",
      .words = kFaultFill},
+    {.id = var::huge_pages, .name = "PHEAP_HUGE_PAGES", .type = kind::word,
+     .default_value = "off",
+     .meaning = "always: map a region of 2 MiB (or larger) pages with 2 MiB page-table entries (a pool of transparent huge pages moved in whole); smaller pages and read-only opens stay at 4 KiB",
+     .words = kHugePages},
     {.id = var::read_only_cache, .name = "PHEAP_READ_ONLY_CACHE", .type = kind::word,
      .default_value = "on",
      .meaning = "read-only opens read segment data through the kernel's page cache, so the next job finds it in DRAM (off: O_DIRECT, the pager's buffer the only cache)",

@@ -48,6 +48,7 @@ enum class var : unsigned {
   mmap_advice,
   victim_cache,
   fault_fill,
+  huge_pages,
   read_only_cache,
   debug,
 };

@@ -76,6 +76,13 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
+//   * Huge pages (pager_options::huge_pages = always; off by default): on a writable region of
+//     2 MiB pages (or a multiple) each fill is a transparent huge page moved in whole, one PMD
+//     entry per 2 MiB, so a heap larger than the TLB's reach in 4 KiB entries walks fewer page
+//     tables. A huge fill counts as written (the next flush or eviction writes it whole), a write
+//     after a re-protect can split the mapping back into 4 KiB entries, and the pool of
+//     recycled huge pages is pheap's memory outside the buffer: pheap/pager_options.hpp lists
+//     the caveats, src/pager/huge_pool.hpp the design; pager_stats::huge_* count what happened.
 //   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread, or automatic
 //     where the tracking allows it; default workers, graph datastores automatic). The
 //     userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page raises

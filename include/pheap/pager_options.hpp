@@ -7,7 +7,7 @@
 // Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
 // README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
 // PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_VICTIM_CACHE,
-// PHEAP_FAULT_FILL, PHEAP_DEBUG.
+// PHEAP_FAULT_FILL, PHEAP_HUGE_PAGES, PHEAP_DEBUG.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,10 @@ const char* to_string(fault_filling f) noexcept;
 // Whether evicted pages are kept where the kernel may take them back (pager_options below).
 enum class victim_caching { automatic, on, off };
 const char* to_string(victim_caching v) noexcept;
+
+// Whether the region's pages are mapped with 2 MiB (PMD) entries (pager_options::huge_pages).
+enum class huge_pages_mode { off, always };
+const char* to_string(huge_pages_mode h) noexcept;
 
 struct pager_options {
   // Bytes of DRAM the region may hold, rounded down to whole pages, at most the capacity.
@@ -94,6 +98,30 @@ struct pager_options {
   // datastore's capacity (64 GiB by default): under an RLIMIT_AS below the capacity a
   // read-only open (`pheap check`, `pheap-graph stats`) works where a read-write one cannot.
   std::size_t read_only_map_bytes = 0;
+  // Huge pages (src/pager/huge_pool.hpp has the design). always: a region whose page size is
+  // 2 MiB or a multiple of it maps every fill with 2 MiB (PMD) entries, one TLB entry per
+  // 2 MiB instead of 512: the page is read into a recycled 2 MiB-aligned transparent huge page
+  // of a pool and moved into the region whole (UFFDIO_MOVE); eviction moves it out whole and
+  // recycles it. off (the default): 4 KiB entries, as before. auto (promotion of 4 KiB-filled
+  // ranges in the background) is not implemented yet.
+  // Caveats of always:
+  //  * It falls back to 4 KiB fills for the whole region, and says why in
+  //    pager_stats::huge_pages_why, on a page size below 2 MiB or not a multiple of it, a
+  //    read-only open (UFFDIO_MOVE needs a writable region), a kernel without UFFDIO_MOVE, or
+  //    transparent huge pages set to `never`; per page (counted in huge_fallback_*) when the
+  //    pool cannot get a huge page or the move is refused. The data is the same either way.
+  //  * A huge fill counts as a write: the next flush or eviction writes the whole page back,
+  //    even when it was only read (out of core, every eviction of a read page is a write).
+  //  * A write after the page was write-protected again (by a flush, or wp_async's write
+  //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries: always under
+  //    wp_async (the kernel's write-protect resolution), seen at times under wp_sync too. The
+  //    data stays correct; the page stays split until it is evicted (it is then dropped, not
+  //    recycled: huge_evicted_split), and the next huge fill of that page can be refused (the
+  //    split may leave a page table behind) and fall back to 4 KiB (huge_fallback_move).
+  //    Re-promotion of split pages is not implemented.
+  //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
+  //    pheap's own memory; huge_pool_blocks says how many it holds now.
+  huge_pages_mode huge_pages = huge_pages_mode::off;
   bool debug = false;  // stderr: a line at construction (the buffer and its source), the statistics at close
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or

@@ -80,6 +80,24 @@ struct pager_stats {
   // region, not yet let go) and waited for the evictor to let it go.
   std::uint64_t evict_waits = 0;
   bool victim_cache = false;       // the victim cache is on
+  // Huge pages (pheap/pager_options.hpp huge_pages, src/pager/huge_pool.hpp). huge_pages: in
+  // force (always asked, and the region, kernel and THP allow it); huge_pages_why: why not,
+  // when asked ("" otherwise).
+  bool huge_pages = false;
+  std::string huge_pages_why;
+  std::uint64_t huge_fills = 0;  // pages filled by moving a whole huge page in (PMD-mapped)
+  // Fills at 4 KiB although huge pages were asked for: every fill of a region that cannot
+  // have them (huge_pages_why), and per page those below.
+  std::uint64_t huge_fallback_fills = 0;
+  std::uint64_t huge_fallback_no_block = 0;  // the pool could not get a huge page
+  std::uint64_t huge_fallback_move = 0;      // UFFDIO_MOVE refused (a 4 KiB page was present)
+  std::uint64_t huge_evictions = 0;   // pages of a huge region evicted
+  std::uint64_t huge_recycled = 0;    // of which moved whole into the pool for the next fill
+  // Of which found split into 4 KiB entries (written after a flush or the evictor's write scan
+  // re-protected them): dropped, not recycled.
+  std::uint64_t huge_evicted_split = 0;
+  std::uint64_t huge_fresh = 0;       // fresh huge pages the pool made (each ~0.2 ms CPU)
+  std::uint64_t huge_pool_blocks = 0; // huge pages waiting in the pool now
   std::uint64_t dirty_pages_written = 0;  // by flushes
   std::uint64_t bytes_written = 0;        // eviction + flush
   std::uint64_t flushes = 0;

@@ -49,7 +49,9 @@ void copy_out(std::byte* dst, const std::byte* src, std::size_t len) {
 }  // namespace
 
 void dirty_tracker::open_staging() {
-  staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, 0, core_.name);
+  // Huge: 2 MiB-aligned and MADV_HUGEPAGE, so that a retake keeps the page's mapping whole.
+  staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, 0, core_.name,
+                core_.huge_on ? &core_.huge : nullptr, false);
 }
 
 void dirty_tracker::written_bitmap(std::size_t first, std::size_t count, std::vector<bool>& out) {

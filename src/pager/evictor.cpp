@@ -157,8 +157,11 @@ std::size_t evictor::evict_batch(std::size_t want) {
 
 void evictor::map_buffers(bool move) {
   if (move) {
+    // Huge: the staging range keeps the victims' 2 MiB mappings whole, and its dropped slots
+    // give their huge pages to the pool for the next fills (huge_pool.hpp).
     staging_.open(core_.uffd, core_.pagemap_fd, core_.base, core_.ps, batch_pages_, retain_pages(),
-                  core_.name);
+                  core_.name, core_.huge_on ? &core_.huge : nullptr);
+    staging_.count_recycled(&core_.c.huge_recycled, &core_.c.huge_evicted_split);
   }
   bounce_ = anon_map(batch_pages_ * core_.ps, true);
 }
@@ -378,6 +381,7 @@ std::size_t evictor::drop_victims(const victim_batch& v) {
   for (std::size_t i = 0; i < n; ++i) finish_eviction(v.pages[i], kept[i] ? ps::kept : 0);
   core_.budget.release(n);
   core_.c.evictions.fetch_add(n, std::memory_order_relaxed);
+  if (core_.huge_on) core_.c.huge_evictions.fetch_add(n, std::memory_order_relaxed);
   core_.c.evict_runs.fetch_add(runs_of(v.pages), std::memory_order_relaxed);
   return n;
 }
@@ -572,6 +576,7 @@ std::size_t evictor::count_evictions(const victim_batch& v) {
     if (v.moved[i]) pages.push_back(v.pages[i]);
   }
   core_.c.evictions.fetch_add(pages.size(), std::memory_order_relaxed);
+  if (core_.huge_on) core_.c.huge_evictions.fetch_add(pages.size(), std::memory_order_relaxed);
   core_.c.evict_runs.fetch_add(runs_of(pages), std::memory_order_relaxed);
   return pages.size();
 }

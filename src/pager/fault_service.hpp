@@ -93,6 +93,13 @@ class fault_service {
   // Read fills of claimed pages[0..n) (consecutive pages whose bytes are consecutive in
   // memory from src) with one UFFDIO_COPY; page by page (install_fill) if it fails.
   void install_run(const std::size_t* pages, const std::byte* src, std::size_t n);
+  // Huge pages in force (huge_pool.hpp): each page read into a pool block and moved in whole
+  // (install_huge); a page whose block cannot be had is filled at 4 KiB (fill_small).
+  void fill_huge(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                 std::uint32_t tid, std::byte* bounce);
+  void install_huge(std::size_t p, std::byte* block);
+  void fill_small(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                  std::uint32_t tid, std::byte* bounce);
   // Zero fills of the claimed pages pages[i..j) (consecutive, not the faulting page's write)
   // with one UFFDIO_COPY; page by page (install_fill) if it fails.
   void install_zero_run(const std::size_t* pages, std::size_t n);

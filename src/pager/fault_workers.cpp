@@ -479,6 +479,83 @@ void fault_service::wake_prefetch_if_waiting() {
 
 void fault_service::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
+  if (core_.huge_on) {
+    fill_huge(pages, n, write, fault, tid, bounce);
+  } else {
+    // Asked for but not possible here (pager_stats::huge_pages_why): counted as fallbacks.
+    if (core_.huge_asked) core_.c.huge_fallback_fills.fetch_add(n, std::memory_order_relaxed);
+    fill_small(pages, n, write, fault, tid, bounce);
+  }
+  core_.budget.note_peak();
+}
+
+// Huge fills (huge_pool.hpp): one page at a time, each read straight into a pool block (every
+// byte of it: the store's page, the victim cache's or the write-back's copy, or zeros) and
+// moved into the region whole, so that it is one PMD mapping. A huge fill is installed dirty
+// whatever the access: the moved page carries no write-protection, so a wp_sync fault would
+// never see its first write (and wp_async's scan reports it written anyway); the next flush
+// or eviction writes it whole (pheap/pager_options.hpp, caveats).
+void fault_service::fill_huge(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                              std::uint32_t tid, std::byte* bounce) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool faulted = fault && i == 0;
+    std::byte* block = core_.huge.take_full();
+    if (!block) {
+      core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
+      core_.c.huge_fallback_no_block.fetch_add(1, std::memory_order_relaxed);
+      fill_small(pages + i, 1, write && i == 0, faulted, tid, bounce);
+      continue;
+    }
+    const std::vector<const std::byte*> src = read_fills(pages + i, 1, faulted, tid, block);
+    if (src[0] == nullptr) {  // the read failed: poisoned (the fault's page) or forgotten
+      core_.huge.give_full(block);
+      if (!faulted) forget_fill(pages[i]);
+      continue;
+    }
+    if (src[0] == core_.zero.data()) {
+      std::memset(block, 0, core_.ps);  // a recycled block holds an older page's bytes
+      core_.c.zero_fills.fetch_add(1, std::memory_order_relaxed);
+    }
+    install_huge(pages[i], block);
+  }
+}
+
+void fault_service::install_huge(std::size_t p, std::byte* block) {
+  // Counted before the move, which wakes the faulting thread (it may read the statistics at
+  // once); taken back if the move is refused.
+  core_.c.huge_fills.fetch_add(1, std::memory_order_relaxed);
+  std::size_t moved = 0;
+  const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved);
+  if (rc == 0) {
+    core_.huge.give_empty(block);
+  } else {
+    // Refused (a 4 KiB page present at the destination), or stopped half-way: the rest of
+    // the page by 4 KiB copies, frame by frame (a frame present already is left as it is).
+    core_.c.huge_fills.fetch_sub(1, std::memory_order_relaxed);
+    core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
+    core_.c.huge_fallback_move.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t frame = os_page_size();
+    for (std::size_t off = moved / frame * frame; off < core_.ps; off += frame) {
+      const int r = uffd_copy(core_.uffd, core_.page_addr(p) + off, block + off, frame, 0);
+      if (r != 0 && r != EEXIST) {
+        std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu (+%zu): %s\n",
+                     core_.name.c_str(), p, off, std::strerror(r));
+      }
+    }
+    if (moved == 0) {
+      core_.huge.give_full(block);  // still holds its whole page
+    } else {
+      core_.huge.discard(block);
+    }
+  }
+  core_.table.install(p, ps::ref | ps::dirty);
+  core_.clock.publish(p);  // C1
+  core_.wake_page(p);  // the copies woke their frames' faults; a fault on another frame too
+  core_.wake_fill_sleepers(p);
+}
+
+void fault_service::fill_small(const std::size_t* pages, std::size_t n, bool write, bool fault,
+                               std::uint32_t tid, std::byte* bounce) {
   const std::vector<const std::byte*> src = read_fills(pages, n, fault, tid, bounce);
   for (std::size_t i = 0; i < n;) {
     // Zero fills of consecutive pages (a fault's zero-ahead, not its own write) in one ioctl.
@@ -510,7 +587,6 @@ void fault_service::fill_pages(const std::size_t* pages, std::size_t n, bool wri
     }  // else: the faulting page, poisoned by read_fills
     ++i;
   }
-  core_.budget.note_peak();
 }
 
 std::vector<const std::byte*> fault_service::read_fills(const std::size_t* pages, std::size_t n,

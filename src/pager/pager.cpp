@@ -40,6 +40,10 @@ const char* to_string(victim_caching v) noexcept {
   return env::name_of_choice(env::var::victim_cache, static_cast<unsigned>(v));
 }
 
+const char* to_string(huge_pages_mode h) noexcept {
+  return env::name_of_choice(env::var::huge_pages, static_cast<unsigned>(h));
+}
+
 // ---- options ----------------------------------------------------------------------------------
 namespace {
 
@@ -79,6 +83,7 @@ pager_options pager_options::from_env(pager_options base) {
   if (auto i = env::choice(var::dirty_tracking)) base.tracking = static_cast<dirty_tracking>(*i);
   if (auto i = env::choice(var::victim_cache)) base.victim_cache = static_cast<victim_caching>(*i);
   if (auto i = env::choice(var::fault_fill)) base.fault_fill = static_cast<fault_filling>(*i);
+  if (auto i = env::choice(var::huge_pages)) base.huge_pages = static_cast<huge_pages_mode>(*i);
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
   if (auto v = env::count(var::debug)) base.debug = *v == 1;
@@ -102,6 +107,11 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
      << " retakes " << s.flush_retakes << " after write-back " << s.flush_write_back_waits
+     << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
+     << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
+     << s.huge_fallback_move << ") evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
+     << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks
+     << (s.huge_pages_why.empty() ? "" : " (" + s.huge_pages_why + ")")
      << " | written " << s.bytes_written << " B"
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
@@ -185,6 +195,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
   fill_asked_ = opt.fault_fill;  // thread_fill is resolved with the tracking (choose_tracking)
+  core_.huge_asked = opt.huge_pages == huge_pages_mode::always;  // resolved by choose_tracking
   faults_.configure(opt.read_ahead);
   choose_buffer(opt, limit, clamped);
   faults_.bound_queue(core_.budget.pages());
@@ -343,7 +354,8 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 // samples cover it.)
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
   return (flusher_.batch_pages() + evictor_.batch_pages() + evictor_.retain_pages() +
-          fault_threads_ * faults_.worker_bounce_pages() + faults_.zero_ahead_pages()) *
+          fault_threads_ * faults_.worker_bounce_pages() + faults_.zero_ahead_pages() +
+          (core_.huge_asked ? kHugeKeep : 0)) *
          std::uint64_t(core_.ps);
 }
 
@@ -395,6 +407,25 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
                 "dirty tracking resolved to wp_sync, whose write-protect faults would be SIGBUS "
                 "too; faulting-thread fills need wp_async (Linux 6.8) or all_resident");
   }
+  choose_huge_pages(f);
+}
+
+// Huge pages where asked for and possible (huge_pool.hpp); else 4 KiB fills, and why.
+void pager_impl::choose_huge_pages(const uffd_features& f) {
+  if (!core_.huge_asked) return;
+  const std::size_t pmd = os::pmd_size();
+  if (core_.ro) {
+    core_.huge_why = "read-only open (UFFDIO_MOVE needs a writable region): 4 KiB fills";
+  } else if (core_.ps < pmd || core_.ps % pmd != 0) {
+    core_.huge_why = "page size " + std::to_string(core_.ps >> 10) + " KiB is not a multiple of the " +
+                     std::to_string(pmd >> 10) + " KiB huge page: 4 KiB fills";
+  } else if (!f.move) {
+    core_.huge_why = "this kernel lacks UFFDIO_MOVE (Linux 6.8): 4 KiB fills";
+  } else if (!os::thp_enabled()) {
+    core_.huge_why = "transparent huge pages are disabled (/sys/kernel/mm/transparent_hugepage/enabled is never): 4 KiB fills";
+  } else {
+    core_.huge_on = true;
+  }
 }
 
 // The userfaultfd with the features the mode needs, /proc/self/pagemap (wp_async needs it;
@@ -426,7 +457,7 @@ void pager_impl::open_descriptors(const uffd_features& f) {
 // The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
 // WP when the mode tracks writes with write-protection).
 void pager_impl::map_region() {
-  void* p = os::reserve_aligned(core_.cap, core_.ps, !core_.ro);
+  void* p = os::reserve_aligned(core_.cap, core_.ps, !core_.ro, core_.huge_on);
   if (!p && errno == ENOMEM) {
     // Almost always an address-space limit: say which one, and what sets the size.
     const std::size_t limit = os::address_space_limit();
@@ -486,6 +517,7 @@ void pager_impl::map_buffers(const uffd_features& f) {
     (void)core_.victims.open(core_.pagemap_fd, core_.ps, core_.npages);
   }
   if (core_.ro) return;
+  if (core_.huge_on) core_.huge.open(core_.uffd, core_.pagemap_fd, core_.ps, kHugeKeep, core_.name);
   evictor_.map_buffers(f.move);
   flusher_.map_buffers(f.move);
 }
@@ -639,6 +671,17 @@ pager_stats pager_impl::stats() const {
   s.thread_fill_retries = g(core_.c.thread_fill_retries);
   s.thread_fill = core_.thread_fill;
   s.victim_cache = core_.victims.is_open();
+  s.huge_pages = core_.huge_on;
+  s.huge_pages_why = core_.huge_why;
+  s.huge_fills = g(core_.c.huge_fills);
+  s.huge_fallback_fills = g(core_.c.huge_fallback_fills);
+  s.huge_fallback_no_block = g(core_.c.huge_fallback_no_block);
+  s.huge_fallback_move = g(core_.c.huge_fallback_move);
+  s.huge_evictions = g(core_.c.huge_evictions);
+  s.huge_recycled = g(core_.c.huge_recycled);
+  s.huge_evicted_split = g(core_.c.huge_evicted_split);
+  s.huge_fresh = core_.huge.fresh();
+  s.huge_pool_blocks = core_.huge.is_open() ? core_.huge.full_blocks() : 0;
   s.dirty_pages_written = g(core_.c.dirty_pages_written);
   s.bytes_written = g(core_.c.bytes_written);
   s.flushes = g(core_.c.flushes);

@@ -21,6 +21,7 @@
 #include "pager/buffer_budget.hpp"
 #include "pager/error_channel.hpp"
 #include "pager/fault_signals.hpp"
+#include "pager/huge_pool.hpp"
 #include "pager/lock_rank.hpp"
 #include "pager/page_table.hpp"
 #include "pager/resident_clock.hpp"
@@ -37,7 +38,9 @@ struct counters {
       evicted_dirty{0}, evict_runs{0}, evict_verify_reads{0}, victims_kept{0}, evict_waits{0},
       victim_hits{0}, write_back_hits{0}, thread_fills{0}, thread_fill_retries{0},
       dirty_pages_written{0}, bytes_written{0}, flushes{0}, flush_retakes{0},
-      flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0};
+      flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0},
+      huge_fills{0}, huge_recycled{0}, huge_fallback_fills{0}, huge_fallback_no_block{0},
+      huge_fallback_move{0}, huge_evictions{0}, huge_evicted_split{0};
 };
 
 inline std::uint64_t now_ns() {
@@ -61,6 +64,10 @@ struct pager_core {
   bool wp_registered = false;  // region registered with MODE_WP
   bool thread_fill = false;    // fills on the faulting thread (UFFD_FEATURE_SIGBUS)
   bool have_poison = false;    // UFFDIO_POISON (else read errors are signalled with tgkill)
+  // pager_options::huge_pages: asked for (always), and in force (huge_pool.hpp: fills move
+  // 2 MiB pages in whole); huge_why says why not when asked but not in force.
+  bool huge_asked = false, huge_on = false;
+  std::string huge_why;
 
   std::byte* page_addr(std::size_t p) const noexcept { return base + p * ps; }
   // The pages [first, last] that a PAGEMAP_SCAN region of the region covers.
@@ -91,6 +98,8 @@ struct pager_core {
   // Evicted pages kept where the kernel may take them back (victim_cache.hpp): kept by the
   // evictor, taken by fills; open per pager_options::victim_cache (map_buffers).
   victim_cache victims;
+  // The huge pages of huge fills and evictions (huge_pool.hpp); open where huge_on.
+  huge_pool huge;
   // wp_async: held across every PAGEMAP_SCAN that write-protects pages again together with
   // the recording of what it found (the evictor's harvest_writes, the dirty tracker's
   // collect_dirty) and across the tear-free copy (dirty_tracker::copy_and_verify), so no scan

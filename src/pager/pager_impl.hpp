@@ -129,6 +129,7 @@ class pager_impl {
   std::uint64_t own_bytes_outside_buffer() const;
   void follow_memory_limit(const uffd_features& f, bool debug);
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
+  void choose_huge_pages(const uffd_features& f);  // step of choose_tracking
   void open_descriptors(const uffd_features& f);
   void map_region();
   void register_region();
@@ -168,6 +169,8 @@ class pager_impl {
   // Bytes of pheap's own bookkeeping per buffer page, an upper bound (the resident clock's
   // ring and published list, the page word is counted with the page table).
   static constexpr std::uint64_t kBookkeeping = 64;
+  // Full blocks the huge pool keeps (huge_pool.hpp): one eviction batch's worth at 2 MiB.
+  static constexpr std::size_t kHugeKeep = 4;
   std::string buffer_source_;  // pager_stats::buffer_source (written once, at construction)
   // CPU-time clocks of the pager's threads (pager_stats::fault_cpu_ns / evict_cpu_ns); the
   // vectors are written only by start_threads/stop_threads, with no stats() running.

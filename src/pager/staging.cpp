@@ -12,12 +12,24 @@
 
 #include "pager/page_table.hpp"
 #include "pager/os/uffd.hpp"
+#include "pheap/error.hpp"
 
 namespace pheap::paging {
 
 void staging::open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
-                   std::size_t slots, std::size_t retain, const std::string& name) {
-  map_ = anon_map((slots + retain) * page_size, true);
+                   std::size_t slots, std::size_t retain, const std::string& name,
+                   huge_pool* pool, bool recycle) {
+  if (pool) {
+    const std::size_t bytes = (slots + retain) * page_size;
+    void* p = os::reserve_aligned(bytes, os::pmd_size(), true, true);
+    if (!p) throw_errno(errno, name, "mmap huge staging range");
+    map_ = anon_map();
+    map_.p = p;  // anon_map unmaps it
+    map_.len = bytes;
+    pool_ = recycle ? pool : nullptr;
+  } else {
+    map_ = anon_map((slots + retain) * page_size, true);
+  }
   uffd_register(uffd, map_.p, map_.len, UFFDIO_REGISTER_MODE_MISSING, name);
   uffd_ = uffd;
   pagemap_fd_ = pagemap_fd;
@@ -44,8 +56,46 @@ std::vector<bool> staging::move_out(const std::size_t* pages, std::size_t n) {
 }
 
 void staging::drop(std::size_t n) noexcept {
+  if (pool_) recycle(n);
   start_ += n;
   if (start_ > retain_) empty_dropped();
+}
+
+void staging::recycle(std::size_t n) noexcept {
+  if (pagemap_fd_ < 0) return;  // cannot tell a huge page from 512 small ones: drop them all
+  bool full = false;
+  for (std::size_t k = 0; k < n; ++k) {
+    // Only a slot still mapped by one PMD entry: a page whose mapping a write split (wp_async,
+    // pheap/pager_options.hpp) would move as 512 small pages, and a fill from that block would
+    // not be PMD-mapped either. Such a slot, or an empty one, is dropped as usual.
+    std::size_t huge = 0;
+    const long r = pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_huge | page_is_present, 0,
+                                   [&](const page_region& reg) { huge += reg.end - reg.start; });
+    if (r < 0 || huge != ps_) {
+      std::size_t present = 0;
+      if (r == 0 && split_) {
+        (void)pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_present, 0,
+                              [&](const page_region& reg) { present += reg.end - reg.start; });
+      }
+      if (present > 0) split_->fetch_add(1, std::memory_order_relaxed);  // split, not empty
+      continue;
+    }
+    std::byte* b = full ? nullptr : pool_->take_empty();
+    if (!b) {  // the pool is full (or cannot map): the rest is emptied as usual
+      full = true;
+      continue;
+    }
+    std::size_t moved = 0;
+    const int rc = uffd_move_whole(uffd_, b, slot(k), ps_, &moved);
+    if (rc == 0 && moved == ps_) {
+      pool_->give_full(b);
+      if (recycled_) recycled_->fetch_add(1, std::memory_order_relaxed);
+    } else if (moved == 0) {
+      pool_->give_empty(b);  // nothing there (a slot not moved out), or refused whole
+    } else {
+      pool_->discard(b);  // half moved: the block's bytes are of no use, the slot's rest is dropped
+    }
+  }
 }
 
 void staging::empty_dropped() noexcept {

@@ -33,14 +33,22 @@
 //     them beside its bounce buffers (pager.cpp own_bytes_outside_buffer). staged_frames()
 //     says how many 4 KiB frames are mapped; check_invariants holds them to `retain` UPages
 //     when quiescent.
+//   * Huge pages (`pool` given to open: huge_pool.hpp): the range is aligned to the PMD size
+//     and MADV_HUGEPAGE, so that a 2 MiB page moved out and back stays one PMD mapping; with
+//     `recycle`, drop() moves each dropped slot's huge page whole into an empty pool block
+//     (up to the pool's keep) instead of emptying it, for the next huge fill — only a slot
+//     that PAGEMAP_SCAN says is still one PMD mapping (a write may have split it: wp_async).
 //   * Not thread-safe: each range has one user at a time (the evictor under its batch lock, a
 //     flush under the flusher's mu_).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "pager/huge_pool.hpp"
 #include "pager/os/memory.hpp"
 
 namespace pheap::paging {
@@ -53,7 +61,14 @@ class staging {
   // keeping up to `retain` dropped frames mapped (step 3). `pagemap_fd` must stay open while
   // the range is used. Throws like uffd_register, naming `name`.
   void open(int uffd, int pagemap_fd, std::byte* region, std::size_t page_size,
-            std::size_t slots, std::size_t retain, const std::string& name);
+            std::size_t slots, std::size_t retain, const std::string& name,
+            huge_pool* pool = nullptr, bool recycle = true);
+  // Where drop() counts the huge pages it gave to the pool.
+  // and the pages it found split into 4 KiB entries (not recycled).
+  void count_recycled(std::atomic<std::uint64_t>* c, std::atomic<std::uint64_t>* split) noexcept {
+    recycled_ = c;
+    split_ = split;
+  }
   // Unregisters the range from the uffd (the mapping goes with the object).
   void close() noexcept;
   bool is_open() const noexcept { return map_.p != nullptr; }
@@ -82,7 +97,12 @@ class staging {
   // Per 4 KiB frame of [addr, addr+len): mapped or not, from PAGEMAP_SCAN (the truth).
   void present_frames(const std::byte* addr, std::size_t len, std::vector<bool>& out) const;
 
+  void recycle(std::size_t n) noexcept;
+
   anon_map map_;
+  huge_pool* pool_ = nullptr;  // huge: dropped slots' pages go here
+  std::atomic<std::uint64_t>* recycled_ = nullptr;
+  std::atomic<std::uint64_t>* split_ = nullptr;
   int uffd_ = -1, pagemap_fd_ = -1;
   std::byte* region_ = nullptr;
   std::size_t ps_ = 0;

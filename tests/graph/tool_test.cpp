@@ -436,6 +436,8 @@ TEST(GraphToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
       {{"ingest", "--datastore", "d", "--buffer-size", "5X", "in.txt"}, "bad size '5X'"},
       {{"ingest", "--datastore", "d", "--batch-size", "2Q", "in.txt"}, "bad count '2Q'"},
       {{"ingest", "--datastore", "d", "--weighted=f64", "in.txt"}, "f64"},
+      {{"ingest", "--datastore", "d", "--huge-pages", "sometimes", "in.txt"}, "--huge-pages"},
+      {{"bfs", "--datastore", "d", "--source", "0", "--huge-pages", "auto"}, "--huge-pages"},
       {{"bfs", "--datastore", "d"}, "--source is required"},
       {{"generate", "--scale", "99", "--output", "-"}, "--scale"},
       {{"frobnicate"}, "unknown command 'frobnicate'"},
@@ -517,6 +519,21 @@ TEST(GraphToolCli, IngestWithAPrefetchWindowGivesTheSameGraphAndABadWindowIsAUsa
   EXPECT_EQ(load(d / "ds"), reference_from_edges(es, false, false));
   const auto bad = tool({"ingest", "--datastore", d / "ds2", "--prefetch-window", "lots", d / "in.txt"});
   EXPECT_TRUE(bad.exited(2)) << bad.describe() << bad.err;
+}
+
+// --huge-pages always on a datastore of 2 MiB pages (fills are 2 MiB pages moved in whole,
+// src/pager/huge_pool.hpp): the same graph, and the read-only queries (which fall back to
+// 4 KiB fills) read it back.
+TEST(GraphToolCli, IngestWithHugePagesGivesTheSameGraphAndQueriesTakeTheOption) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(12, 8, weight_kind::none, 7);
+  write(d / "in.txt", es, input_format::text, weight_kind::none);
+  const auto r = run(ingest_args(d / "ds", {"--undirected", "--page-size", "2MiB", "--huge-pages", "always"},
+                                 {d / "in.txt"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(load(d / "ds"), reference_from_edges(es, false, false));
+  const auto st = tool({"stats", "--datastore", d / "ds", "--huge-pages", "always"});
+  EXPECT_TRUE(st.exited(0)) << st.describe() << st.err;
 }
 
 TEST(GraphToolCli, JsonOfStatsBfsAndCcParsesAndCarriesTheFields) {

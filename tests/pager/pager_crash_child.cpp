@@ -1,8 +1,10 @@
 // Victim process of pager_crash_test: writes deterministic page versions through a pager over a
 // real sparse_store and flushes, forever, until SIGKILLed.
 //
-//   pager_crash_child DIR ENGINE MODE SEED
+//   pager_crash_child DIR ENGINE MODE SEED [huge]
 //
+// With `huge`: pager_options::huge_pages = always and a buffer of 4 pages (the datastore's
+// pages are 2 MiB then), so that huge fills, evictions and the pool are all in play.
 // Iteration k (k = 1, 2, ...) writes version k of a seed-determined subset of pages (whole
 // pages, fill_pattern(seed, page, k)) and then flush(root = k). After flush() returns it prints
 // "k\n" to stdout (the acknowledgement). The datastore is created by the parent.
@@ -20,7 +22,8 @@
 using namespace pheap;
 
 int main(int argc, char** argv) {
-  if (argc != 5) return 2;
+  if (argc != 5 && argc != 6) return 2;
+  const bool huge = argc == 6 && std::string(argv[5]) == "huge";
   store_options so;
   so.engine = std::string(argv[2]) == "io_uring" ? io::make_uring_engine() : io::make_posix_engine();
   pager_options po;
@@ -30,7 +33,13 @@ int main(int argc, char** argv) {
                                  : dirty_tracking::all_resident;
   po.buffer_size = 16 * 4096;  // evictions happen between flushes
   const std::uint64_t seed = std::strtoull(argv[4], nullptr, 10);
-  pager pg(sparse_store::open(argv[1], so), po);
+  auto st = sparse_store::open(argv[1], so);
+  if (huge) {
+    po.huge_pages = huge_pages_mode::always;
+    po.buffer_size = 4 * std::size_t{st->page_size()};
+  }
+  pager pg(std::move(st), po);
+  if (huge && !pg.stats().huge_pages) return 4;  // the parent says why
   const std::size_t ps = pg.page_size(), npages = pg.size() / ps;
   for (std::uint64_t k = 1;; ++k) {
     std::mt19937_64 rng(seed * 1000003 + k);

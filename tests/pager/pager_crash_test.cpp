@@ -22,12 +22,13 @@ namespace {
 constexpr std::size_t kPs = 4096, kPages = 128;
 
 // Content of every page after iteration k of the child's deterministic workload.
-std::vector<std::uint64_t> last_writer(std::uint64_t seed, std::uint64_t k) {
-  std::vector<std::uint64_t> v(kPages, 0);
+std::vector<std::uint64_t> last_writer(std::uint64_t seed, std::uint64_t k,
+                                       std::size_t pages = kPages) {
+  std::vector<std::uint64_t> v(pages, 0);
   for (std::uint64_t j = 1; j <= k; ++j) {
     std::mt19937_64 rng(seed * 1000003 + j);
     const std::size_t n = 1 + rng() % 24;
-    for (std::size_t i = 0; i < n; ++i) v[rng() % kPages] = j;
+    for (std::size_t i = 0; i < n; ++i) v[rng() % pages] = j;
   }
   return v;
 }
@@ -134,6 +135,97 @@ TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFl
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, PagerCrash, ::testing::Values("posix", "io_uring"));
+
+// The same with huge pages (pager_options::huge_pages = always, 2 MiB pages, a buffer of 4):
+// every fill is a huge page moved in whole and counted as written, every eviction moves one
+// out whole into the pool. Fewer iterations: each flush writes up to 24 pages of 2 MiB.
+TEST(PagerCrashHuge, SigkillWithHugePagesReopensAtTheAcknowledgedOrNextFlushWithEveryByteExact) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  constexpr std::size_t ps = std::size_t{2} << 20, pages = 16;
+  const std::string child = sibling_binary("pager_crash_child");
+  const char* modes[] = {"wp_async", "wp_sync", "all_resident"};
+  std::mt19937_64 rng(777);
+  std::size_t with_ack = 0, total_acks = 0;
+  for (int it = 0; it < 9; ++it) {
+    temp_dir dir;
+    const std::string ds = dir / "ds";
+    {
+      store_options o;
+      o.capacity = pages * ps;
+      o.page_size = static_cast<std::uint32_t>(ps);
+      o.segment_size = 32 * ps;
+      o.engine = io::make_posix_engine();
+      sparse_store::create(ds, o);
+    }
+    const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(it);
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      const std::string seed_s = std::to_string(seed);
+      ::execl(child.c_str(), child.c_str(), ds.c_str(), "posix", modes[it % 3], seed_s.c_str(),
+              "huge", nullptr);
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    const std::size_t want_acks = 1 + rng() % 3;
+    std::string acks;
+    char buf[4096];
+    ssize_t n;
+    bool eof = false;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (static_cast<std::size_t>(std::count(acks.begin(), acks.end(), '\n')) < want_acks &&
+           std::chrono::steady_clock::now() < give_up) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0) {
+        n = ::read(out[0], buf, sizeof buf);
+        if (n <= 0) {
+          eof = true;
+          break;
+        }
+        acks.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 50000));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_FALSE(eof && WIFEXITED(status) && WEXITSTATUS(status) == 4)
+        << "the child's pager did not turn huge pages on";
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+    while ((n = ::read(out[0], buf, sizeof buf)) > 0) acks.append(buf, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    std::uint64_t acked = 0;
+    if (const std::size_t end = acks.rfind('\n'); end != std::string::npos) {
+      std::size_t begin = end == 0 ? std::string::npos : acks.rfind('\n', end - 1);
+      begin = begin == std::string::npos ? 0 : begin + 1;
+      acked = std::stoull(acks.substr(begin, end - begin));
+    }
+    with_ack += acked > 0;
+    total_acks += acked;
+    store_options o;
+    o.engine = io::make_posix_engine();
+    auto st = sparse_store::open(ds, o);
+    std::uint64_t root_k = 0;
+    if (const auto root = st->root(); !root.empty()) std::memcpy(&root_k, root.data(), 8);
+    ASSERT_TRUE(root_k == acked || root_k == acked + 1)
+        << "iteration " << it << ": acknowledged " << acked << ", reopened at " << root_k;
+    const auto lw = last_writer(seed, root_k, pages);
+    std::vector<std::byte> page(ps);
+    for (std::size_t p = 0; p < pages; ++p) {
+      page_read r{p, page.data()};
+      st->read_pages(std::span(&r, 1));
+      const auto want = lw[p] == 0 ? std::vector<std::uint8_t>(ps, 0) : pattern(ps, seed, p, lw[p]);
+      ASSERT_EQ(std::memcmp(page.data(), want.data(), ps), 0)
+          << "iteration " << it << " (" << modes[it % 3] << ") page " << p << " at k=" << root_k;
+    }
+  }
+  EXPECT_GT(with_ack, 6u) << "children never got far enough to test anything";
+  std::printf("huge: acknowledged flushes: %zu\n", total_acks);
+}
 
 }  // namespace
 }  // namespace pheap::test

@@ -93,16 +93,18 @@ struct rt_param {
   bool victims = false;
   // Missing pages filled by the faulting threads (fault_fill = faulting_thread), not workers.
   bool thread_fill = false;
+  // huge_pages = always: fills are 2 MiB pages moved in whole (src/pager/huge_pool.hpp).
+  bool huge = false;
 };
 void PrintTo(const rt_param& p, std::ostream* os) {
   *os << p.store << '/' << p.mode << '/' << p.page_size / 1024 << "K" << (p.victims ? "/victims" : "")
-      << (p.thread_fill ? "/thread_fill" : "");
+      << (p.thread_fill ? "/thread_fill" : "") << (p.huge ? "/huge" : "");
 }
 
 std::string rt_name(const ::testing::TestParamInfo<rt_param>& i) {
   return i.param.store + "_" + to_string(i.param.mode) + "_" +
          std::to_string(i.param.page_size / 1024) + "K" + (i.param.victims ? "_victims" : "") +
-         (i.param.thread_fill ? "_thread_fill" : "");
+         (i.param.thread_fill ? "_thread_fill" : "") + (i.param.huge ? "_huge" : "");
 }
 
 class PagerRoundTrip : public ::testing::TestWithParam<rt_param> {};
@@ -131,6 +133,7 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
   o.tracking = prm.mode;
   o.victim_cache = prm.victims ? victim_caching::on : victim_caching::off;
   if (prm.thread_fill) o.fault_fill = fault_filling::faulting_thread;
+  if (prm.huge) o.huge_pages = huge_pages_mode::always;
   slot_workload wl(prm.page_size, npages, threads);
   {
     pager pg(std::move(st), o);
@@ -175,6 +178,16 @@ TEST_P(PagerRoundTrip, RandomReadsAndWritesThroughEvictionMatchTheShadowAndSurvi
       EXPECT_EQ(s.victim_hits + s.victims_kept, 0u) << s;
     }
     EXPECT_LE(s.peak_resident_pages, buf_pages) << s;
+    if (prm.huge) {
+      EXPECT_TRUE(s.huge_pages) << s;
+      EXPECT_GT(s.huge_fills, 0u) << s;
+      EXPECT_GT(s.huge_recycled, 0u) << "no evicted huge page went back to the pool: " << s;
+      // A refused move follows a page whose mapping a write split and whose eviction left
+      // its page table behind (pheap/pager_options.hpp): never more than split evictions.
+      EXPECT_LE(s.huge_fallback_move, s.huge_evicted_split) << s;
+    } else {
+      EXPECT_EQ(s.huge_fills, 0u) << s;
+    }
     if (prm.thread_fill) {
       EXPECT_EQ(s.thread_fills, s.read_faults + s.write_faults) << "a fault reached a worker: " << s;
       EXPECT_GT(s.thread_fills, 0u) << s;
@@ -195,6 +208,7 @@ std::vector<rt_param> rt_params() {
     for (auto m : {dirty_tracking::wp_async, dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
       for (std::size_t ps : {std::size_t(4096), std::size_t(65536), std::size_t(2) << 20}) {
         v.push_back({s, m, ps});
+        if (ps >= (std::size_t(2) << 20)) v.push_back({s, m, ps, false, m != dirty_tracking::wp_sync && std::string(s) == "mem", true});
         if (ps <= 65536 && std::string(s) != "posix") v.push_back({s, m, ps, true});
         if (m != dirty_tracking::wp_sync && ps <= 65536) {
           v.push_back({s, m, ps, std::string(s) != "posix", true});

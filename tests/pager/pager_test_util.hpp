@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -123,6 +124,39 @@ inline std::size_t mapped_bytes(const void* addr, std::size_t len) {
   }
   ::close(fd);
   return present * os;
+}
+
+// Bytes of [addr, addr+len) mapped by transparent huge pages (PMD entries): the AnonHugePages
+// of the /proc/self/smaps mappings inside it (the region is its own mappings; a mapping that
+// only overlaps it is counted whole, so pass a whole region).
+inline std::size_t anon_huge_bytes(const void* addr, std::size_t len) {
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return ~std::size_t(0);
+  const auto lo = reinterpret_cast<std::uintptr_t>(addr), hi = lo + len;
+  bool in = false;
+  std::size_t total = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long a = 0, b = 0;
+    if (std::sscanf(line, "%llx-%llx ", &a, &b) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+      in = a < hi && b > lo;
+      continue;
+    }
+    unsigned long long kb = 0;
+    if (in && std::sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) total += kb << 10;
+  }
+  std::fclose(f);
+  return total;
+}
+
+// Whether transparent huge pages may be used by this process (not `never`).
+inline bool thp_available() {
+  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return false;
+  char buf[128] = {};
+  const bool ok = std::fgets(buf, sizeof buf, f) && !std::strstr(buf, "[never]");
+  std::fclose(f);
+  return ok;
 }
 
 inline std::string tracking_name(dirty_tracking t) { return to_string(t); }

@@ -89,6 +89,7 @@ TEST(PheapToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
       {{"ls", "a", "b"}, "not expected: b"},
       {{"bogus"}, "unknown command 'bogus'"},
       {{"info", "--buffer-size", "5X", "p"}, "bad size '5X'"},
+      {{"info", "--huge-pages", "sometimes", "p"}, "--huge-pages"},
       {{"check", "--nope", "p"}, "--nope"},
       {{}, "pheap: a command is required (one of: ls info check snapshot rm upgrade)"},
   };

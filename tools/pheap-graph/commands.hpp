@@ -80,6 +80,7 @@ struct ingest_args {
   std::uint64_t batch_size = 1u << 20, banks = 1024;
   std::uint64_t capacity = 0, page_size = 0, buffer_size = 0;  // 0: the library's default
   std::uint64_t prefetch_window = kAutoWindow;  // 0: no look-ahead
+  std::string huge_pages;  // --huge-pages ("": the library's default, PHEAP_HUGE_PAGES)
   bool undirected = false, skip_bad_lines = false, reingest = false, abandon = false, quiet = false;
 };
 
@@ -90,6 +91,7 @@ int cmd_ingest(const ingest_args& a);
 struct query_args {
   std::string datastore, name = "graph", output, format = "text";
   std::uint64_t source = 0, buffer_size = 0;
+  std::string huge_pages;  // --huge-pages ("": the library's default, PHEAP_HUGE_PAGES)
   bool json = false, degrees = false, quiet = false;
 };
 

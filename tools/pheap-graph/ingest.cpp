@@ -101,6 +101,7 @@ pheap::options manager_options(const ingest_args& a) {
   if (a.capacity) mo.capacity = a.capacity;
   if (a.page_size) mo.page_size = static_cast<std::uint32_t>(a.page_size);
   if (a.buffer_size) mo.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  tool_support::apply_huge_pages(a.huge_pages, mo.pager);
   return mo;
 }
 

@@ -77,6 +77,7 @@ void add_query_options(CLI::App& c, query_args& a) {
   add_datastore(c, a.datastore, a.name);
   tool_support::add_size_option(c, "--buffer-size", a.buffer_size,
                                 "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
+  tool_support::add_huge_pages_option(c, a.huge_pages);
 }
 
 const char* const kFlushEveryHelp =
@@ -138,6 +139,7 @@ void define_ingest(CLI::App& app, command_line& c) {
   tool_support::add_size_option(*ing, "--page-size", ia.page_size, "page size of a new datastore (default 4KiB: faster out of core)");
   tool_support::add_size_option(*ing, "--buffer-size", ia.buffer_size,
                                 "memory for the heap's pages (default: the pager's, PHEAP_BUFFER_SIZE)");
+  tool_support::add_huge_pages_option(*ing, ia.huge_pages);
   tool_support::add_size_option(*ing, "--prefetch-window", ia.prefetch_window,
                                 "read ahead the lists the next banks of a batch will grow, at most "
                                 "SIZE ahead of the insertion (default 4MiB, at most 1/8 of the buffer; "

@@ -48,6 +48,7 @@ template <class F>
 decltype(auto) with_graph(const query_args& a, F&& f) {
   pheap::options o = pg::datastore_options();
   if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  tool_support::apply_huge_pages(a.huge_pages, o.pager);
   if (is_distributed(a.datastore)) {
 #ifdef PHEAP_GRAPH_MPI
     auto view = pheap::mpi::open_read_only(a.datastore, o);
@@ -176,6 +177,7 @@ int with_rank_graph(const query_args& a, F&& f) {
   try {
     pheap::options o = pg::datastore_options();
     if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+    tool_support::apply_huge_pages(a.huge_pages, o.pager);
     pheap::mpi::datastore ds(pheap::open_read_only, MPI_COMM_WORLD, a.datastore, o);
     pgm::check_partition(ds.local(), a.name, ds.size(), ds.rank());
     const graph_source src{std::filesystem::absolute(a.datastore).lexically_normal().string(), ds.epoch(),

@@ -45,6 +45,7 @@ struct common_args {
   std::string path;
   static constexpr std::uint64_t kNotGiven = ~std::uint64_t{0};
   std::uint64_t buffer = kNotGiven;  // --buffer-size (0: the pager's automatic buffer)
+  std::string huge_pages;            // --huge-pages ("": not given)
   bool json = false;
   bool quiet = false;
 };
@@ -56,6 +57,7 @@ pheap::options read_options(const common_args& a) {
   defaults.pager.buffer_size = 64ull << 20;
   pheap::options o = pheap::options::from_env(defaults);
   if (a.buffer != common_args::kNotGiven) o.pager.buffer_size = a.buffer;
+  tool_support::apply_huge_pages(a.huge_pages, o.pager);
   return o;
 }
 
@@ -466,6 +468,7 @@ void add_read_options(CLI::App& sub, common_args& a) {
   sub.add_flag("--json", a.json, "print one JSON document (schema: tools/README.md)");
   tool_support::add_size_option(sub, "--buffer-size", a.buffer,
                                 "memory for the heap's pages while reading (default 64MiB, or PHEAP_BUFFER_SIZE)");
+  tool_support::add_huge_pages_option(sub, a.huge_pages);
 }
 
 void define_ls(CLI::App& app, command_line& c) {

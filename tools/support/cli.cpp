@@ -202,3 +202,20 @@ int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<int(
 }
 
 }  // namespace tool_support
+
+namespace tool_support {
+
+CLI::Option* add_huge_pages_option(CLI::App& app, std::string& out) {
+  return app
+      .add_option("--huge-pages", out,
+                  "off or always: map pages of 2 MiB or more with 2 MiB page-table entries "
+                  "(default off, or PHEAP_HUGE_PAGES); smaller pages and read-only opens stay at 4 KiB")
+      ->check(CLI::IsMember({"off", "always"}));
+}
+
+void apply_huge_pages(const std::string& given, pheap::pager_options& o) {
+  if (given == "always") o.huge_pages = pheap::huge_pages_mode::always;
+  if (given == "off") o.huge_pages = pheap::huge_pages_mode::off;
+}
+
+}  // namespace tool_support

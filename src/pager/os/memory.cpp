@@ -8,7 +8,10 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
+#include "pager/os/files.hpp"
 #include "pheap/error.hpp"
 
 #ifndef MADV_PAGEOUT  // 5.4; the build host's headers may be older than the kernel
@@ -52,7 +55,7 @@ anon_map& anon_map::operator=(anon_map&& o) noexcept {
 
 namespace os {
 
-void* reserve_aligned(std::size_t bytes, std::size_t align, bool writable) noexcept {
+void* reserve_aligned(std::size_t bytes, std::size_t align, bool writable, bool huge) noexcept {
   const int prot = writable ? (PROT_READ | PROT_WRITE) : PROT_READ;
   void* raw = ::mmap(nullptr, bytes + align, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
@@ -63,8 +66,30 @@ void* reserve_aligned(std::size_t bytes, std::size_t align, bool writable) noexc
   if (a + bytes + align > tail) ::munmap(reinterpret_cast<void*>(tail), a + bytes + align - tail);
   void* p = reinterpret_cast<void*>(aligned);
   (void)::madvise(p, bytes, MADV_DONTFORK);
-  (void)::madvise(p, bytes, MADV_NOHUGEPAGE);
+  (void)::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   return p;
+}
+
+std::size_t pmd_size() noexcept {
+  static const std::size_t pmd = [] {
+    const std::string s = read_small_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    const unsigned long long v = s.empty() ? 0 : std::strtoull(s.c_str(), nullptr, 10);
+    return v >= 4096 && (v & (v - 1)) == 0 ? static_cast<std::size_t>(v) : std::size_t{2} << 20;
+  }();
+  return pmd;
+}
+
+bool thp_enabled() noexcept {
+  const std::string s = read_small_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  return !s.empty() && s.find("[never]") == std::string::npos;
+}
+
+int populate_write(void* p, std::size_t len) noexcept {
+  return ::madvise(p, len, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+}
+
+void unmap(void* p, std::size_t len) noexcept {
+  if (p) (void)::munmap(p, len);
 }
 
 std::size_t address_space_limit() noexcept {

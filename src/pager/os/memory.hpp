@@ -12,7 +12,9 @@
 //
 // Caveats:
 //  * Mappings are MAP_NORESERVE and MADV_NOHUGEPAGE: the pager works in UPages of the store's
-//    page size, never in transparent huge pages.
+//    page size, never in transparent huge pages — except where huge pages were asked for
+//    (pager_options::huge_pages): the region and its staging ranges are then MADV_HUGEPAGE
+//    (reserve_aligned's `huge`), and the huge pool's blocks come from map_huge_block.
 //  * The advice calls return errors rather than throw, and callers on fault and eviction
 //    paths decide what a refusal means (a lazy free the kernel refuses is a drop, say).
 #pragma once
@@ -43,9 +45,20 @@ namespace os {
 
 // Reserves `bytes` of address space aligned to `align` (a power of two), PROT_READ with
 // `writable` also PROT_WRITE, private, anonymous, MAP_NORESERVE, MADV_DONTFORK and
-// MADV_NOHUGEPAGE; nullptr with errno set when the kernel refuses (ENOMEM: see
+// MADV_NOHUGEPAGE (with `huge`: MADV_HUGEPAGE instead, so that 2 MiB pages moved in stay
+// mapped whole); nullptr with errno set when the kernel refuses (ENOMEM: see
 // address_space_limit). The caller owns it as an anon_map of exactly `bytes`.
-void* reserve_aligned(std::size_t bytes, std::size_t align, bool writable) noexcept;
+void* reserve_aligned(std::size_t bytes, std::size_t align, bool writable, bool huge = false) noexcept;
+
+// Transparent huge pages: the PMD size (hpage_pmd_size, 2 MiB on x86-64) and whether THP
+// may be used at all (enabled is not `never`; `madvise` suffices, the pager advises).
+std::size_t pmd_size() noexcept;
+bool thp_enabled() noexcept;
+// MADV_POPULATE_WRITE: faults the range in writable now (in a MADV_HUGEPAGE range aligned to
+// the PMD size: huge pages where the kernel has them); 0 or the errno.
+int populate_write(void* p, std::size_t len) noexcept;
+// munmap of a mapping made here (reserve_aligned).
+void unmap(void* p, std::size_t len) noexcept;
 
 // RLIMIT_AS of this process, or 0 when it is unlimited.
 std::size_t address_space_limit() noexcept;

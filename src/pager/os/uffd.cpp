@@ -227,6 +227,34 @@ int uffd_move(int fd, void* dst, const void* src, std::size_t len, std::size_t* 
   return rc;
 }
 
+int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved) noexcept {
+  std::size_t done = 0;
+  int rc = 0;
+  for (unsigned stalls = 0; done < len;) {
+    uffdio_move_arg m{};
+    m.dst = reinterpret_cast<std::uint64_t>(dst) + done;
+    m.src = reinterpret_cast<std::uint64_t>(src) + done;
+    m.len = len - done;
+    m.mode = 0;
+    if (::ioctl(fd, ioctl_move, &m) == 0) {
+      done = len;
+      break;
+    }
+    const int e = errno;
+    if (m.move > 0) {
+      done += static_cast<std::size_t>(m.move);
+      stalls = 0;
+    } else {
+      ++stalls;
+    }
+    if (e == EAGAIN && stalls < 8) continue;
+    rc = e;
+    break;
+  }
+  if (moved) *moved = done;
+  return rc;
+}
+
 long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
                   std::uint64_t required, std::uint64_t anyof, page_region* out, std::size_t cap,
                   std::uint64_t* walk_end) noexcept {

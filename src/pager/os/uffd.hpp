@@ -75,6 +75,7 @@ inline constexpr std::uint64_t page_is_wpallowed = 1ull << 0;
 inline constexpr std::uint64_t page_is_written = 1ull << 1;
 inline constexpr std::uint64_t page_is_present = 1ull << 3;
 inline constexpr std::uint64_t page_is_pfnzero = 1ull << 5;  // mapped to the shared zero page
+inline constexpr std::uint64_t page_is_huge = 1ull << 6;     // mapped by a PMD (or hugetlb) entry
 
 // ---- acquisition ---------------------------------------------------------------------------
 // How the descriptor was obtained (for diagnostics and tests).
@@ -137,6 +138,13 @@ int uffd_poison(int fd, void* addr, std::size_t len) noexcept;
 // Moves [src, src+len) to [dst, dst+len). `moved` gets the bytes moved (may be partial).
 // Holes in src are allowed (the destination stays a hole). Retries EAGAIN.
 int uffd_move(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved) noexcept;
+
+// Moves [src, src+len) to [dst, dst+len) whole (no holes allowed), the way a 2 MiB page
+// keeps its PMD entry: both ends aligned to the PMD size, nothing mapped at dst. EAGAIN is
+// retried only while it makes progress (at most 8 times without), so a persistent refusal
+// (a 4 KiB page present at the destination) returns instead of spinning. `moved` gets the
+// bytes moved (from the start; may be partial on an error).
+int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved) noexcept;
 
 // PAGEMAP_SCAN on [start, end): fills `out` with up to `cap` regions whose categories match
 // (`required` all set, `anyof` at least one set when non-zero), returning their number or

@@ -1,0 +1,107 @@
+// src/pager/huge_pool.hpp — the huge pool: recycled 2 MiB-aligned transparent huge pages, in
+// which huge fills are read and into which huge evictions are moved
+// (pager_options::huge_pages = always).
+//
+// Why. UFFDIO_COPY never makes a PMD mapping: a pheap page of 2 MiB filled by a copy is 512
+// 4 KiB entries, and a heap larger than the TLB's reach pays a page walk per random access
+// whatever its page size. A transparent huge page staged in a 2 MiB-aligned MADV_HUGEPAGE
+// range and moved into the region with UFFDIO_MOVE stays PMD-mapped (measured on Linux 6.18:
+// 8 of 8 moves, 0.7-0.8 us each; it resolves the missing fault directly), and moving it out
+// again keeps it whole (0.5 us). The region is then MADV_HUGEPAGE (not NOHUGEPAGE, as 4 KiB
+// regions are), and so are the eviction and flush staging ranges, 2 MiB-aligned, so that
+// every move between them keeps the PMD entry.
+//
+// Design. A pool block is one mapping of a UPage (2 MiB or a multiple), aligned to the PMD
+// size, MADV_HUGEPAGE, registered with the pager's userfaultfd in MISSING mode (UFFDIO_MOVE
+// needs its destination registered with the same userfaultfd as the ioctl, and an eviction
+// moves into a block). A block is either full (it holds a huge page) or empty (only address
+// space):
+//   fill      take_full(): a full block, else a fresh one (mapped, MADV_POPULATE_WRITE before
+//             it is registered, so no userfault is raised, checked with PAGEMAP_SCAN to be
+//             PMD-mapped, then registered); the fill writes every byte of the page into it
+//             (store read, victim cache, write-back copy or zeros), moves it into the region
+//             with uffd_move_whole, and gives the block back empty (give_empty).
+//   eviction  the evictor's protocol is unchanged (evictor.cpp): victims are moved out whole
+//             into its (huge) staging range, judged, written; when staging drops a slot, its
+//             huge page is moved into an empty block (take_empty, one more 0.5 us move), which
+//             goes back full (give_full), so that the next fill needs no fresh huge page.
+// A fresh huge page costs ~0.2 ms of CPU to zero and 14-24 ms of wall time on this VM, whose
+// balloon hands freed 2 MiB blocks back to the host: without the recycling, an out-of-core
+// workload would pay that on every fill. At most `keep` full blocks stay in the pool; more go
+// back to the kernel (MADV_DONTNEED).
+//
+// Why not the alternatives:
+//   * hugetlb (MAP_HUGETLB, hugetlbfs): needs an administrator's pool of reserved pages, has
+//     no UFFDIO_MOVE (so no tear-free eviction or flush), and UFFDIO_COPY into it copies only
+//     whole 2 MiB pages.
+//   * shmem/memfd huge pages: they lose their PMD mapping as soon as they are write-protected,
+//     which every tracking mode but all_resident does.
+//   * MADV_COLLAPSE of 4 KiB-filled ranges: works on a registered range only when all 512
+//     pages are present and none is write-protected, takes 0.5 ms per 2 MiB and the mm write
+//     lock (every fault stalls meanwhile). It is what a future `auto` (promotion) would
+//     compete with; `always` fills huge from the start and needs none of it.
+//
+// Caveats:
+//   * Each full block is 2 MiB (a UPage) of pheap's own memory outside the buffer, at most
+//     `keep` of them (counted in pager.cpp own_bytes_outside_buffer).
+//   * A block that cannot be made (mmap, populate refused, or the kernel gave 4 KiB pages:
+//     THP disabled for the process, no free 2 MiB block) is a 4 KiB fallback of that fill,
+//     counted (huge_fallback_no_block); after 8 failures in a row the pool stops trying, as
+//     each attempt may cost milliseconds, and every later huge fill falls back.
+//   * The lock is a leaf, held only to push or pop a block (never across a system call but
+//     the MADV_DONTNEED of a full block beyond `keep`).
+//   * A fault inside a block would be a bug (the pager never reads an empty block); the fault
+//     workers resolve one with zeros and say so, as for the staging ranges.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pheap::paging {
+
+class huge_pool {
+ public:
+  huge_pool() = default;
+  ~huge_pool();
+  huge_pool(const huge_pool&) = delete;
+  huge_pool& operator=(const huge_pool&) = delete;
+
+  // Blocks of `block` bytes (a UPage, a multiple of the PMD size), registered with `uffd`;
+  // `pagemap_fd` (or -1) checks fresh blocks are PMD-mapped; at most `keep` full blocks kept.
+  void open(int uffd, int pagemap_fd, std::size_t block, std::size_t keep, const std::string& name);
+  bool is_open() const noexcept { return block_ != 0; }
+  std::size_t block() const noexcept { return block_; }
+
+  // A full block (its bytes stale: the caller overwrites all of them), or nullptr when none
+  // can be had (counted by the caller as a fallback).
+  std::byte* take_full();
+  // A block whose page was moved away (into the region): kept as address space for evictions.
+  void give_empty(std::byte* b) noexcept;
+  // An empty block to move an evicted page into, or nullptr when the pool holds `keep` full
+  // blocks already (the page is then dropped) or none can be mapped.
+  std::byte* take_empty();
+  // A block holding a huge page again (an eviction moved one in).
+  void give_full(std::byte* b) noexcept;
+  // A block in an unknown state (a move that failed half-way): unmapped.
+  void discard(std::byte* b) noexcept;
+
+  std::size_t full_blocks() const;
+  std::uint64_t fresh() const noexcept { return fresh_.load(std::memory_order_relaxed); }
+
+ private:
+  std::byte* make_block(bool populate);
+
+  int uffd_ = -1, pagemap_fd_ = -1;
+  std::size_t block_ = 0, keep_ = 0;
+  std::string name_;
+  mutable std::mutex mu_;  // a leaf: guards full_ and empty_
+  std::vector<std::byte*> full_, empty_;
+  std::atomic<unsigned> failures_{0};  // fresh blocks that could not be made, in a row
+  std::atomic<std::uint64_t> fresh_{0};
+};
+
+}  // namespace pheap::paging

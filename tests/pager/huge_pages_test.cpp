@@ -1,0 +1,234 @@
+// Huge pages (pager_options::huge_pages = always, src/pager/huge_pool.hpp): that a fill of a
+// 2 MiB page really is one PMD mapping (AnonHugePages of the region in /proc/self/smaps, not
+// the pager's own word for it), that the bytes survive flush, eviction under a small buffer
+// and reopen exactly, that a 4 KiB page present in a page makes its fill fall back (counted)
+// with the same bytes, that concurrent faults fill each page once, and that small pages and
+// read-only opens fall back to 4 KiB and say why. Part of pager_roundtrip_test (label
+// concurrency: the TSan stage runs the concurrent one). The SIGKILL case is in
+// pager_crash_test (PagerCrashHuge).
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "pager/os/uffd.hpp"
+#include "pager/test_access.hpp"
+#include "pager_test_util.hpp"
+
+namespace pheap::test {
+namespace {
+
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+
+#define PHEAP_REQUIRE_HUGE()                                                          \
+  do {                                                                                \
+    PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);                                     \
+    if (!thp_available()) PHEAP_REQUIRE_FEATURE("transparent huge pages (never here)"); \
+  } while (0)
+
+pager_options huge_options(std::size_t buffer_pages, dirty_tracking t = dirty_tracking::automatic) {
+  pager_options o;
+  o.buffer_size = buffer_pages * kHuge;
+  o.tracking = t;
+  o.huge_pages = huge_pages_mode::always;
+  o.victim_cache = victim_caching::off;
+  return o;
+}
+
+bool page_is(const std::byte* p, std::uint64_t seed, std::size_t page, std::uint64_t k) {
+  const auto want = pattern(kHuge, seed, page, k);
+  return std::memcmp(p, want.data(), kHuge) == 0;
+}
+
+bool page_is_zero(const std::byte* p) {
+  static const std::vector<std::byte> zeros(kHuge);
+  return std::memcmp(p, zeros.data(), kHuge) == 0;
+}
+
+TEST(HugePages, AFillOfA2MiBPageIsOnePmdMappingAndSurvivesFlushAndReopen) {
+  PHEAP_REQUIRE_HUGE();
+  backing bk("posix");
+  constexpr std::size_t npages = 8, written = 4;
+  {
+    pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+    ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+    EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), 0u);
+    for (std::size_t p = 0; p < written; ++p) fill_pattern(pg.base() + p * kHuge, kHuge, 3, p, 1);
+    EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), written * kHuge)
+        << "the fills were not PMD-mapped: " << pg.stats();
+    pg.flush({});
+    for (std::size_t p = 0; p < written; ++p) EXPECT_TRUE(page_is(pg.base() + p * kHuge, 3, p, 1)) << p;
+    EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), written * kHuge) << "a flush split a page";
+    const auto s = pg.stats();
+    EXPECT_EQ(s.huge_fills, written) << s;
+    EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
+    pg.flush({});
+    paging::test_access::impl(pg).wait_evictor_idle();
+    EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+  }
+  pager pg(bk.reopen(), huge_options(npages));
+  for (std::size_t p = 0; p < written; ++p) EXPECT_TRUE(page_is(pg.base() + p * kHuge, 3, p, 1)) << p;
+  for (std::size_t p = written; p < npages; ++p) EXPECT_TRUE(page_is_zero(pg.base() + p * kHuge)) << p;
+  EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), npages * kHuge) << pg.stats();
+  EXPECT_EQ(pg.stats().huge_fills, npages) << pg.stats();
+}
+
+TEST(HugePages, EvictionUnderASmallBufferKeepsEveryByteAndRecyclesTheHugePages) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 24, buffer = 4;
+  for (auto mode : {dirty_tracking::wp_async, dirty_tracking::wp_sync, dirty_tracking::all_resident}) {
+    SCOPED_TRACE(to_string(mode));
+    backing bk("posix");
+    {
+      pager pg(bk.create(npages * kHuge, kHuge), huge_options(buffer, mode));
+      ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+      for (std::size_t p = 0; p < npages; ++p) fill_pattern(pg.base() + p * kHuge, kHuge, 5, p, 1);
+      pg.flush({});
+      for (std::size_t p = 0; p < npages; p += 2) fill_pattern(pg.base() + p * kHuge, kHuge, 5, p, 2);
+      for (std::size_t p = 0; p < npages; ++p) {
+        EXPECT_TRUE(page_is(pg.base() + p * kHuge, 5, p, p % 2 == 0 ? 2 : 1)) << p;
+      }
+      pg.flush({});
+      const auto s = pg.stats();
+      EXPECT_GT(s.huge_evictions, 0u) << s;
+      EXPECT_GT(s.huge_recycled, 0u) << s;
+      EXPECT_LT(s.huge_fresh, s.huge_fills) << "no fill took a recycled huge page: " << s;
+      EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
+      EXPECT_LE(s.peak_resident_pages, buffer) << s;
+      paging::test_access::impl(pg).wait_evictor_idle();
+      EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+      // The pages resident now were last filled by the reading pass and only read since: each
+      // is one PMD mapping, after every page went through writes, flushes and evictions.
+      const auto after = pg.stats();
+      // (A page whose move was refused is the counted exception: pheap/pager_options.hpp.)
+      EXPECT_LE(after.huge_fallback_move, after.huge_evicted_split) << after;
+      EXPECT_GE(anon_huge_bytes(pg.base(), pg.size()) + after.huge_fallback_move * kHuge,
+                after.resident_pages * kHuge) << after;
+    }
+    pager pg(bk.reopen(), huge_options(buffer, mode));
+    for (std::size_t p = 0; p < npages; ++p) {
+      EXPECT_TRUE(page_is(pg.base() + p * kHuge, 5, p, p % 2 == 0 ? 2 : 1)) << p;
+    }
+  }
+}
+
+TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) {
+  PHEAP_REQUIRE_HUGE();
+  backing bk("mem");
+  constexpr std::size_t npages = 4;
+  {
+    pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+    ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+    fill_pattern(pg.base() + 1 * kHuge, kHuge, 9, 1, 1);
+    // A stray 4 KiB frame (zeros, as the never-written page 2 reads) in page 2, put there
+    // behind the pager's back: the huge move of page 2's fill must be refused.
+    auto& core = paging::test_access::core(pg);
+    static const std::byte zeros[4096] = {};
+    ASSERT_EQ(paging::uffd_copy(core.uffd, pg.base() + 2 * kHuge + 3 * 4096, zeros, 4096, 0), 0);
+    EXPECT_TRUE(page_is_zero(pg.base() + 2 * kHuge));
+    const auto s = pg.stats();
+    EXPECT_EQ(s.huge_fallback_move, 1u) << s;
+    EXPECT_EQ(s.huge_fallback_fills, 1u) << s;
+    EXPECT_EQ(s.huge_fills, 1u) << s;
+    EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), kHuge) << "page 1 only: " << s;
+    fill_pattern(pg.base() + 2 * kHuge, kHuge, 9, 2, 1);
+    pg.flush({});
+  }
+  pager pg(bk.reopen(), huge_options(npages));
+  EXPECT_TRUE(page_is(pg.base() + 1 * kHuge, 9, 1, 1));
+  EXPECT_TRUE(page_is(pg.base() + 2 * kHuge, 9, 2, 1));
+  EXPECT_EQ(pg.stats().huge_fallback_move, 0u) << pg.stats();
+}
+
+TEST(HugePages, ConcurrentFaultsFromSeveralThreadsFillEachPageOnceAsOnePmdMapping) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 12;
+  constexpr unsigned threads = 6;
+  for (auto fill : {fault_filling::workers, fault_filling::faulting_thread}) {
+    SCOPED_TRACE(to_string(fill));
+    backing bk("mem");
+    pager_options o = huge_options(npages, dirty_tracking::wp_async);
+    o.fault_fill = fill;
+    {
+      pager pg(bk.create(npages * kHuge, kHuge), o);
+      ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+      std::atomic<unsigned> ready{0};
+      std::atomic<std::size_t> bad{0};
+      std::vector<std::thread> ts;
+      for (unsigned t = 0; t < threads; ++t) {
+        ts.emplace_back([&, t] {
+          std::vector<std::size_t> order(npages);
+          for (std::size_t p = 0; p < npages; ++p) order[p] = p;
+          std::shuffle(order.begin(), order.end(), std::mt19937_64(t + 1));
+          ready.fetch_add(1);
+          while (ready.load() < threads) std::this_thread::yield();
+          for (const std::size_t p : order) {
+            auto* w = reinterpret_cast<volatile std::uint64_t*>(pg.base() + p * kHuge + t * 4096 * 7);
+            if (*w != 0) ++bad;  // nobody else writes this word
+            *w = (p << 8) | t;
+          }
+        });
+      }
+      for (auto& th : ts) th.join();
+      EXPECT_EQ(bad.load(), 0u);
+      const auto s = pg.stats();
+      EXPECT_EQ(s.huge_fills, npages) << s;
+      EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
+      EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), npages * kHuge) << s;
+      pg.flush({});
+    }
+    pager pg(bk.reopen(), o);
+    std::size_t wrong = 0;
+    for (std::size_t p = 0; p < npages; ++p) {
+      for (unsigned t = 0; t < threads; ++t) {
+        std::uint64_t v;
+        std::memcpy(&v, pg.base() + p * kHuge + t * 4096 * 7, 8);
+        wrong += v != ((p << 8) | t);
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
+TEST(HugePages, SmallPagesAndReadOnlyOpensFallBackToFourKiBFillsAndSayWhy) {
+  PHEAP_REQUIRE_HUGE();
+  {
+    backing bk("mem");
+    pager_options o;
+    o.buffer_size = 16 * 65536;
+    o.huge_pages = huge_pages_mode::always;
+    pager pg(bk.create(16 * 65536, 65536), o);
+    std::memset(pg.base(), 1, 65536);
+    const auto s = pg.stats();
+    EXPECT_FALSE(s.huge_pages);
+    EXPECT_NE(s.huge_pages_why.find("64 KiB"), std::string::npos) << s.huge_pages_why;
+    EXPECT_GE(s.huge_fallback_fills, 1u) << s;
+    EXPECT_EQ(s.huge_fills, 0u) << s;
+  }
+  backing bk("mem");
+  {
+    pager pg(bk.create(2 * kHuge, kHuge), huge_options(2));
+    fill_pattern(pg.base(), kHuge, 4, 0, 1);
+    pg.flush({});
+  }
+  pager ro(bk.reopen(true), huge_options(2));
+  EXPECT_TRUE(page_is(ro.base(), 4, 0, 1));
+  const auto s = ro.stats();
+  EXPECT_FALSE(s.huge_pages);
+  EXPECT_NE(s.huge_pages_why.find("read-only"), std::string::npos) << s.huge_pages_why;
+  EXPECT_GE(s.huge_fallback_fills, 1u) << s;
+  // Off by default, and spelled as PHEAP_HUGE_PAGES takes it.
+  EXPECT_EQ(pager_options{}.huge_pages, huge_pages_mode::off);
+  EXPECT_STREQ(to_string(huge_pages_mode::always), "always");
+  ::setenv("PHEAP_HUGE_PAGES", "always", 1);
+  EXPECT_EQ(pager_options::from_env().huge_pages, huge_pages_mode::always);
+  ::setenv("PHEAP_HUGE_PAGES", "sometimes", 1);
+  EXPECT_THROW(pager_options::from_env(), error);
+  ::unsetenv("PHEAP_HUGE_PAGES");
+}
+
+}  // namespace
+}  // namespace pheap::test
