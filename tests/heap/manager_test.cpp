@@ -596,6 +596,7 @@ TEST(ManagerOptions, EveryVariableOfTheTableSetsItsFieldThroughFromEnv) {
       {var::victim_cache, "off", [](const options& o) { return o.pager.victim_cache == victim_caching::off; }},
       {var::fault_fill, "faulting_thread", [](const options& o) { return o.pager.fault_fill == fault_filling::faulting_thread; }},
       {var::read_only_cache, "off", [](const options& o) { return !o.read_only_cache; }},
+      {var::huge_pages, "always", [](const options& o) { return o.pager.huge_pages == huge_pages_mode::always; }},
       {var::debug, "1", [](const options& o) { return o.pager.debug; }},
   };
   EXPECT_EQ(std::size(rows) + 1, env::table().size()) << "a variable without a row here (io_engine is the +1)";
@@ -618,6 +619,11 @@ TEST(ManagerOptions, EveryVariableOfTheTableSetsItsFieldThroughFromEnv) {
     ::setenv("PHEAP_FAULT_FILL", to_string(f), 1);
     EXPECT_EQ(options::from_env().pager.fault_fill, f) << to_string(f);
   }
+  for (huge_pages_mode h : {huge_pages_mode::off, huge_pages_mode::always}) {
+    ::setenv("PHEAP_HUGE_PAGES", to_string(h), 1);
+    EXPECT_EQ(options::from_env().pager.huge_pages, h) << to_string(h);
+  }
+  ::unsetenv("PHEAP_HUGE_PAGES");
   for (victim_caching c : {victim_caching::automatic, victim_caching::on, victim_caching::off}) {
     ::setenv("PHEAP_VICTIM_CACHE", to_string(c), 1);
     EXPECT_EQ(options::from_env().pager.victim_cache, c) << to_string(c);

@@ -24,8 +24,8 @@
 // (ingest_options::on_finish: after the job is recorded finished, before the job's last
 // flush), so the watermark that ends a job also holds its index. An interrupted job, or
 // edges inserted by other code, leave the index stale until the next job ends: readers then
-// walk. The walk at a job's end reads every vertex's hash node once (about 1 M vertices per
-// 0.1 s in core); the index costs 16 bytes per vertex of heap.
+// walk. The walk at a job's end reads every vertex's hash node once (not the lists), on the
+// ingesting thread; the index costs 16 bytes per vertex of heap.
 //
 // Caveats
 //   * The distributed graphs of pheap/graph/mpi have no index (each rank's part would need its
