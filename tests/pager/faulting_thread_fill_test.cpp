@@ -395,7 +395,10 @@ TEST(FaultingThreadFill, AutomaticLeavesTheFillsToTheWorkersUnderWpSyncInsteadOf
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_sync);
   const pager_stats st = automatic_round_trip(dirty_tracking::wp_sync);
   EXPECT_FALSE(st.thread_fill) << st;
-  ASSERT_GT(st.read_faults + st.write_faults, 64u) << st;
+  // The round trip did fault: 64 pages read back through a buffer of 16 miss at least 48
+  // times (the writes' count varies: a write fault's zero-ahead fills the next pages, whose
+  // writes are then write-protect faults).
+  ASSERT_GE(st.read_faults, 48u) << st;
   EXPECT_EQ(st.thread_fills, 0u) << st;
 }
 
