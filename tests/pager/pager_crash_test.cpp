@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "pager_test_util.hpp"
 
@@ -34,6 +37,88 @@ std::vector<std::uint64_t> last_writer(std::uint64_t seed, std::uint64_t k,
 }
 
 class PagerCrash : public ::testing::TestWithParam<std::string> {};
+
+// A child killed by SIGKILL: its acknowledgement lines (one epoch per line), its wait status,
+// and whether its stdout ended before the kill.
+struct killed_child {
+  std::string acks;
+  int status = 0;
+  bool eof = false;
+};
+
+// Runs `argv` with stdout to a pipe, reads its lines until `want_acks` of them or `give_up`,
+// waits `delay` more, kills it with SIGKILL and reads what it wrote before dying.
+void run_and_kill(const std::vector<std::string>& argv, std::size_t want_acks, std::chrono::seconds give_up,
+                  std::chrono::microseconds delay, killed_child& k) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  char buf[4096];
+  ssize_t n;
+  const auto until = std::chrono::steady_clock::now() + give_up;
+  while (static_cast<std::size_t>(std::count(k.acks.begin(), k.acks.end(), '\n')) < want_acks &&
+         std::chrono::steady_clock::now() < until) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) {
+        k.eof = true;
+        break;
+      }
+      k.acks.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &k.status, 0);
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) k.acks.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+}
+
+// The epoch of the last complete acknowledgement line (0: none).
+std::uint64_t last_acknowledged(const std::string& acks) {
+  const std::size_t end = acks.rfind('\n');
+  if (end == std::string::npos) return 0;
+  std::size_t begin = end == 0 ? std::string::npos : acks.rfind('\n', end - 1);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return std::stoull(acks.substr(begin, end - begin));
+}
+
+// Reopens the child's store: it is at the acknowledged flush or the next one (root_k), and
+// every page holds exactly what the workload's last writer up to root_k wrote.
+void expect_reopened_exact(const std::string& ds, std::shared_ptr<io::engine> engine, std::uint64_t seed,
+                           std::size_t pages, std::size_t ps, std::uint64_t acked, const std::string& what,
+                           std::uint64_t& root_k) {
+  store_options o;
+  o.engine = std::move(engine);
+  auto st = sparse_store::open(ds, o);
+  root_k = 0;
+  if (const auto root = st->root(); !root.empty()) {
+    ASSERT_EQ(root.size(), 8u);
+    std::memcpy(&root_k, root.data(), 8);
+  }
+  ASSERT_TRUE(root_k == acked || root_k == acked + 1)
+      << what << ": acknowledged " << acked << ", reopened at " << root_k;
+  const auto lw = last_writer(seed, root_k, pages);
+  std::vector<std::byte> page(ps);
+  for (std::size_t p = 0; p < pages; ++p) {
+    page_read r{p, page.data()};
+    st->read_pages(std::span(&r, 1));
+    const auto want = lw[p] == 0 ? std::vector<std::uint8_t>(ps, 0) : pattern(ps, seed, p, lw[p]);
+    ASSERT_EQ(std::memcmp(page.data(), want.data(), ps), 0) << what << " page " << p << " at k=" << root_k;
+  }
+}
 
 TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFlush) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
@@ -59,74 +144,22 @@ TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFl
       sparse_store::create(ds, o);
     }
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(it);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      ::close(out[1]);
-      const std::string seed_s = std::to_string(seed);
-      ::execl(child.c_str(), child.c_str(), ds.c_str(), GetParam().c_str(), modes[it % 3],
-              seed_s.c_str(), nullptr);
-      ::_exit(127);
-    }
-    ::close(out[1]);
     // Kill after a random number (0-3) of acknowledged flushes plus a random delay, so every
     // iteration dies at a different point of writes/evictions/flushes whatever the load.
     const std::size_t want_acks = rng() % 4;
-    std::string acks;
-    char buf[4096];
-    ssize_t n;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (static_cast<std::size_t>(std::count(acks.begin(), acks.end(), '\n')) < want_acks &&
-           std::chrono::steady_clock::now() < give_up) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 100) > 0) {
-        n = ::read(out[0], buf, sizeof buf);
-        if (n <= 0) break;
-        acks.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+    killed_child k;
+    run_and_kill({child, ds, GetParam(), modes[it % 3], std::to_string(seed)}, want_acks, std::chrono::seconds(30),
+                 std::chrono::microseconds(rng() % 20000), k);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(WIFSIGNALED(k.status) && WTERMSIG(k.status) == SIGKILL) << "child status " << k.status;
     with_ack += want_acks > 0;
-    while ((n = ::read(out[0], buf, sizeof buf)) > 0) acks.append(buf, static_cast<std::size_t>(n));
-    ::close(out[0]);
-    std::uint64_t acked = 0;
-    {
-      std::size_t end = acks.rfind('\n');
-      if (end != std::string::npos) {
-        std::size_t begin = acks.rfind('\n', end - 1);
-        begin = begin == std::string::npos ? 0 : begin + 1;
-        acked = std::stoull(acks.substr(begin, end - begin));
-      }
-    }
+    const std::uint64_t acked = last_acknowledged(k.acks);
     total_acks += acked;
-    store_options o;
-    o.engine = bk.engine();
-    auto st = sparse_store::open(ds, o);
     std::uint64_t root_k = 0;
-    const auto root = st->root();
-    if (!root.empty()) {
-      ASSERT_EQ(root.size(), 8u);
-      std::memcpy(&root_k, root.data(), 8);
-    }
-    ASSERT_TRUE(root_k == acked || root_k == acked + 1)
-        << "iteration " << it << ": acknowledged " << acked << ", reopened at " << root_k;
+    expect_reopened_exact(ds, bk.engine(), seed, kPages, kPs, acked,
+                          "iteration " + std::to_string(it) + " (" + modes[it % 3] + ")", root_k);
+    if (HasFatalFailure()) return;
     beyond_ack += root_k == acked + 1;
-    const auto lw = last_writer(seed, root_k);
-    std::vector<std::byte> page(kPs);
-    for (std::size_t p = 0; p < kPages; ++p) {
-      page_read r{p, page.data()};
-      st->read_pages(std::span(&r, 1));
-      const auto want = lw[p] == 0 ? std::vector<std::uint8_t>(kPs, 0) : pattern(kPs, seed, p, lw[p]);
-      ASSERT_EQ(std::memcmp(page.data(), want.data(), kPs), 0)
-          << "iteration " << it << " (" << modes[it % 3] << ") page " << p << " at k=" << root_k;
-    }
   }
   EXPECT_GE(total_acks, with_ack) << "children never got far enough to test anything";
   EXPECT_GT(with_ack, 60u);
@@ -158,70 +191,21 @@ TEST(PagerCrashHuge, SigkillWithHugePagesReopensAtTheAcknowledgedOrNextFlushWith
       sparse_store::create(ds, o);
     }
     const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(it);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      ::close(out[1]);
-      const std::string seed_s = std::to_string(seed);
-      ::execl(child.c_str(), child.c_str(), ds.c_str(), "posix", modes[it % 3], seed_s.c_str(),
-              "huge", nullptr);
-      ::_exit(127);
-    }
-    ::close(out[1]);
     const std::size_t want_acks = 1 + rng() % 3;
-    std::string acks;
-    char buf[4096];
-    ssize_t n;
-    bool eof = false;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (static_cast<std::size_t>(std::count(acks.begin(), acks.end(), '\n')) < want_acks &&
-           std::chrono::steady_clock::now() < give_up) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 100) > 0) {
-        n = ::read(out[0], buf, sizeof buf);
-        if (n <= 0) {
-          eof = true;
-          break;
-        }
-        acks.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 50000));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_FALSE(eof && WIFEXITED(status) && WEXITSTATUS(status) == 4)
+    killed_child k;
+    run_and_kill({child, ds, "posix", modes[it % 3], std::to_string(seed), "huge"}, want_acks, std::chrono::seconds(60),
+                 std::chrono::microseconds(rng() % 50000), k);
+    if (HasFatalFailure()) return;
+    ASSERT_FALSE(k.eof && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 4)
         << "the child's pager did not turn huge pages on";
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
-    while ((n = ::read(out[0], buf, sizeof buf)) > 0) acks.append(buf, static_cast<std::size_t>(n));
-    ::close(out[0]);
-    std::uint64_t acked = 0;
-    if (const std::size_t end = acks.rfind('\n'); end != std::string::npos) {
-      std::size_t begin = end == 0 ? std::string::npos : acks.rfind('\n', end - 1);
-      begin = begin == std::string::npos ? 0 : begin + 1;
-      acked = std::stoull(acks.substr(begin, end - begin));
-    }
+    ASSERT_TRUE(WIFSIGNALED(k.status) && WTERMSIG(k.status) == SIGKILL) << "child status " << k.status;
+    const std::uint64_t acked = last_acknowledged(k.acks);
     with_ack += acked > 0;
     total_acks += acked;
-    store_options o;
-    o.engine = io::make_posix_engine();
-    auto st = sparse_store::open(ds, o);
     std::uint64_t root_k = 0;
-    if (const auto root = st->root(); !root.empty()) std::memcpy(&root_k, root.data(), 8);
-    ASSERT_TRUE(root_k == acked || root_k == acked + 1)
-        << "iteration " << it << ": acknowledged " << acked << ", reopened at " << root_k;
-    const auto lw = last_writer(seed, root_k, pages);
-    std::vector<std::byte> page(ps);
-    for (std::size_t p = 0; p < pages; ++p) {
-      page_read r{p, page.data()};
-      st->read_pages(std::span(&r, 1));
-      const auto want = lw[p] == 0 ? std::vector<std::uint8_t>(ps, 0) : pattern(ps, seed, p, lw[p]);
-      ASSERT_EQ(std::memcmp(page.data(), want.data(), ps), 0)
-          << "iteration " << it << " (" << modes[it % 3] << ") page " << p << " at k=" << root_k;
-    }
+    expect_reopened_exact(ds, io::make_posix_engine(), seed, pages, ps, acked,
+                          "iteration " + std::to_string(it) + " (" + modes[it % 3] + ")", root_k);
+    if (HasFatalFailure()) return;
   }
   EXPECT_GT(with_ack, 6u) << "children never got far enough to test anything";
   std::printf("huge: acknowledged flushes: %zu\n", total_acks);
