@@ -109,15 +109,24 @@ struct pager_options {
   //    pager_stats::huge_pages_why, on a page size below 2 MiB or not a multiple of it, a
   //    read-only open (UFFDIO_MOVE needs a writable region), a kernel without UFFDIO_MOVE, or
   //    transparent huge pages set to `never`; per page (counted in huge_fallback_*) when the
-  //    pool cannot get a huge page or the move is refused. The data is the same either way.
+  //    pool cannot get a huge page, the move is refused, or the kernel maps the moved page
+  //    with 4 KiB entries (below). The data is the same either way; huge_mapped_bytes says
+  //    how much of the region the page tables map with 2 MiB entries now.
+  //  * The kernel's part of a write fault: before it hands a missing write fault to the pager
+  //    it allocates (and zeroes) a huge page of its own and frees it again. When it cannot
+  //    get one (memory short or fragmented), it falls back to 4 KiB and leaves a page table
+  //    at that page, and the pager's whole move then goes in as 512 entries: counted in
+  //    huge_fallback_split, and the page stays 4 KiB-mapped until it is evicted. Read faults
+  //    take the kernel's huge zero page path and are not affected.
   //  * A huge fill counts as a write: the next flush or eviction writes the whole page back,
   //    even when it was only read (out of core, every eviction of a read page is a write).
   //  * A write after the page was write-protected again (by a flush, or wp_async's write
-  //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries: always under
-  //    wp_async (the kernel's write-protect resolution), seen at times under wp_sync too. The
-  //    data stays correct; the page stays split until it is evicted (it is then dropped, not
-  //    recycled: huge_evicted_split), and the next huge fill of that page can be refused (the
-  //    split may leave a page table behind) and fall back to 4 KiB (huge_fallback_move).
+  //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries (wp_async: the
+  //    kernel's write-protect resolution). The data stays correct; the page stays split
+  //    until it is evicted (it is then dropped, not recycled: huge_evicted_split, which also
+  //    counts the kernel's fallbacks above), and the next huge fill of that page can be
+  //    refused (the split may leave a page table behind) and fall back to 4 KiB
+  //    (huge_fallback_move).
   //    Re-promotion of split pages is not implemented.
   //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
   //    pheap's own memory; huge_pool_blocks says how many it holds now.

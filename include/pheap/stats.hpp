@@ -91,10 +91,18 @@ struct pager_stats {
   std::uint64_t huge_fallback_fills = 0;
   std::uint64_t huge_fallback_no_block = 0;  // the pool could not get a huge page
   std::uint64_t huge_fallback_move = 0;      // UFFDIO_MOVE refused (a 4 KiB page was present)
+  // Moved in whole but mapped by 4 KiB entries: the kernel had made a page table there (the
+  // fault could not get a huge page of its own: memory short or fragmented).
+  std::uint64_t huge_fallback_split = 0;
+  // Bytes of the region mapped by 2 MiB (PMD) entries now, read from the page tables
+  // (PAGEMAP_SCAN) when the statistics are taken: what the TLB sees, not what was asked for.
+  // 0 when huge pages are off or the page tables cannot be read.
+  std::uint64_t huge_mapped_bytes = 0;
   std::uint64_t huge_evictions = 0;   // pages of a huge region evicted
   std::uint64_t huge_recycled = 0;    // of which moved whole into the pool for the next fill
   // Of which found split into 4 KiB entries (written after a flush or the evictor's write scan
-  // re-protected them): dropped, not recycled.
+  // re-protected them, or mapped so by the kernel at the fill: huge_fallback_split): dropped,
+  // not recycled.
   std::uint64_t huge_evicted_split = 0;
   std::uint64_t huge_fresh = 0;       // fresh huge pages the pool made (each ~0.2 ms CPU)
   std::uint64_t huge_pool_blocks = 0; // huge pages waiting in the pool now

@@ -528,6 +528,14 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved);
   if (rc == 0) {
     core_.huge.give_empty(block);
+    if (!is_pmd_mapped(p)) {
+      // Moved whole, and mapped by 4 KiB entries all the same: the kernel had put a page table
+      // there already (a fault on this page could not get a huge page of its own and fell back
+      // to 4 KiB before it reached us), so the move went in entry by entry. Same bytes.
+      core_.c.huge_fills.fetch_sub(1, std::memory_order_relaxed);
+      core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
+      core_.c.huge_fallback_split.fetch_add(1, std::memory_order_relaxed);
+    }
   } else {
     // Refused (a 4 KiB page present at the destination), or stopped half-way: the rest of
     // the page by 4 KiB copies, frame by frame (a frame present already is left as it is).
@@ -552,6 +560,15 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   core_.clock.publish(p);  // C1
   core_.wake_page(p);  // the copies woke their frames' faults; a fault on another frame too
   core_.wake_fill_sleepers(p);
+}
+
+bool fault_service::is_pmd_mapped(std::size_t p) const {
+  if (core_.pagemap_fd < 0) return true;  // cannot tell: counted as asked
+  std::byte* a = core_.page_addr(p);
+  std::size_t huge = 0;
+  const long r = pagemap_walk<4>(core_.pagemap_fd, a, a + core_.ps, 0, page_is_huge | page_is_present, 0,
+                                 [&](const page_region& reg) { huge += reg.end - reg.start; });
+  return r != 0 || huge == core_.ps;
 }
 
 void fault_service::fill_small(const std::size_t* pages, std::size_t n, bool write, bool fault,

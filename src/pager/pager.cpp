@@ -109,7 +109,7 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " retakes " << s.flush_retakes << " after write-back " << s.flush_write_back_waits
      << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
      << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
-     << s.huge_fallback_move << ") evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
+     << s.huge_fallback_move << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
      << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks
      << (s.huge_pages_why.empty() ? "" : " (" + s.huge_pages_why + ")")
      << " | written " << s.bytes_written << " B"
@@ -637,6 +637,15 @@ void pager_impl::wait_evictor_idle() {
   }
 }
 
+std::uint64_t pager_impl::huge_mapped_bytes() const {
+  if (!core_.huge_on || core_.pagemap_fd < 0) return 0;
+  std::uint64_t huge = 0;
+  const long r = pagemap_walk<64>(core_.pagemap_fd, core_.base, core_.base + core_.cap, 0,
+                                  page_is_huge | page_is_present, 0,
+                                  [&](const page_region& reg) { huge += reg.end - reg.start; });
+  return r == 0 ? huge : 0;
+}
+
 pager_stats pager_impl::stats() const {
   pager_stats s;
   auto g = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -677,6 +686,8 @@ pager_stats pager_impl::stats() const {
   s.huge_fallback_fills = g(core_.c.huge_fallback_fills);
   s.huge_fallback_no_block = g(core_.c.huge_fallback_no_block);
   s.huge_fallback_move = g(core_.c.huge_fallback_move);
+  s.huge_fallback_split = g(core_.c.huge_fallback_split);
+  s.huge_mapped_bytes = huge_mapped_bytes();
   s.huge_evictions = g(core_.c.huge_evictions);
   s.huge_recycled = g(core_.c.huge_recycled);
   s.huge_evicted_split = g(core_.c.huge_evicted_split);

@@ -105,6 +105,8 @@ class pager_impl {
   void pin(std::size_t offset, std::size_t len);
   void unpin(std::size_t offset, std::size_t len);
   pager_stats stats() const;
+  // Bytes of the region mapped by PMD entries now (pager_stats::huge_mapped_bytes).
+  std::uint64_t huge_mapped_bytes() const;
 
   // Quiescent self-check (no faults, flushes or evictions in flight): returns "" when the page
   // table agrees with the counters and the page tables (invariants I1, I2, I6 of
