@@ -54,7 +54,7 @@ MANIFEST = {
                     "label bench page_size bytes seconds")],
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
                      "column 1 (budget), 2 (form), 3 (seconds)")],
-    "python": [("2026-12-02-python", "summary.csv", "case measure value target met")],
+    "python": [("2026-12-03-python", "summary.csv", "case measure value target met")],
 }
 
 
