@@ -124,9 +124,9 @@ struct pager_options {
   //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries (wp_async: the
   //    kernel's write-protect resolution). The data stays correct; the page stays split
   //    until it is evicted (it is then dropped, not recycled: huge_evicted_split, which also
-  //    counts the kernel's fallbacks above), and the next huge fill of that page can be
-  //    refused (the split may leave a page table behind) and fall back to 4 KiB
-  //    (huge_fallback_move).
+  //    counts the kernel's fallbacks above). The page table it leaves behind is freed by the
+  //    next huge fill of that page (MADV_DONTNEED of the empty page, with the kernel's
+  //    CONFIG_PT_RECLAIM; without it that fill too is 4 KiB-mapped: huge_fallback_split).
   //    Re-promotion of split pages is not implemented.
   //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
   //    pheap's own memory; huge_pool_blocks says how many it holds now.

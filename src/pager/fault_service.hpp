@@ -98,6 +98,8 @@ class fault_service {
   void fill_huge(const std::size_t* pages, std::size_t n, bool write, bool fault,
                  std::uint32_t tid, std::byte* bounce);
   void install_huge(std::size_t p, std::byte* block);
+  // Frees a page table left at page p when nothing of p is present (install_huge).
+  void drop_page_table(std::size_t p) const;
   // Whether page p is one PMD mapping now (PAGEMAP_SCAN; true when that cannot be read).
   bool is_pmd_mapped(std::size_t p) const;
   void fill_small(const std::size_t* pages, std::size_t n, bool write, bool fault,

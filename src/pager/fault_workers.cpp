@@ -23,6 +23,7 @@
 
 #include "pager/evictor.hpp"
 #include "pager/fault_service.hpp"
+#include "pager/os/memory.hpp"
 #include "pager/os/threads.hpp"
 #include "pheap/error.hpp"
 
@@ -524,6 +525,7 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   // Counted before the move, which wakes the faulting thread (it may read the statistics at
   // once); taken back if the move is refused.
   core_.c.huge_fills.fetch_add(1, std::memory_order_relaxed);
+  drop_page_table(p);
   std::size_t moved = 0;
   const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved);
   if (rc == 0) {
@@ -560,6 +562,22 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   core_.clock.publish(p);  // C1
   core_.wake_page(p);  // the copies woke their frames' faults; a fault on another frame too
   core_.wake_fill_sleepers(p);
+}
+
+// A page table at the destination makes the kernel move a huge page in entry by entry (a
+// 4 KiB mapping of it). One stays behind wherever the page was 4 KiB-mapped before — split
+// by a write after a protect, evicted so, filled small, or the kernel's own 4 KiB fallback at
+// a fault — and would make every later fill of that page split again. With nothing present,
+// MADV_DONTNEED frees it (Linux's CONFIG_PT_RECLAIM; else it changes nothing): the page is
+// this fill's (filling), no fault installs a frame behind the pager's back (userfaultfd), and
+// a frame present is left for the move to refuse (the 4 KiB fallback below).
+void fault_service::drop_page_table(std::size_t p) const {
+  if (core_.pagemap_fd < 0) return;
+  std::byte* a = core_.page_addr(p);
+  std::size_t present = 0;
+  const long r = pagemap_walk<4>(core_.pagemap_fd, a, a + core_.ps, 0, page_is_present, 0,
+                                 [&](const page_region& reg) { present += reg.end - reg.start; });
+  if (r == 0 && present == 0) os::drop(a, core_.ps);
 }
 
 bool fault_service::is_pmd_mapped(std::size_t p) const {

@@ -132,6 +132,30 @@ TEST(HugePages, EvictionUnderASmallBufferKeepsEveryByteAndRecyclesTheHugePages) 
   }
 }
 
+TEST(HugePages, APageEvictedSplitIsFilledAsOnePmdMappingAgain) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 8, buffer = 2;
+  backing bk("mem");
+  pager pg(bk.create(npages * kHuge, kHuge), huge_options(buffer, dirty_tracking::wp_async));
+  ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+  // Page 0 written, protected by a flush, written again: wp_async's resolution of that write
+  // splits the 2 MiB mapping (pheap/pager_options.hpp), and its eviction leaves a page table.
+  fill_pattern(pg.base(), kHuge, 6, 0, 1);
+  pg.flush({});
+  fill_pattern(pg.base(), kHuge, 6, 0, 2);
+  for (std::size_t p = 1; p < npages; ++p) EXPECT_TRUE(page_is_zero(pg.base() + p * kHuge)) << p;
+  paging::test_access::impl(pg).wait_evictor_idle();
+  const auto before = pg.stats();
+  ASSERT_GE(before.huge_evicted_split, 1u) << "page 0 was not evicted split: nothing to prove; " << before;
+  // Read back (a read fault: the kernel makes no page table of its own on that path): the fill
+  // frees the table left behind and moves the huge page in whole.
+  EXPECT_TRUE(page_is(pg.base(), 6, 0, 2));
+  const auto s = pg.stats();
+  EXPECT_EQ(s.huge_fallback_split, before.huge_fallback_split) << "page 0 went in as 4 KiB entries: " << s;
+  EXPECT_EQ(s.huge_mapped_bytes, s.resident_pages * kHuge) << s;
+  EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), s.huge_mapped_bytes) << s;
+}
+
 TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) {
   PHEAP_REQUIRE_HUGE();
   backing bk("mem");
