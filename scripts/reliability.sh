@@ -17,7 +17,8 @@
 #   rel_graph_limits_test          PHEAP_BUFFER_SIZE above a memory cgroup v1 limit (root),
 #                                  RLIMIT_AS below the capacity
 #   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
-#                                  chained kills during the reopen, kills during close
+#                                  chained kills during the reopen, kills during close; the
+#                                  same on 2 MiB pages mapped by 2 MiB entries (huge_pages)
 #   rel_fault_read_error_test      EIO on the Nth read during page faults and during the reopen
 #   rel_fault_write_error_test     EIO/ENOSPC on the Nth write, sync or metadata operation of a heap
 #                                  workload with snapshots, and of reopens after a crash

@@ -32,7 +32,12 @@
 // K drawn from the operation count of a complete close, measured every 15 runs). Afterwards:
 // step S-1 or S exactly; a "closed S" line acknowledges S, and after it the heap holds S.
 //
-// CI size: 200 kills + 50 chained + 60 closes (about 17 s); PHEAP_LONG=1: 2000 + 500 + 600.
+// Huge pages (scenario heap_mix_kill9_huge, third test): the first campaign again on 2 MiB
+// pages mapped by 2 MiB entries (rel_heap_child --huge: huge_pages = always, a buffer of 4
+// pages), its victims reporting how many fills were PMD-mapped (at least one must be).
+//
+// CI size: 200 kills + 50 chained + 60 closes, and 60 + 15 huge (about 25 s); PHEAP_LONG=1:
+// ten times as many.
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -61,13 +66,42 @@ double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
-TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndASoundHeap) {
-  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+// One kill campaign (the first test's, and the huge-page one's): victims with `flags` before
+// "mix" and a `buffer`-byte pager buffer, `kills` SIGKILLs (PHEAP_LONG: `long_kills`), each
+// 4th followed by a chained one; PHEAP_RESULT lines `name` and `name`_during_recovery.
+struct kill_campaign {
+  std::vector<std::string> flags;
+  std::size_t buffer;
+  std::uint64_t kills, long_kills;
+  std::string name;
+};
+
+// Whether a heap of the huge geometry gets huge pages here (UFFDIO_MOVE, THP not `never`).
+bool huge_pages_possible() {
+  scratch_dir d;
+  try {
+    options o = mix::heap_options(8u << 20);
+    mix::use_huge_pages(o);
+    manager m(create_only, d / "probe", o);
+    return m.stats().pager.huge_pages;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// With --huge, the victims' "huge FILLS MAPPED" lines: the most fills one victim reported.
+std::uint64_t huge_fills_in(const std::string& line, std::uint64_t most) {
+  unsigned long long f = 0, b = 0;
+  if (std::sscanf(line.c_str(), "huge %llu %llu", &f, &b) == 2 && f > most) return f;
+  return most;
+}
+
+void run_kill_campaign(const kill_campaign& k, std::uint64_t* most_huge_fills = nullptr) {
   scenario_timer timer;
   scratch_dir work;
   const std::string ds = work / "h";
   const std::string bin = sibling_binary("rel_heap_child");
-  const std::uint64_t target_kills = long_mode() ? 2000 : 200;
+  const std::uint64_t target_kills = long_mode() ? k.long_kills : k.kills;
   std::mt19937_64 rng(std::random_device{}());
 
   tally main, rec;  // heap_mix_kill9, heap_mix_kill9_during_recovery
@@ -75,6 +109,17 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
   std::uint64_t clean_exits = 0, flush_kills = 0, early_kills = 0, jobs = 0, tool_checks = 0,
                 rec_in_open = 0, rec_clean = 0;
   mixc::mix_tracker t;
+  auto victim = [&](const std::string& steps) {
+    std::vector<std::string> argv{bin};
+    argv.insert(argv.end(), k.flags.begin(), k.flags.end());
+    argv.insert(argv.end(), {"mix", ds, std::to_string(t.seed), steps, std::to_string(k.buffer)});
+    return argv;
+  };
+  // With most_huge_fills: every line a victim printed, looked at for "huge FILLS MAPPED".
+  auto on_line = [&](const std::string& l, std::vector<problem>& ps) {
+    if (most_huge_fills) *most_huge_fills = huge_fills_in(l, *most_huge_fills);
+    return t.on_line(l, ps);
+  };
   // Times from spawn to "starting" (exec, loading) and to "opened S" (then also store open,
   // recovery, heap attach) of the recent victims: the window the chained kills aim at.
   // Exponential moving averages, ms.
@@ -118,11 +163,11 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
     const auto delay = std::chrono::microseconds(rng() % static_cast<std::uint64_t>(window_ms * 1000));
     bool started = false, opened = false;
     {
-      child_process c({bin, "mix", ds, std::to_string(t.seed), "1000000", std::to_string(kVictimBuffer)});
+      child_process c(victim("1000000"));
       line_reader lines(c.stdout_fd());
       try {
         for (std::optional<std::string> l; !started && (l = lines.next());) {
-          const std::string kind = t.on_line(*l, ps);
+          const std::string kind = on_line(*l, ps);
           started = started || kind == "starting";
         }
       } catch (const std::exception& e) {
@@ -132,7 +177,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
       c.kill9();
       try {
         for (std::optional<std::string> l; (l = lines.next());) {
-          const std::string kind = t.on_line(*l, ps);
+          const std::string kind = on_line(*l, ps);
           if (kind == "opened") opened = true;
         }
       } catch (const std::exception& e) {
@@ -150,8 +195,8 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
     aim = started && opened ? std::max(0.05, aim * 0.7) : std::min(0.5, aim * 1.1);
     verify(rec, ctx, false);
     // The third run recovers and closes.
-    const auto r = run_child({bin, "mix", ds, std::to_string(t.seed), "0", std::to_string(kVictimBuffer)});
-    for (const auto& l : lines_with(r.out, "")) t.on_line(l, ps);
+    const auto r = run_child(victim("0"));
+    for (const auto& l : lines_with(r.out, "")) on_line(l, ps);
     if (!r.exited(0) || lines_with(r.out, "closed").empty()) {
       ps.push_back({"third run did not recover and close: " + r.describe() + " " + r.out.substr(0, 500), false});
     } else if (r.err.find("final flush failed") != std::string::npos) {
@@ -172,7 +217,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
                             (mode < 2 ? " (early)" : mode < 6 ? " (in flush)" : " (anywhere)");
     std::vector<problem> ps;
     const auto t0 = clock_type::now();
-    child_process c({bin, "mix", ds, std::to_string(t.seed), "1000000", std::to_string(kVictimBuffer)});
+    child_process c(victim("1000000"));
     line_reader lines(c.stdout_fd());
     bool eof = false;
     try {
@@ -187,7 +232,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
             eof = true;
             break;
           }
-          const std::string kind = t.on_line(*l, ps);
+          const std::string kind = on_line(*l, ps);
           note_open(kind, t0);
           if (kind == want) --k;
         }
@@ -201,7 +246,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
     c.kill9();
     // The rest of its output (acknowledgements printed before the kill landed).
     try {
-      for (std::optional<std::string> l; (l = lines.next());) t.on_line(*l, ps);
+      for (std::optional<std::string> l; (l = lines.next());) on_line(*l, ps);
     } catch (const std::exception& e) {
       ps.push_back({e.what(), false});
     }
@@ -236,8 +281,26 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
   EXPECT_GE(rec.iterations, target_kills / 5);
   EXPECT_GE(rec_in_open * 5, rec.iterations * 2) << "chained kills mostly missed the open";
   EXPECT_EQ(rec_clean, rec.iterations);
-  print_result("heap_mix_kill9", main.iterations, main.failures, main.lost, timer.seconds() - rec_seconds);
-  print_result("heap_mix_kill9_during_recovery", rec.iterations, rec.failures, rec.lost, rec_seconds);
+  print_result(k.name, main.iterations, main.failures, main.lost, timer.seconds() - rec_seconds);
+  print_result(k.name + "_during_recovery", rec.iterations, rec.failures, rec.lost, rec_seconds);
+}
+
+TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndASoundHeap) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  run_kill_campaign({{}, kVictimBuffer, 200, 2000, "heap_mix_kill9"});
+}
+
+// The same with 2 MiB pages mapped by 2 MiB entries (rel_heap_child --huge, huge_pages =
+// always) on a buffer of 4 of them: every fill, eviction and flush moves whole huge pages
+// (src/pager/huge_pool.hpp), and the victims must say that they did.
+TEST(HeapMixKill, Kill9OfAHugePageHeapAtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNext) {
+  constexpr std::size_t buffer = 8u << 20;
+  if (!mixc::pager_available(buffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  if (!huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
+  std::uint64_t most = 0;
+  run_kill_campaign({{"--huge"}, buffer, 60, 600, "heap_mix_kill9_huge"}, &most);
+  std::printf("huge: at most %llu fills by one victim were PMD-mapped\n", static_cast<unsigned long long>(most));
+  EXPECT_GT(most, 0u) << "no victim filled a page as one PMD mapping: the campaign tested 4 KiB fills";
 }
 
 TEST(HeapMixKill, Kill9DuringCloseLeavesTheLastAcknowledgedStepOrTheClosingOneAndASoundHeap) {

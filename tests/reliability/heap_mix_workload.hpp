@@ -281,4 +281,14 @@ inline options heap_options(std::size_t buffer) {
   return o;
 }
 
+// The huge-page geometry (rel_heap_child --huge): 2 MiB pages and segments of 8 of them, each
+// fill one PMD mapping (huge_pages = always). The same workload spans about as many pages of
+// 2 MiB as of 4 KiB (the allocator's chunks are 256 KiB), so a buffer of a few pages still
+// evicts all the time.
+inline void use_huge_pages(options& o) {
+  o.page_size = 2ull << 20;
+  o.segment_size = 16ull << 20;
+  o.pager.huge_pages = huge_pages_mode::always;
+}
+
 }  // namespace pheap::test::mix

@@ -1,7 +1,7 @@
 // rel_heap_child — the victim process of the heap kill and resource-limit campaigns.
 //
 //   rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine]
-//                  [--crash-in-close K] [--snapshot-every K] MODE ARGS...
+//                  [--crash-in-close K] [--snapshot-every K] [--huge] MODE ARGS...
 //     --nofile N     setrlimit(RLIMIT_NOFILE, N) first (soft and hard)
 //     --guard-reads  verify reads the heap inside pheap::guard_faults: a page the store cannot
 //                    read (e.g. no descriptor for its segment) is the store's error, not SIGBUS
@@ -21,6 +21,10 @@
 //     --snapshot-every K  (mix) after the ack of every step S with S % K == 0, snapshot the
 //                    heap to DIR.snap-S: prints "snapshotting S", then "snapshot S EPOCH"
 //                    when manager::snapshot() returned (the copy holds step S)
+//     --huge     (mix, mix-close) a new datastore has 2 MiB pages, and the heap is opened with
+//                    huge_pages = always: every fill is one PMD mapping (pheap/pager_options.hpp);
+//                    after each "ack S ...", "huge FILLS MAPPED" (pager_stats::huge_fills so
+//                    far, huge_mapped_bytes now)
 //   The core size limit is set to 0 (victims are killed on purpose; no core files), and SIGBUS
 //   gets its default action (also under sanitizers: a read error during a fault kills).
 //
@@ -93,6 +97,7 @@ void say(const std::string& line) {
 }
 
 std::shared_ptr<test::fault_engine> g_fault;  // --fault-engine
+bool g_huge = false;                           // --huge
 bool g_guard_reads = false;                   // --guard-reads: verify inside pheap::guard_faults
 std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
 std::uint64_t g_snapshot_every = 0;          // --snapshot-every K
@@ -111,6 +116,7 @@ void say_reads(const char* what) {
 int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer,
             bool dirty_close) {
   options opt = mix::heap_options(buffer);
+  if (g_huge) mix::use_huge_pages(opt);
   if (g_fault) opt.engine = g_fault;
   // Jobs of odd seeds fill evicted pages from the victim cache where it kept them: its copies
   // feed fills whose pages are written back later, so a wrong copy would reach the store.
@@ -142,6 +148,10 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
     say("flushing " + std::to_string(ref.step));
     const auto e = m->flush();
     say("ack " + std::to_string(ref.step) + " " + std::to_string(ref.digest()) + " " + std::to_string(e));
+    if (g_huge) {
+      const pager_stats ps = m->stats().pager;
+      say("huge " + std::to_string(ps.huge_fills) + " " + std::to_string(ps.huge_mapped_bytes));
+    }
     if (g_snapshot_every > 0 && ref.step % g_snapshot_every == 0) {
       say("snapshotting " + std::to_string(ref.step));
       const auto se = m->snapshot(dir + ".snap-" + std::to_string(ref.step));
@@ -286,6 +296,9 @@ int main(int argc, char** argv) {
       } else if (a[0] == "--no-io-uring") {
         if (!refuse_io_uring()) return 3;
         a.erase(a.begin());
+      } else if (a[0] == "--huge") {
+        g_huge = true;
+        a.erase(a.begin());
       } else if (a[0] == "--fault-engine") {
         g_fault = test::make_fault_engine(io::default_engine());
         a.erase(a.begin());
@@ -310,7 +323,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
-    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] mix|mix-close|roundtrip|verify|uffd-source ...\n");
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] [--huge] mix|mix-close|roundtrip|verify|uffd-source ...\n");
     return 2;
   } catch (const error& e) {
     say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +
