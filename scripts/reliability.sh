@@ -19,8 +19,10 @@
 #   rel_heap_kill_test             kill -9 of a mixed heap workload (512 KiB buffer), flush-biased,
 #                                  chained kills during the reopen, kills during close; the
 #                                  same on 2 MiB pages mapped by 2 MiB entries (huge_pages)
-#   rel_fault_read_error_test      EIO on the Nth read during page faults and during the reopen
-#   rel_fault_write_error_test     EIO/ENOSPC on the Nth write, sync or metadata operation of a heap
+#   rel_fault_read_error_test      EIO on the Nth read during page faults (also on huge pages)
+#                                  and during the reopen
+#   rel_fault_write_error_test     EIO/ENOSPC on the Nth write (also on huge pages), sync or
+#                                  metadata operation of a heap
 #                                  workload with snapshots, and of reopens after a crash
 #   rel_check_scrub_test           `pheap check` reports a damaged data page
 #   rel_snapshot_concurrency_test  snapshots and flushes racing many writer threads

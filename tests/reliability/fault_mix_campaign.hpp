@@ -34,6 +34,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -223,6 +224,29 @@ inline bool pager_available(std::size_t buffer) {
 // ---- shared by heap_kill_test.cpp, fault_read_error_test.cpp, fault_write_error_test.cpp ----
 
 constexpr std::size_t kVictimBuffer = 512u << 10;
+
+// For its lifetime every victim this process starts runs the huge-page geometry
+// (REL_HEAP_CHILD_HUGE=1: rel_heap_child --huge, 2 MiB pages mapped by 2 MiB entries, a buffer
+// of at least 4 pages): a campaign's scenario `..._huge` wraps its body in one.
+struct huge_victims {
+  huge_victims() { ::setenv("REL_HEAP_CHILD_HUGE", "1", 1); }
+  ~huge_victims() { ::unsetenv("REL_HEAP_CHILD_HUGE"); }
+  huge_victims(const huge_victims&) = delete;
+  huge_victims& operator=(const huge_victims&) = delete;
+};
+
+// Whether a heap of the huge geometry gets huge pages here (UFFDIO_MOVE, THP not `never`).
+inline bool huge_pages_possible() {
+  scratch_dir d;
+  try {
+    options o = mix::heap_options(8u << 20);
+    mix::use_huge_pages(o);
+    manager m(create_only, d / "probe", o);
+    return m.stats().pager.huge_pages;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 constexpr int kLineTimeoutMs = 60000;  // the watchdog: a victim silent this long is hung
 
 #ifdef PHEAP_TOOL_BIN

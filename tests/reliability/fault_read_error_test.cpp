@@ -194,21 +194,28 @@ TEST(FaultReadError, EioAtEnvironmentVariableFailsTheNthReadOnceOrFromThenOn) {
 
 // ---- read errors during page faults -----------------------------------------------------
 
-TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecificErrorAndKeepTheWatermark) {
-  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+void sweep_faults(const char* scenario, std::uint64_t iterations) {
   mixc::campaign c;
   auto& [timer, work, bin, ds, rng, ta, n, tool_runs] = c;
-  const std::uint64_t iterations = long_mode() ? 400 : 40;
   constexpr std::uint64_t kBaseSteps = 10, kSteps = 20;
 
-  // The base: a datastore at step kBaseSteps, written cleanly.
+  // The read operations after the open vary from run to run (concurrent faults share one
+  // batch): 93-290 seen, fewer under a sanitizer and load. One per iteration gives every
+  // iteration a read to fail (the nth below); a job that reads fewer than 40 (and fewer than
+  // its iterations) from the store is replaced by a new one, up to 8 times: on huge pages, a
+  // job of an odd seed, whose evicted pages come back from the victim cache, read 7 once.
+  const std::uint64_t min_reads = std::max<std::uint64_t>(iterations, 40);
   const std::string base = work / "base";
   mixc::mix_tracker t0;
-  ASSERT_NO_FATAL_FAILURE(mixc::make_base(bin, base, rng, t0, kBaseSteps));
-  // Calibration: the reads of the same work without faults.
-  const auto argv = mixc::faulty_victim(bin, ds, t0, kSteps);
+  std::vector<std::string> argv;
   std::uint64_t open_reads = 0, total_reads = 0;
-  {
+  for (int job = 0; job < 8 && total_reads <= open_reads + min_reads; ++job) {
+    // The base: a datastore at step kBaseSteps, written cleanly.
+    std::error_code ec;
+    std::filesystem::remove_all(base, ec);
+    ASSERT_NO_FATAL_FAILURE(mixc::make_base(bin, base, rng, t0, kBaseSteps));
+    // Calibration: the reads of the same work without faults.
+    argv = mixc::faulty_victim(bin, ds, t0, kSteps);
     mixc::mix_tracker t;
     std::vector<problem> ps;
     const auto o = mixc::run_on_copy<run_outcome>(base, ds, argv, {}, t0, t, ps);
@@ -216,11 +223,8 @@ TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecif
     open_reads = o.open_reads;
     total_reads = o.reads;
     ASSERT_GT(open_reads, 0u);
-    // The read operations after the open vary from run to run (concurrent faults share one
-    // batch): 93-290 seen, fewer under a sanitizer and load. A few dozen give every iteration
-    // a read to fail (the nth below).
-    ASSERT_GT(total_reads, open_reads + 40) << "the workload hardly faults: nothing to test";
   }
+  ASSERT_GT(total_reads, open_reads + min_reads) << "the workload hardly faults: nothing to test";
   for (std::uint64_t i = 0; i < iterations && ta.failures < 5; ++i) {
     // Spread over the reads after the open, jittered within each stride.
     const std::uint64_t span = total_reads - open_reads;
@@ -243,7 +247,22 @@ TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecif
   // Most reads after the open are page faults: the SIGBUS path must have been exercised.
   EXPECT_GE(n.sigbus, iterations / 6);
   EXPECT_EQ(ta.lost, 0u);
-  print_result("fault_read_error_during_faults", ta.iterations, ta.failures, ta.lost, timer.seconds());
+  print_result(scenario, ta.iterations, ta.failures, ta.lost, timer.seconds());
+}
+
+TEST(FaultReadError, ReadErrorsDuringPageFaultsGiveSigbusWithTheMessageOrASpecificErrorAndKeepTheWatermark) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  sweep_faults("fault_read_error_during_faults", long_mode() ? 400 : 40);
+}
+
+// The same on 2 MiB pages mapped by 2 MiB entries: a failed read of a huge fill (the pool
+// block's, moved in only when the read succeeded) kills with the message, never maps stale
+// bytes of a recycled block.
+TEST(FaultReadError, ReadErrorsDuringHugePageFaultsGiveSigbusWithTheMessageOrASpecificErrorAndKeepTheWatermark) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  if (!mixc::huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
+  const mixc::huge_victims huge;
+  sweep_faults("fault_read_error_during_faults_huge", long_mode() ? 200 : 20);
 }
 
 // ---- read errors during open / recovery -------------------------------------------------

@@ -366,6 +366,15 @@ TEST(FaultWriteError, WriteErrorsDuringEvictionFlushAndSnapshotGiveASpecificErro
   sweep_running("write", "fault_write_error_during_eviction_and_flush", long_mode() ? 400 : 40);
 }
 
+// The same on 2 MiB pages mapped by 2 MiB entries: a failed write of an evicted huge page
+// (moved out whole, judged, written) or of a flush keeps the page and the watermark.
+TEST(FaultWriteError, WriteErrorsDuringHugePageEvictionFlushAndSnapshotGiveASpecificErrorAndKeepTheWatermark) {
+  if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  if (!mixc::huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
+  const mixc::huge_victims huge;
+  sweep_running("write", "fault_write_error_during_eviction_and_flush_huge", long_mode() ? 200 : 20);
+}
+
 TEST(FaultWriteError, SyncErrorsDuringFlushAndSnapshotGiveASpecificErrorAndKeepTheWatermark) {
   if (!mixc::pager_available(kVictimBuffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
   sweep_running("sync", "fault_sync_error", long_mode() ? 320 : 32);

@@ -76,19 +76,6 @@ struct kill_campaign {
   std::string name;
 };
 
-// Whether a heap of the huge geometry gets huge pages here (UFFDIO_MOVE, THP not `never`).
-bool huge_pages_possible() {
-  scratch_dir d;
-  try {
-    options o = mix::heap_options(8u << 20);
-    mix::use_huge_pages(o);
-    manager m(create_only, d / "probe", o);
-    return m.stats().pager.huge_pages;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // With --huge, the victims' "huge FILLS MAPPED" lines: the most fills one victim reported.
 std::uint64_t huge_fills_in(const std::string& line, std::uint64_t most) {
   unsigned long long f = 0, b = 0;
@@ -296,7 +283,7 @@ TEST(HeapMixKill, Kill9AtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNextAndA
 TEST(HeapMixKill, Kill9OfAHugePageHeapAtRandomMomentsLeavesTheLastAcknowledgedStepOrTheNext) {
   constexpr std::size_t buffer = 8u << 20;
   if (!mixc::pager_available(buffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
-  if (!huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
+  if (!mixc::huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
   std::uint64_t most = 0;
   run_kill_campaign({{"--huge"}, buffer, 60, 600, "heap_mix_kill9_huge"}, &most);
   std::printf("huge: at most %llu fills by one victim were PMD-mapped\n", static_cast<unsigned long long>(most));

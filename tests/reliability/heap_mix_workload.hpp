@@ -8,6 +8,7 @@
 // step a reopened heap holds is part of the atomically committed state.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -289,6 +290,7 @@ inline void use_huge_pages(options& o) {
   o.page_size = 2ull << 20;
   o.segment_size = 16ull << 20;
   o.pager.huge_pages = huge_pages_mode::always;
+  o.pager.buffer_size = std::max<std::size_t>(o.pager.buffer_size, 4 * o.page_size);
 }
 
 }  // namespace pheap::test::mix

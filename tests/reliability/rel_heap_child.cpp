@@ -21,8 +21,10 @@
 //     --snapshot-every K  (mix) after the ack of every step S with S % K == 0, snapshot the
 //                    heap to DIR.snap-S: prints "snapshotting S", then "snapshot S EPOCH"
 //                    when manager::snapshot() returned (the copy holds step S)
-//     --huge     (mix, mix-close) a new datastore has 2 MiB pages, and the heap is opened with
-//                    huge_pages = always: every fill is one PMD mapping (pheap/pager_options.hpp);
+//     --huge     (mix, mix-close; also REL_HEAP_CHILD_HUGE=1 in the environment, which a
+//                    campaign sets for all its victims: mixc::huge_victims) a new datastore has
+//                    2 MiB pages, the heap is opened with huge_pages = always (every fill one
+//                    PMD mapping, pheap/pager_options.hpp) and BUFFER is at least 4 pages;
 //                    after each "ack S ...", "huge FILLS MAPPED" (pager_stats::huge_fills so
 //                    far, huge_mapped_bytes now)
 //   The core size limit is set to 0 (victims are killed on purpose; no core files), and SIGBUS
@@ -116,7 +118,7 @@ void say_reads(const char* what) {
 int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps, std::size_t buffer,
             bool dirty_close) {
   options opt = mix::heap_options(buffer);
-  if (g_huge) mix::use_huge_pages(opt);
+  if (g_huge) mix::use_huge_pages(opt);  // (buffer at least 4 pages)
   if (g_fault) opt.engine = g_fault;
   // Jobs of odd seeds fill evicted pages from the victim cache where it kept them: its copies
   // feed fills whose pages are written back later, so a wrong copy would reach the store.
@@ -312,6 +314,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    if (const char* h = std::getenv("REL_HEAP_CHILD_HUGE"); h != nullptr && std::string(h) == "1") g_huge = true;
     if (a.size() == 5 && (a[0] == "mix" || a[0] == "mix-close")) {
       return run_mix(a[1], std::stoull(a[2]), std::stoull(a[3]), std::stoull(a[4]), a[0] == "mix-close");
     }
