@@ -121,8 +121,11 @@ struct pager_options {
   //  * A huge fill counts as a write: the next flush or eviction writes the whole page back,
   //    even when it was only read (out of core, every eviction of a read page is a write).
   //  * A write after the page was write-protected again (by a flush, or wp_async's write
-  //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries (wp_async: the
-  //    kernel's write-protect resolution). The data stays correct; the page stays split
+  //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries: always under
+  //    wp_async (the kernel's write-protect resolution), at times under wp_sync (not
+  //    explained yet; such a page can leave a 4 KiB frame behind, and the next fill of it is
+  //    refused and falls back to 4 KiB copies: huge_fallback_move, 11 of 1022 fills once in
+  //    PagerRoundTrip's wp_sync huge case). The data stays correct; the page stays split
   //    until it is evicted (it is then dropped, not recycled: huge_evicted_split, which also
   //    counts the kernel's fallbacks above). The page table it leaves behind is freed by the
   //    next huge fill of that page (MADV_DONTNEED of the empty page, with the kernel's

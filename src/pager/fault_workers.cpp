@@ -574,19 +574,14 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
 void fault_service::drop_page_table(std::size_t p) const {
   if (core_.pagemap_fd < 0) return;
   std::byte* a = core_.page_addr(p);
-  std::size_t present = 0;
-  const long r = pagemap_walk<4>(core_.pagemap_fd, a, a + core_.ps, 0, page_is_present, 0,
-                                 [&](const page_region& reg) { present += reg.end - reg.start; });
-  if (r == 0 && present == 0) os::drop(a, core_.ps);
+  if (pagemap_bytes(core_.pagemap_fd, a, a + core_.ps, page_is_present) == 0) os::drop(a, core_.ps);
 }
 
 bool fault_service::is_pmd_mapped(std::size_t p) const {
   if (core_.pagemap_fd < 0) return true;  // cannot tell: counted as asked
   std::byte* a = core_.page_addr(p);
-  std::size_t huge = 0;
-  const long r = pagemap_walk<4>(core_.pagemap_fd, a, a + core_.ps, 0, page_is_huge | page_is_present, 0,
-                                 [&](const page_region& reg) { huge += reg.end - reg.start; });
-  return r != 0 || huge == core_.ps;
+  const long long huge = pagemap_bytes(core_.pagemap_fd, a, a + core_.ps, page_is_huge | page_is_present);
+  return huge < 0 || static_cast<std::size_t>(huge) == core_.ps;
 }
 
 void fault_service::fill_small(const std::size_t* pages, std::size_t n, bool write, bool fault,

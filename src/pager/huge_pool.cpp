@@ -35,10 +35,8 @@ std::byte* huge_pool::make_block(bool populate) {
     if (ok && pagemap_fd_ >= 0) {
       // Every byte PMD-mapped, else the kernel gave 4 KiB pages (THP off for this process,
       // or no free 2 MiB block): such a block would move in as 512 entries, no gain.
-      std::size_t huge = 0;
-      const long r = pagemap_walk<8>(pagemap_fd_, b, b + block_, 0, page_is_huge | page_is_present, 0,
-                                     [&](const page_region& reg) { huge += reg.end - reg.start; });
-      ok = r == 0 && huge == block_;
+      ok = pagemap_bytes(pagemap_fd_, b, b + block_, page_is_huge | page_is_present) ==
+           static_cast<long long>(block_);
     }
   }
   if (ok) {

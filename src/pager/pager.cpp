@@ -639,11 +639,8 @@ void pager_impl::wait_evictor_idle() {
 
 std::uint64_t pager_impl::huge_mapped_bytes() const {
   if (!core_.huge_on || core_.pagemap_fd < 0) return 0;
-  std::uint64_t huge = 0;
-  const long r = pagemap_walk<64>(core_.pagemap_fd, core_.base, core_.base + core_.cap, 0,
-                                  page_is_huge | page_is_present, 0,
-                                  [&](const page_region& reg) { huge += reg.end - reg.start; });
-  return r == 0 ? huge : 0;
+  const long long huge = pagemap_bytes(core_.pagemap_fd, core_.base, core_.base + core_.cap, page_is_huge | page_is_present);
+  return huge < 0 ? 0 : static_cast<std::uint64_t>(huge);
 }
 
 pager_stats pager_impl::stats() const {

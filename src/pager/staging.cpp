@@ -68,16 +68,11 @@ void staging::recycle(std::size_t n) noexcept {
     // Only a slot still mapped by one PMD entry: a page whose mapping a write split (wp_async,
     // pheap/pager_options.hpp) would move as 512 small pages, and a fill from that block would
     // not be PMD-mapped either. Such a slot, or an empty one, is dropped as usual.
-    std::size_t huge = 0;
-    const long r = pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_huge | page_is_present, 0,
-                                   [&](const page_region& reg) { huge += reg.end - reg.start; });
-    if (r < 0 || huge != ps_) {
-      std::size_t present = 0;
-      if (r == 0 && split_) {
-        (void)pagemap_walk<4>(pagemap_fd_, slot(k), slot(k) + ps_, 0, page_is_present, 0,
-                              [&](const page_region& reg) { present += reg.end - reg.start; });
+    const long long huge = pagemap_bytes(pagemap_fd_, slot(k), slot(k) + ps_, page_is_huge | page_is_present);
+    if (huge < 0 || static_cast<std::size_t>(huge) != ps_) {
+      if (huge >= 0 && split_ && pagemap_bytes(pagemap_fd_, slot(k), slot(k) + ps_, page_is_present) > 0) {
+        split_->fetch_add(1, std::memory_order_relaxed);  // split, not empty
       }
-      if (present > 0) split_->fetch_add(1, std::memory_order_relaxed);  // split, not empty
       continue;
     }
     std::byte* b = full ? nullptr : pool_->take_empty();

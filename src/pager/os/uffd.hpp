@@ -175,6 +175,16 @@ long pagemap_walk(int pagemap_fd, void* start, void* end, std::uint64_t flags,
   return 0;
 }
 
+// Bytes of [start, end) whose pages have every category of `required` (page_is_present,
+// page_is_huge, ...): what a huge page's checks ask (is it one PMD mapping, is anything of it
+// present). -errno when PAGEMAP_SCAN fails.
+inline long long pagemap_bytes(int pagemap_fd, void* start, void* end, std::uint64_t required) {
+  long long bytes = 0;
+  const long r = pagemap_walk<8>(pagemap_fd, start, end, 0, required, 0,
+                                 [&](const page_region& reg) { bytes += static_cast<long long>(reg.end - reg.start); });
+  return r < 0 ? r : bytes;
+}
+
 // System page size (4 KiB here); the UPage is a multiple of it.
 std::size_t os_page_size() noexcept;
 
