@@ -150,6 +150,8 @@ TEST(HugePages, APageEvictedSplitIsFilledAsOnePmdMappingAgain) {
   // Read back (a read fault: the kernel makes no page table of its own on that path): the fill
   // frees the table left behind and moves the huge page in whole.
   EXPECT_TRUE(page_is(pg.base(), 6, 0, 2));
+  // (That fill made the evictor take another page out: counted resident until its batch ends.)
+  paging::test_access::impl(pg).wait_evictor_idle();
   const auto s = pg.stats();
   EXPECT_EQ(s.huge_fallback_split, before.huge_fallback_split) << "page 0 went in as 4 KiB entries: " << s;
   EXPECT_EQ(s.huge_mapped_bytes, s.resident_pages * kHuge) << s;
