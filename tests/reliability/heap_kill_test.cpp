@@ -91,7 +91,7 @@ void run_kill_campaign(const kill_campaign& k, std::uint64_t* most_huge_fills = 
   const std::uint64_t target_kills = long_mode() ? k.long_kills : k.kills;
   std::mt19937_64 rng(std::random_device{}());
 
-  tally main, rec;  // heap_mix_kill9, heap_mix_kill9_during_recovery
+  tally main, rec;  // k.name, k.name + "_during_recovery"
   double rec_seconds = 0;
   std::uint64_t clean_exits = 0, flush_kills = 0, early_kills = 0, jobs = 0, tool_checks = 0,
                 rec_in_open = 0, rec_clean = 0;
