@@ -21,6 +21,7 @@ const char* to_string(errc code) noexcept {
     case errc::type_mismatch: return "type mismatch";
     case errc::unavailable: return "unavailable";
     case errc::poisoned: return "poisoned";
+    case errc::stale: return "stale";
   }
   return "unknown";
 }

@@ -30,14 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        crc32c(slot.data(), segment_header_size - 4));
   }
   segment_header h;
-  const std::string why = decode_segment_header(slot.data(), sparse_store::format_version, h);
+  const std::string why = decode_segment_header(slot.data(), segment_layout_version, h);
   if (!why.empty()) return 0;
-  require(h.version == sparse_store::format_version);
+  require(h.version == segment_layout_version);
   std::vector<std::byte> again(segment_header_size);
   encode_segment_header(again.data(), h);
   require(std::memcmp(again.data(), slot.data(), segment_header_size) == 0);
   segment_header h2;
-  require(decode_segment_header(again.data(), sparse_store::format_version, h2).empty());
+  require(decode_segment_header(again.data(), segment_layout_version, h2).empty());
   require(h2.id == h.id && h2.index == h.index && h2.page_size == h.page_size &&
           h2.segment_size == h.segment_size && h2.touch_epoch == h.touch_epoch);
   return 0;

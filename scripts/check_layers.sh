@@ -178,6 +178,10 @@ durable_io_allowed() {
     # limit pool's shared state file under /dev/shm (files.cpp: O_RDWR|O_CREAT, ftruncate,
     # unlink of abandoned ones) — none is datastore data.
     src/pager/os/*.cpp) return 0 ;;
+    # The store's reader table (shared_map.cpp): zeros written under pheap.readers' shared
+    # mapping before it is used — the shared memory of readers and the writer, never synced,
+    # not datastore data.
+    sparse_store/shared_map.cpp) return 0 ;;
     # The graph's export writer (pheap-graph export, edge_writer): the user's output file, not
     # datastore data; a crash leaves a partial export the user reruns.
     graph/src/edge_io.cpp) return 0 ;;
@@ -211,10 +215,13 @@ done
 # The library's files that talk to the kernel about memory and descriptors directly, and why:
 # the pager's OS layer (src/pager/os/, memory.hpp says what it holds), the kernel-mmap
 # backend (it is a mapping of the segment files), the graph's input reader (maps an input file
-# read-only). base/ is the I/O seam and not checked.
+# read-only), the store's reader table (shared_map.cpp: a MAP_SHARED map of pheap.readers and
+# OFD byte locks on it, the readers' and the writer's shared memory). base/ is the I/O seam and
+# not checked.
 os_calls_allowed() {
   case $1 in
     src/pager/os/*) return 0 ;;
+    sparse_store/shared_map.cpp) return 0 ;;
     src/heap/mmap_region.cpp) return 0 ;;
     graph/src/input_source.cpp) return 0 ;;
   esac

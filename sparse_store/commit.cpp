@@ -5,14 +5,21 @@
 //                        waits for the batches of E+1 in flight. The changed map blocks are
 //                        encoded (each for the home its committed copy does not use) and the
 //                        new directory (for the directory home the current one does not use).
-//   2. write_map         the changed map blocks and the directory, into those unused homes.
+//   2. write_map         the changed map blocks and the directory, into those unused homes
+//                        (after keeping a copy of any a registered reader's older epoch names:
+//                        pins.cpp).
 //   3. sync_epoch_files  fdatasync every segment E+1 wrote and pheap.map, together
 //                        (engine::sync_files); fsync DIR if E+1 created a segment.
 //   4. write_superblock  the record of E+1 into the slot not holding E, then fdatasync: the
 //                        commit point. Before it, a crash yields E; after it, E+1.
-//   5. punch_freed       both homes of every page E+1 discarded are punched out (E, which
+//   5. raise the floor   readers may register at E+1 and above only (pins.cpp: from here on
+//                        the writer may overwrite what only E names, after keeping a copy of
+//                        what a registered reader of E or older still names).
+//   6. punch_freed       both homes of every page E+1 discarded are punched out (E, which
 //                        still named them, is no longer the watermark).
-//   6. publish           E+1's versions become the committed ones, the barriers drop.
+//   7. publish           E+1 becomes the committed epoch, then its versions the committed ones
+//                        and the barriers drop (in that order: a write the barrier released
+//                        sees E+1 committed); dead readers' slots and pins nobody needs go.
 //
 // No journal, no checkpoint, no replay: bytes written ≈ pages written + changed map blocks +
 // the directory + one superblock slot. A failure in steps 1-4 poisons the store (E stays
@@ -22,7 +29,7 @@
 //
 // prepare() runs steps 1-4 with the record marked prepared and keeps the epoch sealed (its
 // barriers hold); confirm() writes the same record unmarked into the other slot (replacing
-// E) and runs steps 5-6.
+// E) and runs steps 5-7.
 #include <algorithm>
 #include <chrono>
 
@@ -88,6 +95,7 @@ std::uint64_t store_impl::commit_locked(std::span<const std::byte> root, bool pr
   const unsigned slot = 1 - sb_slot_;
   superblock next = next_record(c, root, prepare);
   try {
+    if (table_) protect_map(c);
     write_map(c);                                                 // 2
     sync_epoch_files(c);                                          // 3
     write_superblock(next, slot);                                 // 4: the commit point
@@ -100,8 +108,9 @@ std::uint64_t store_impl::commit_locked(std::span<const std::byte> root, bool pr
     prepared_.store(true, std::memory_order_release);
     return next.epoch;
   }
-  punch_freed(c);                                                 // 5
-  publish(c, std::move(next), slot);                              // 6
+  if (table_) table_->raise_floor(next.epoch);                    // 5
+  punch_freed(c, next.epoch);                                     // 6
+  publish(c, std::move(next), slot);                              // 7
   ++stat_commits_;
   return epoch();
 }
@@ -122,7 +131,8 @@ std::uint64_t store_impl::confirm() {
   commit_state c = std::move(pending_->state);
   pending_.reset();
   prepared_.store(false, std::memory_order_release);
-  punch_freed(c);
+  if (table_) table_->raise_floor(next.epoch);
+  punch_freed(c, next.epoch);
   publish(c, std::move(next), slot);
   ++stat_commits_;
   return epoch();
@@ -142,7 +152,7 @@ void store_impl::confirm_at_open() {
 
 store_impl::commit_state store_impl::seal_epoch() {
   commit_state c;
-  c.sealed = map_.seal();
+  c.sealed = map_->seal();
   {
     std::lock_guard lk(written_mu_);
     if (auto it = written_.find(c.sealed.epoch); it != written_.end()) {
@@ -152,7 +162,7 @@ store_impl::commit_state store_impl::seal_epoch() {
   }
   if (!c.sealed.blocks.empty()) {
     std::shared_lock lk(sb_mu_);
-    c.update = map_.encode(c.sealed, sb_.directory_home);
+    c.update = map_->encode(c.sealed, sb_.directory_home);
   }
   return c;
 }
@@ -178,10 +188,10 @@ void store_impl::write_map(const commit_state& c) {
   const page_map::map_update& u = c.update;
   std::vector<io::write_request> reqs;
   for (std::size_t k = 0; k < u.offsets.size(); ++k) {
-    reqs.push_back({&map_.file(), u.offsets[k], u.blocks.data() + k * map_block_size,
+    reqs.push_back({&map_->file(), u.offsets[k], u.blocks.data() + k * map_block_size,
                     map_block_size});
   }
-  reqs.push_back({&map_.file(), map_.layout().directory_offset(u.directory_home),
+  reqs.push_back({&map_->file(), map_->layout().directory_offset(u.directory_home),
                   u.directory_bytes.data(), u.directory_bytes.size()});
   eng_->write(reqs);
   stat_map_bytes_ += u.blocks.size() + u.directory_bytes.size();
@@ -190,7 +200,7 @@ void store_impl::write_map(const commit_state& c) {
 void store_impl::sync_epoch_files(const commit_state& c) {
   const std::vector<std::uint64_t> segs(c.files.segments.begin(), c.files.segments.end());
   const bool map_written = !c.sealed.blocks.empty();
-  if (segs.empty() && map_written) eng_->sync(map_.file());
+  if (segs.empty() && map_written) eng_->sync(map_->file());
   segs_.gather(
       segs.size(),
       [&](std::size_t i, bool patient) {
@@ -200,7 +210,7 @@ void store_impl::sync_epoch_files(const commit_state& c) {
       [&](std::size_t first, std::size_t end, const std::vector<std::shared_ptr<io::file>>& files) {
         std::vector<io::file*> batch;
         for (std::size_t i = first; i < end; ++i) batch.push_back(files[i].get());
-        if (end == segs.size() && map_written) batch.push_back(&map_.file());
+        if (end == segs.size() && map_written) batch.push_back(&map_->file());
         eng_->sync_files(batch);
       });
   if (c.files.created) eng_->sync_dir(dir_);  // the new segments' names
@@ -211,9 +221,10 @@ void store_impl::write_superblock(const superblock& next, unsigned slot) {
   eng_->sync(*super_);
 }
 
-void store_impl::punch_freed(const commit_state& c) {
-  const std::vector<std::uint64_t> pages = map_.freed(c.sealed);
+void store_impl::punch_freed(const commit_state& c, std::uint64_t committed) {
+  const std::vector<std::uint64_t> pages = map_->freed(c.sealed);
   try {
+    if (table_) protect_punch(pages, committed);
     for (std::size_t i = 0; i < pages.size();) {
       // A run of consecutive pages within one segment: one hole per home.
       const std::uint64_t seg = segs_.segment_of(pages[i]);
@@ -235,10 +246,13 @@ void store_impl::punch_freed(const commit_state& c) {
 }
 
 void store_impl::publish(const commit_state& c, superblock next, unsigned slot) {
-  map_.publish(c.sealed, c.update.directory);
-  std::unique_lock lk(sb_mu_);
-  sb_ = std::move(next);
-  sb_slot_ = slot;
+  {
+    std::unique_lock lk(sb_mu_);
+    sb_ = std::move(next);
+    sb_slot_ = slot;
+  }
+  map_->publish(c.sealed, c.update.directory);
+  if (table_) reap_readers();
 }
 
 }  // namespace pheap::store

@@ -81,6 +81,7 @@ struct store_creation::state {
   bool replaces_empty_dir = false;
   bool published = false;
   std::uint64_t max_epoch = ~std::uint64_t{0};
+  std::uint64_t pin_limit = store_options{}.pin_limit;
   store::creation_dir tmp;
   std::unique_ptr<io::file> lock;  // pheap.super's datastore lock, from write_store() on
 
@@ -125,6 +126,7 @@ void store_creation::write_store(const store_options& opt) {
   s.lock = s.eng->open(join(s.tmp.path(), super_name), io::open_mode::read_only);
   lock_datastore(*s.lock, s.dst, false, s.op);
   s.max_epoch = opt.max_epoch;
+  s.pin_limit = opt.pin_limit;
 }
 
 std::unique_ptr<sparse_store> store_creation::open_store(const store_options& opt) {
@@ -143,7 +145,9 @@ std::unique_ptr<sparse_store> store_creation::publish() {
   s.tmp.publish(*s.eng, s.dst, s.op, s.replaces_empty_dir);
   if (!s.lock) return nullptr;
   try {
-    return store::store_impl::attach(s.eng, s.dst, std::move(s.lock), false, s.max_epoch);
+    auto st = store::store_impl::attach(s.eng, s.dst, std::move(s.lock), false, s.max_epoch);
+    st->join_readers(s.pin_limit);
+    return st;
   } catch (...) {
     // Not usable after all (an I/O error opening it): a thrown creation leaves no datastore.
     take_back();
@@ -188,6 +192,15 @@ void sparse_store::remove(const std::string& dir, const store_options& opt) {
   // the same protocol) that a second remove finishes, never an unrecognisable directory.
   auto lock = eng->open(super_path, io::open_mode::read_only);
   lock_datastore(*lock, dir, false, "remove");
+  // Readers beside a writer hold no flock: the reader table refuses while one is attached,
+  // and keeps new ones out until the table is deleted with the rest.
+  std::unique_ptr<reader_table> readers;
+  if (eng->exists(join(dir, readers_name))) {
+    auto f = eng->open(super_path, io::open_mode::read_only);
+    const superblock sb = read_superblock(*eng, *f, super_path).sb;
+    readers = reader_table::attach(*eng, dir, {sb.page_size, sb.id, 0});
+    if (readers) readers->exclude(reader_table::exclusion::removing, dir, "remove");
+  }
   for (const auto& n : eng->list_dir(dir)) {
     if (n != super_name) remove_entry(*eng, join(dir, n));
   }

@@ -53,8 +53,8 @@ void store_impl::for_each_stale_run(bool first_only, Fn&& fn) {
       segs_.for_each_data_run(*f, h, [&](std::uint64_t first, std::uint64_t end) {
         end = std::min(end, page_count_ - base);
         if (first >= end) return;
-        map_.load_range(base + first, base + end);
-        map_.homes_in_use(base + first, base + end, in_use);
+        map_->load_range(base + first, base + end);
+        map_->homes_in_use(base + first, base + end, in_use);
         std::uint64_t run = end;
         for (std::uint64_t p = first; p <= end; ++p) {
           const bool stale = p < end && !(in_use[p - first] & (1u << home_index(h)));
@@ -75,7 +75,7 @@ bool store_impl::direct_mapping_possible() {
 }
 
 bool store_impl::laid_out() {
-  for (const dir_entry& e : map_.committed_directory()) {
+  for (const dir_entry& e : map_->committed_directory()) {
     if (e.flags & dir_entry::has_second) return false;
   }
   bool zeros = true;
@@ -92,13 +92,16 @@ bool store_impl::laid_out() {
 
 std::uint64_t store_impl::prepare_direct_mapping(std::span<const std::byte> root) {
   check_writable("prepare_direct_mapping");
+  // The mapping writes homes behind the map's back: no reader may read beside it (refused
+  // while one is attached; later ones are refused until finish_direct_mapping or our exit).
+  if (table_) table_->exclude(reader_table::exclusion::direct, dir_, "prepare_direct_mapping");
   commit(root);  // everything written so far
   {
     std::lock_guard cl(commit_mu_);
     check_usable("prepare_direct_mapping");
     relocate_second_homes();
     try {
-      const std::uint64_t w = map_.working_epoch();
+      const std::uint64_t w = map_->working_epoch();
       for (std::uint64_t seg = 0; seg < segs_.segment_count(); ++seg) {
         bool created = false;
         segs_.for_write(seg, created);
@@ -119,7 +122,7 @@ std::uint64_t store_impl::prepare_direct_mapping(std::span<const std::byte> root
 // Pages whose committed copy is in home 1 are read and written again: their next copy goes to
 // home 0 (write_path.cpp), which the committed map does not use.
 void store_impl::relocate_second_homes() {
-  const std::vector<dir_entry> dir = map_.committed_directory();
+  const std::vector<dir_entry> dir = map_->committed_directory();
   const std::size_t per_chunk = std::max<std::size_t>(1, chunk_bytes / page_size_);
   aligned_pages buf(per_chunk * page_size_);
   std::vector<page_read> reads;
@@ -133,8 +136,8 @@ void store_impl::relocate_second_homes() {
   };
   for (std::uint64_t b = 0; b < dir.size(); ++b) {
     if (!(dir[b].flags & dir_entry::has_second)) continue;
-    map_.load_range(b * pages_per_block, std::min<std::uint64_t>((b + 1) * pages_per_block, page_count_));
-    const block_version v = map_.committed_version(b);
+    map_->load_range(b * pages_per_block, std::min<std::uint64_t>((b + 1) * pages_per_block, page_count_));
+    const block_version v = map_->committed_version(b);
     for (std::uint32_t i = 0; i < pages_per_block; ++i) {
       if (v.home(i) != page_home::second) continue;
       reads.push_back({b * pages_per_block + i, buf.p + reads.size() * page_size_});
@@ -158,6 +161,12 @@ void store_impl::punch_stale_copies() {
 
 std::vector<direct_extent> store_impl::direct_extents() {
   std::lock_guard cl(commit_mu_);
+  if (slot_ >= 0) {
+    throw error(errc::unavailable, dir_, "direct_extents",
+                "opened as a reader beside a writer, whose writes go to the files a mapping "
+                "would show: the kernel-mmap backend cannot serve concurrent readers (open "
+                "read-only with store_options::beside_writer = false: no writer meanwhile)");
+  }
   if (!laid_out()) {
     throw error(errc::unavailable, dir_, "direct_extents",
                 "the last commit is not laid out at fixed offsets (pages of it live in their "
@@ -185,7 +194,9 @@ std::uint64_t store_impl::finish_direct_mapping(std::span<const std::byte> root)
     }
     direct_mapped_.store(false);
   }
-  return commit(root);
+  const std::uint64_t e = commit(root);
+  if (table_) table_->admit(reader_table::exclusion::direct);
+  return e;
 }
 
 // Every page of home 0 of every segment: state and CRC from its bytes (holes and all-zero pages
@@ -194,7 +205,7 @@ void store_impl::adopt_files() {
   const std::uint64_t pps = segs_.pages_per_segment();
   const std::size_t per_chunk = std::max<std::size_t>(1, chunk_bytes / page_size_);
   aligned_pages buf(per_chunk * page_size_);
-  const std::uint64_t w = map_.working_epoch();
+  const std::uint64_t w = map_->working_epoch();
   for (std::uint64_t seg = 0; seg < segs_.segment_count(); ++seg) {
     const std::uint64_t base = seg * pps;
     const std::uint64_t end = std::min(base + pps, page_count_);
@@ -208,7 +219,7 @@ void store_impl::adopt_files() {
           in_run[p] = true;
         }
       });
-      map_.load_pages(pages);
+      map_->load_pages(pages);
       for (std::size_t i = 0; i < pages.size(); i += per_chunk) {
         const std::size_t n = std::min(per_chunk, pages.size() - i);
         std::vector<io::read_request> reads;
@@ -220,14 +231,14 @@ void store_impl::adopt_files() {
         for (std::size_t k = 0; k < n; ++k) {
           const std::byte* img = buf.p + k * page_size_;
           const bool zero = all_zero(img, page_size_);
-          map_.adopt(pages[i + k], zero ? page_home::none : page_home::first,
+          map_->adopt(pages[i + k], zero ? page_home::none : page_home::first,
                      zero ? 0 : crc32c(img, page_size_));
         }
       }
     }
-    map_.load_range(base, end);
+    map_->load_range(base, end);
     for (std::uint64_t p = base; p < end; ++p) {
-      if (!in_run[p - base] && map_.may_have_data(p)) map_.adopt(p, page_home::none, 0);
+      if (!in_run[p - base] && map_->may_have_data(p)) map_->adopt(p, page_home::none, 0);
     }
   }
 }

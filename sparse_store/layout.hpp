@@ -21,6 +21,11 @@ static_assert(std::endian::native == std::endian::little,
 
 inline constexpr const char* super_name = "pheap.super";
 inline constexpr const char* map_name = "pheap.map";
+// Shared coordination state of readers and the writer (reader_table.hpp), never data: the
+// reader table and the copies the writer preserves for readers (FORMAT.md "Readers beside a
+// writer").
+inline constexpr const char* readers_name = "pheap.readers";
+inline constexpr const char* pinned_name = "pheap.pinned";
 inline constexpr const char* segment_prefix = "segment-";  // + 6 decimal digits
 // Suffix of a segment file while it is being created (renamed to its name once complete).
 inline constexpr const char* creating_suffix = ".creating";

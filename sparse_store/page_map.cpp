@@ -97,7 +97,13 @@ void page_map::load_blocks(std::vector<std::uint64_t> blocks) {
     reads.push_back({file_.get(), layout_.block_offset(with_copy[k], e.home()),
                      buf.data() + k * map_block_size, map_block_size});
   }
-  if (!reads.empty()) eng_.read(reads);
+  if (!reads.empty()) {
+    if (block_reader_) {
+      block_reader_(reads, with_copy);
+    } else {
+      eng_.read(reads);
+    }
+  }
   std::size_t k = 0;
   for (std::uint64_t b : blocks) {
     auto n = std::make_unique<node>();
@@ -430,6 +436,24 @@ void page_map::homes_in_use(std::uint64_t first, std::uint64_t end,
 std::uint64_t page_map::working_epoch() const {
   std::shared_lock lk(mu_);
   return working_epoch_;
+}
+
+std::optional<std::uint64_t> page_map::sealed_now() const {
+  std::shared_lock lk(mu_);
+  if (!sealed_active_) return std::nullopt;
+  return working_epoch_ - 1;
+}
+
+void page_map::adopt_unchanged(page_map& old) {
+  std::lock_guard a(load_mu_);
+  std::lock_guard b(old.load_mu_);
+  for (std::uint64_t blk = 0; blk < layout_.blocks; ++blk) {
+    if (old.nodes_[blk] == nullptr || !(old.open_dir_[blk] == open_dir_[blk])) continue;
+    node* raw = old.nodes_[blk].get();
+    nodes_[blk] = std::move(old.nodes_[blk]);
+    old.published_[blk].store(nullptr, std::memory_order_relaxed);
+    published_[blk].store(raw, std::memory_order_release);
+  }
 }
 
 }  // namespace pheap::store

@@ -82,6 +82,17 @@ class page_map {
 
   const map_layout& layout() const { return layout_; }
   io::file& file() const { return *file_; }
+  const std::shared_ptr<io::file>& file_ptr() const { return file_; }
+
+  // How committed block copies are read: one engine batch, a request per block of `blocks`
+  // (default: eng.read). A reader's page map, and the writer's views of reader epochs, replace
+  // what the writer moved into pheap.pinned (pins.cpp). Set before the first load.
+  using block_reader = std::function<void(std::span<const io::read_request>, std::span<const std::uint64_t>)>;
+  void set_block_reader(block_reader r) { block_reader_ = std::move(r); }
+  // A read-only map taking over from `old` (a reader's refresh): every loaded block of `old`
+  // whose directory entry is the same in this map's directory is moved here as it is.
+  void adopt_unchanged(page_map& old);
+  bool is_loaded(std::uint64_t b) const { return loaded(b) != nullptr; }
 
   // --- loading -------------------------------------------------------------------------------
   // Loads every not yet loaded block of the pages [first, end) / of `pages`, reading those the
@@ -171,6 +182,8 @@ class page_map {
   void homes_in_use(std::uint64_t first, std::uint64_t end, std::vector<std::uint8_t>& out) const;
   // The epoch writes currently belong to.
   std::uint64_t working_epoch() const;
+  // The epoch sealed by a running commit (from seal() to publish()), if any.
+  std::optional<std::uint64_t> sealed_now() const;
 
  private:
   struct node;
@@ -181,6 +194,7 @@ class page_map {
 
   io::engine& eng_;
   std::shared_ptr<io::file> file_;
+  block_reader block_reader_;
   uuid id_;
   map_layout layout_;
   const std::vector<dir_entry> open_dir_;  // as of open: the truth for blocks never loaded

@@ -19,9 +19,23 @@
 #include "layout.hpp"
 #include "pheap/error.hpp"
 #include "pheap/sparse_store.hpp"
+#include "reader_table.hpp"
 #include "superblock.hpp"
 
 namespace pheap {
+
+refresh_result sparse_store::refresh() {
+  throw error(errc::invalid_argument, path(), "refresh", "this store does not read beside a writer");
+}
+
+std::vector<reader_info> sparse_store::readers(const std::string& dir, std::shared_ptr<io::engine> engine) {
+  using namespace store;
+  auto eng = engine ? engine : io::default_engine();
+  const std::string super_path = join(dir, super_name);
+  if (!eng->exists(super_path)) return {};
+  auto f = eng->open(super_path, io::open_mode::read_only);
+  return reader_table::list(*eng, dir, read_superblock(*eng, *f, super_path).sb.id);
+}
 
 store_peek sparse_store::peek(const std::string& dir, std::shared_ptr<io::engine> engine) {
   using namespace store;

@@ -27,7 +27,10 @@
 
 namespace pheap::store {
 
-void store_impl::read_pages(std::span<const page_read> batch) { read_impl(batch, true); }
+void store_impl::read_pages(std::span<const page_read> batch) {
+  const auto lk = reading();
+  read_impl(batch, true);
+}
 
 // One request for a run: `r` continues the last request when it reads the next bytes of the
 // same file into the next bytes of memory (consecutive pages in one home, into consecutive
@@ -49,9 +52,9 @@ void store_impl::read_impl(std::span<const page_read> batch, bool retry) {
   for (const auto& r : batch) check_page(r.page, r.buf, "read_pages");
   std::vector<std::uint64_t> pages(batch.size());
   for (std::size_t k = 0; k < batch.size(); ++k) pages[k] = batch[k].page;
-  map_.load_pages(pages);
+  map_->load_pages(pages);
   std::vector<page_map::copy> copies(batch.size());
-  map_.newest(pages, copies);
+  map_->newest(pages, copies);
 
   const std::uint64_t e = epoch();
   std::vector<std::size_t> which;  // batch indexes of the pages with data
@@ -78,6 +81,15 @@ void store_impl::read_impl(std::span<const page_read> batch, bool retry) {
                                batch[k].buf, page_size_});
         }
         eng_->read(reqs);
+        if (slot_ >= 0) {  // a reader: copies the writer moved to pheap.pinned (pins.cpp)
+          std::vector<std::uint64_t> ids;
+          std::vector<void*> bufs;
+          for (std::size_t i = first; i < end; ++i) {
+            ids.push_back(pages[which[i]]);
+            bufs.push_back(batch[which[i]].buf);
+          }
+          repair(pin_kind::page, e, ids, bufs, page_size_, slot_);
+        }
         stat_pages_read_ += end - first;
         stat_read_requests_ += reqs.size();
         for (std::size_t i = first; i < end; ++i) verify(batch[which[i]], copies[which[i]], *files[i], retry);
@@ -104,7 +116,8 @@ void store_impl::verify(const page_read& r, const page_map::copy& c, const io::f
 }
 
 bool store_impl::may_have_data(std::uint64_t page) const {
-  return page < page_count_ && map_.may_have_data(page);
+  const auto lk = reading();
+  return page < page_count_ && map_->may_have_data(page);
 }
 
 // The CRC read_pages() verifies the page against: the page map's CRC of its newest copy, or
@@ -114,8 +127,9 @@ bool store_impl::may_have_data(std::uint64_t page) const {
 // CRCs) is nullopt: only a read can tell which copy it holds.
 std::optional<std::uint32_t> store_impl::page_crc(std::uint64_t page) const {
   if (page >= page_count_) return std::nullopt;
+  const auto lk = reading();
   page_map::copy c;
-  if (map_.may_have_data(page)) map_.newest(std::span<const std::uint64_t>(&page, 1), std::span<page_map::copy>(&c, 1));
+  if (map_->may_have_data(page)) map_->newest(std::span<const std::uint64_t>(&page, 1), std::span<page_map::copy>(&c, 1));
   if (c.damaged) return std::nullopt;
   if (c.home == page_home::none) {
     const std::vector<std::byte> zeros(page_size_);
@@ -128,10 +142,11 @@ std::optional<std::uint32_t> store_impl::page_crc(std::uint64_t page) const {
 // directory says hold none without reading them); if there is one, the file is opened and
 // checked as a read of that page would (segment_files::for_read), and kept open.
 void store_impl::check_files() {
+  const auto lk = reading();
   const std::uint64_t per = segs_.pages_per_segment(), at = epoch();
   for (std::uint64_t seg = 0; seg < segs_.segment_count(); ++seg) {
     const std::uint64_t first = seg * per;
-    if (const auto page = map_.first_with_data(first, std::min(page_count_, first + per))) {
+    if (const auto page = map_->first_with_data(first, std::min(page_count_, first + per))) {
       (void)segs_.for_read(seg, *page, at);
     }
   }

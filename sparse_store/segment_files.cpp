@@ -102,7 +102,7 @@ std::shared_ptr<io::file> segment_files::open_checked(std::uint64_t seg,
   std::vector<std::byte> hdr(segment_header_size);  // (the engine bounces it for O_DIRECT)
   eng_.read_at(*f, 2 * segment_size_, hdr.data(), segment_header_size);
   segment_header h;
-  std::string problem = decode_segment_header(hdr.data(), sparse_store::format_version, h);
+  std::string problem = decode_segment_header(hdr.data(), segment_layout_version, h);
   if (problem.empty()) problem = segment_identity_problem(h, id_, seg, page_size_, segment_size_);
   if (!problem.empty()) throw error(errc::corrupt, path, "open segment", problem);
   keep(seg, f);

@@ -5,7 +5,7 @@
 //
 //   off   size  field
 //     0      8  magic "PHEAPSG\0"
-//     8      4  format version
+//     8      4  format version (3 in formats 3 and 4: format 4 changed no segment byte)
 //    12      4  page_size
 //    16     16  datastore uuid
 //    32      8  segment index
@@ -24,9 +24,12 @@
 namespace pheap::store {
 
 inline constexpr std::size_t segment_header_size = 4096;
+// The version a segment's identity header carries: the segment layout's, the same in store
+// formats 3 and 4 (so an in-place upgrade to format 4 rewrites no segment).
+inline constexpr std::uint32_t segment_layout_version = sparse_store::format3_version;
 
 struct segment_header {
-  std::uint32_t version = sparse_store::format_version;
+  std::uint32_t version = segment_layout_version;
   std::uint32_t page_size = 0;
   uuid id{};
   std::uint64_t index = 0;

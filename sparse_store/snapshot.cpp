@@ -37,6 +37,7 @@ void store_impl::snapshot(const std::string& dst) {
 
 void store_impl::snapshot_impl(const std::string& dst) {
   std::lock_guard cl(commit_mu_);
+  const auto reader_lk = reading();
   check_usable("snapshot");
   check_datastore_name(dst, "snapshot");
   if (eng_->exists(dst)) {
@@ -47,11 +48,11 @@ void store_impl::snapshot_impl(const std::string& dst) {
     std::shared_lock lk(sb_mu_);
     out = sb_;
   }
-  map_.load_range(0, page_count_);
-  std::vector<block_version> versions(map_.layout().blocks);
-  const std::vector<dir_entry> dir = map_.committed_directory();
+  map_->load_range(0, page_count_);
+  std::vector<block_version> versions(map_->layout().blocks);
+  const std::vector<dir_entry> dir = map_->committed_directory();
   for (std::uint64_t b = 0; b < versions.size(); ++b) {
-    if (dir[b].data_pages > 0) versions[b] = map_.committed_version(b);
+    if (dir[b].data_pages > 0) versions[b] = map_->committed_version(b);
   }
   creation_dir tmp = creation_dir::make(*eng_, dst, "snapshot");
   try {
@@ -76,6 +77,9 @@ void store_impl::snapshot_impl(const std::string& dst) {
     eng_->write_at(*f, 0, both.data(), both.size());
     eng_->sync(*f);
     eng_->sync_dir(tmp.path());  // every name in it, before it can appear as dst
+    // A reader beside a writer: the copies patched in from pheap.pinned were the epoch's only
+    // if the writer had not expired this reader meanwhile.
+    if (slot_ >= 0) check_not_expired(slot_, out.epoch);
   } catch (...) {
     tmp.discard(*eng_);
     throw;
@@ -93,6 +97,21 @@ void store_impl::copy_segment(std::uint64_t seg, const std::string& to, const uu
   auto state = [&](std::uint64_t page) {
     return versions[page / pages_per_block].home(static_cast<std::uint32_t>(page % pages_per_block));
   };
+  if (slot_ >= 0) {
+    // A reader beside a writer: homes the writer overwrote after keeping a copy for this
+    // epoch get that copy back (pins.cpp; looked up after the clone, so a home overwritten
+    // before or during it has its pin linked by then).
+    const std::uint64_t e = epoch(), end = std::min(page_count_, base + segs_.pages_per_segment());
+    std::vector<std::byte> page(page_size_);
+    for (std::uint64_t p = base; p < end; ++p) {
+      const page_home h = state(p);
+      if (h == page_home::none) continue;
+      if (auto run = table_->find(pin_kind::page, p, e)) {
+        eng_->read_at(pinned_file(), run->first * reader_table::grain, page.data(), page_size_);
+        eng_->write_at(*f, segs_.offset_of(p, h), page.data(), page_size_);
+      }
+    }
+  }
   for (const page_home h : {page_home::first, page_home::second}) {
     if (direct_mapped_.load() && h == page_home::first) continue;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;  // pages to punch, [first, end)
@@ -115,7 +134,7 @@ void store_impl::copy_segment(std::uint64_t seg, const std::string& to, const uu
 
 void store_impl::write_snapshot_map(const std::string& path, const uuid& id, std::uint64_t epoch,
                                     const std::vector<block_version>& versions, superblock& out) {
-  const map_layout& layout = map_.layout();
+  const map_layout& layout = map_->layout();
   std::vector<dir_entry> dir(layout.blocks);
   std::vector<std::byte> blocks;
   std::vector<std::uint64_t> offsets;

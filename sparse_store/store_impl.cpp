@@ -25,10 +25,20 @@ store_impl::store_impl(std::shared_ptr<io::engine> eng, std::string dir, bool re
       page_count_(sb.sb.page_count()),
       sb_(std::move(sb.sb)),
       sb_slot_(sb.slot),
-      map_(*eng_, std::move(map_file), id_, page_count_, std::move(directory), sb_.epoch),
-      segs_(*eng_, dir_, id_, page_size_, segment_size_, sb_.segment_count(), read_only) {}
+      map_file_(std::move(map_file)),
+      segs_(*eng_, dir_, id_, page_size_, segment_size_, sb_.segment_count(), read_only) {
+  // A reader builds its map once it is registered (open_reader): every datastore has a block.
+  if (!directory.empty()) map_ = std::make_unique<page_map>(*eng_, map_file_, id_, page_count_, std::move(directory), sb_.epoch);
+}
 
-store_impl::~store_impl() = default;
+store_impl::~store_impl() {
+  if (table_ && slot_ >= 0) table_->release(slot_);
+}
+
+std::shared_lock<std::shared_mutex> store_impl::reading() const {
+  if (slot_ < 0) return {};
+  return std::shared_lock<std::shared_mutex>(view_mu_);
+}
 
 std::uint64_t store_impl::epoch() const {
   std::shared_lock lk(sb_mu_);
@@ -52,15 +62,36 @@ store_stats store_impl::stats() const {
   s.map_bytes_written = stat_map_bytes_;
   s.freed_pages = stat_freed_pages_;
   s.commit_ns = stat_commit_ns_;
-  s.live_bytes = map_.live_pages() * page_size_;
+  {
+    const auto lk = reading();
+    s.live_bytes = map_->live_pages() * page_size_;
+  }
   s.disk_bytes = disk_bytes();
+  s.pins_made = stat_pins_;
+  s.pinned_reads = stat_pinned_reads_;
+  if (table_) {
+    const std::vector<reader_info> live = table_->readers();
+    s.readers = live.size();
+    for (const reader_info& r : live) {
+      if (s.oldest_reader_epoch == 0 || r.epoch < s.oldest_reader_epoch) s.oldest_reader_epoch = r.epoch;
+    }
+    const reader_table::counters c = table_->stats();
+    s.pinned_bytes = c.pinned_bytes;
+    s.readers_expired = c.expired;
+    s.pin_limit = table_->limit_bytes();
+  }
   return s;
 }
 
 std::uint64_t store_impl::disk_bytes() const {
-  std::uint64_t total = eng_->allocated_bytes(*super_) + eng_->allocated_bytes(map_.file());
+  std::uint64_t total = eng_->allocated_bytes(*super_) + eng_->allocated_bytes(*map_file_);
   for (std::uint64_t seg : segs_.listed()) {
     auto f = eng_->open(segs_.path_of(seg), io::open_mode::read_only);
+    total += eng_->allocated_bytes(*f);
+  }
+  // The copies kept for readers (the reader table itself is shared memory, not counted).
+  if (const std::string pinned = join(dir_, pinned_name); table_ && eng_->exists(pinned)) {
+    auto f = eng_->open(pinned, io::open_mode::read_only);
     total += eng_->allocated_bytes(*f);
   }
   return total;
@@ -74,7 +105,7 @@ void store_impl::poison(const std::string& cause) {
       poisoned_.store(true, std::memory_order_release);
     }
   }
-  map_.wake_all();  // writers waiting for a barrier give up
+  map_->wake_all();  // writers waiting for a barrier give up
 }
 
 std::string store_impl::poison_cause() const {

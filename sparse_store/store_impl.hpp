@@ -20,6 +20,11 @@
 //                  what its commit must fdatasync, and whether the directory needs an fsync
 //   commit_mu_     serialises commit, snapshot and the direct-mapping operations
 //   poisoned_      set by the first failed write or sync; later mutations throw poisoned
+//   table_         the reader table (reader_table.hpp; null: format 3, or a read-only open
+//                  without write access to pheap.readers, which keeps the exclusive flock)
+//   slot_          a reader's slot in it (-1: not a reader); view_mu_ held exclusively while
+//                  refresh() replaces map_ and sb_, shared by a reader's reads
+//   views_         the writer's views of reader epochs older than its own (pins.cpp)
 #pragma once
 
 #include <atomic>
@@ -36,6 +41,7 @@
 #include "pheap/io.hpp"
 #include "pheap/sparse_store.hpp"
 #include "page_map.hpp"
+#include "reader_table.hpp"
 #include "segment_files.hpp"
 #include "superblock.hpp"
 
@@ -61,6 +67,17 @@ class store_impl final : public sparse_store {
   // create.cpp: writes the epoch-0 files of a datastore with `sb`'s geometry and uuid into the
   // directory `dir` (a creation directory) and makes them durable, names included.
   static void write_new(io::engine& eng, const std::string& dir, const superblock& sb);
+  // open.cpp: a read-only open registered in the reader table `table` (FORMAT.md "Readers
+  // beside a writer", "Registering").
+  static std::unique_ptr<store_impl> open_reader(std::shared_ptr<io::engine> eng, const std::string& dir,
+                                                 const store_options& opt, std::unique_ptr<reader_table> table);
+  // open.cpp: a writer at its final path joins the reader table (creating it if needed): it
+  // honours the readers already attached and raises the floor to its epoch.
+  void join_readers(std::uint64_t pin_limit);
+  static chosen_slot register_epoch(io::engine& eng, io::file& super, const std::string& super_path,
+                                    std::uint64_t max_epoch, reader_table& table, int slot,
+                                    const std::string& dir);
+  static reader_epoch epoch_of(const superblock& sb);
 
   // --- sparse_store ---------------------------------------------------------------------------
   void read_pages(std::span<const page_read> batch) override;
@@ -79,6 +96,7 @@ class store_impl final : public sparse_store {
   std::uint64_t prepare_direct_mapping(std::span<const std::byte> root) override;
   std::vector<direct_extent> direct_extents() override;
   std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override;
+  refresh_result refresh() override;
 
   std::uint64_t epoch() const override;
   std::vector<std::byte> root() const override;
@@ -104,19 +122,49 @@ class store_impl final : public sparse_store {
   static void add_coalesced(std::vector<io::read_request>& reqs, const io::read_request& r);
   void verify(const page_read& r, const page_map::copy& c, const io::file& f, bool retry);
 
+  // pins.cpp — readers beside a writer
+  struct overwrite {
+    pin_kind kind;
+    std::uint64_t id;
+    std::shared_ptr<io::file> f;
+    std::uint64_t offset;
+    std::uint64_t len;
+    std::vector<std::uint64_t> epochs;  // the reader epochs that name it
+  };
+  io::file& pinned_file();
+  void repair(pin_kind kind, std::uint64_t epoch, std::span<const std::uint64_t> ids,
+              std::span<void* const> bufs, std::size_t len, int slot);
+  void check_not_expired(int slot, std::uint64_t epoch) const;
+  std::shared_ptr<page_map> view_of(const reader_epoch& r);
+  std::vector<reader_epoch> old_readers(std::uint64_t skip_a, std::uint64_t skip_b) const;
+  template <class Fn>
+  void for_each_view(const std::vector<reader_epoch>& readers, Fn&& fn);
+  void protect_pages(std::span<const page_map::planned_write> plan);
+  void protect_punch(std::span<const std::uint64_t> pages, std::uint64_t committed);
+  void preserve(std::vector<overwrite>& list);
+  void punch_pinned(const pinned_run& r);
+  void note_pin_failure(const std::string& why);
+  void reap_readers();
+  // open.cpp: the directory epoch r names, read like a reader reads (pins), verified.
+  std::vector<dir_entry> read_directory_of(const reader_epoch& r, int slot);
+  std::unique_ptr<page_map> reader_map(std::vector<dir_entry> directory, std::uint64_t epoch, int slot);
+  // A reader's reads hold view_mu_ shared (refresh() swaps the map under it).
+  std::shared_lock<std::shared_mutex> reading() const;
+
   // commit.cpp — the steps of FORMAT.md "Commit"
   struct epoch_files {
     std::set<std::uint64_t> segments;
     bool created = false;
   };
   struct commit_state;
+  void protect_map(const commit_state& c);  // pins.cpp
   void check_commit(std::span<const std::byte> root, const char* op) const;
   commit_state seal_epoch();
   void write_map(const commit_state& c);
   void sync_epoch_files(const commit_state& c);
   superblock next_record(const commit_state& c, std::span<const std::byte> root, bool prepared) const;
   void write_superblock(const superblock& next, unsigned slot);
-  void punch_freed(const commit_state& c);
+  void punch_freed(const commit_state& c, std::uint64_t committed);
   void publish(const commit_state& c, superblock next, unsigned slot);
   std::uint64_t commit_locked(std::span<const std::byte> root, bool prepare);
   void note_written(std::uint64_t epoch, std::uint64_t seg, bool created);
@@ -164,7 +212,8 @@ class store_impl final : public sparse_store {
   superblock sb_;
   unsigned sb_slot_;
 
-  mutable page_map map_;
+  const std::shared_ptr<io::file> map_file_;  // pheap.map
+  std::unique_ptr<page_map> map_;  // replaced only by a reader's refresh()
   segment_files segs_;
 
   std::mutex written_mu_;
@@ -183,6 +232,25 @@ class store_impl final : public sparse_store {
   std::atomic<std::uint64_t> changes_{0};  // write_pages/discard calls since the last seal
   mutable std::mutex poison_mu_;
   std::string poison_cause_;
+
+  // Readers beside a writer (pins.cpp).
+  std::unique_ptr<reader_table> table_;
+  // A reader's slot in the table (-1: not a reader). Atomic: refresh() moves it to the new
+  // slot under view_mu_, while reading() and may_have_data() of the pager's threads look at
+  // it before taking view_mu_ (a data race TSan saw under pager::refresh).
+  std::atomic<int> slot_{-1};
+
+  std::uint64_t max_epoch_ = ~std::uint64_t{0};
+  bool page_cache_reads_ = false;
+  mutable std::shared_mutex view_mu_;
+  std::mutex refresh_mu_;
+  std::mutex pinned_mu_;
+  std::shared_ptr<io::file> pinned_;
+  std::mutex preserve_mu_;
+  std::mutex views_mu_;
+  std::map<std::uint64_t, std::shared_ptr<page_map>> views_;
+  std::string pin_failure_;  // the first failure to keep a copy (poison_mu_)
+  std::atomic<std::uint64_t> stat_pins_{0}, stat_pinned_reads_{0};
 
   std::atomic<std::uint64_t> stat_pages_read_{0}, stat_read_requests_{0}, stat_zero_pages_{0}, stat_pages_written_{0},
       stat_commits_{0}, stat_map_bytes_{0}, stat_freed_pages_{0}, stat_commit_ns_{0};

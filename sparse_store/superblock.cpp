@@ -129,7 +129,7 @@ decoded_slot decode_slot(const std::byte* b) {
               std::to_string(sparse_store::format_version) + ")";
     return d;
   }
-  if (d.version < sparse_store::format_version) {
+  if (d.version < sparse_store::format3_version) {  // format 3: the same bytes (FORMAT.md)
     d.status = slot_status::older_version;
     d.cause = "format version " + std::to_string(d.version);
     return d;
@@ -220,8 +220,11 @@ chosen_slot read_superblock(io::engine& eng, io::file& f, const std::string& sup
       above_max = true;
       continue;
     }
+    // Of two copies of one epoch: the confirmed one, then the newer format (an in-place
+    // upgrade cut short between its two slot writes).
     if (best == nullptr || s.sb.epoch > best->sb.epoch ||
-        (s.sb.epoch == best->sb.epoch && best->sb.prepared && !s.sb.prepared)) {
+        (s.sb.epoch == best->sb.epoch && best->sb.prepared && !s.sb.prepared) ||
+        (s.sb.epoch == best->sb.epoch && best->sb.prepared == s.sb.prepared && s.sb.version > best->sb.version)) {
       best = &s;
       best_slot = k;
     }

@@ -7,9 +7,11 @@
 //                    already, else the home its previous version does not use — waiting where
 //                    a running commit still needs that home (page_map.hpp "barrier"); the batch
 //                    counts as in flight, so it lands wholly in one epoch
-//   2. write_homes   every copy to its home, one engine call (segments created on first use,
+//   2. protect       a home some registered reader's older epoch still names is copied to
+//                    pheap.pinned first (pins.cpp: never a wait for the reader)
+//   3. write_homes   every copy to its home, one engine call (segments created on first use,
 //                    noted for the commit's fdatasync and directory fsync)
-//   3. publish       the copies become the pages' newest versions (page_map::end_write); after
+//   4. publish       the copies become the pages' newest versions (page_map::end_write); after
 //                    a failed write nothing is published (a page rewritten in place reads as
 //                    either version, else errc::io) and the store is poisoned
 // Nothing is durable before the next commit; a crash leaves the copies in homes no durable map
@@ -46,13 +48,14 @@ void store_impl::write_pages(std::span<const page_write> batch) {
   for (const auto& w : batch) check_page(w.page, w.buf, "write_pages");
   write_batch w = plan_writes(batch);
   try {
+    if (table_) protect_pages(w.plan);
     write_homes(w);
   } catch (const error& e) {
     poison("writing page copies failed: " + std::string(e.what()));
-    map_.end_write(w.plan, false);
+    map_->end_write(w.plan, false);
     throw;
   }
-  map_.end_write(w.plan, true);
+  map_->end_write(w.plan, true);
   changes_.fetch_add(1, std::memory_order_relaxed);
   stat_pages_written_ += w.plan.size();
 }
@@ -78,8 +81,8 @@ store_impl::write_batch store_impl::plan_writes(std::span<const page_write> batc
     w.plan[k].page = pages[k];
     w.plan[k].crc = crc32c(w.bufs[k], page_size_);
   }
-  map_.load_pages(pages);
-  w.epoch = map_.begin_write(w.plan, [this] { check_usable("write_pages"); });
+  map_->load_pages(pages);
+  w.epoch = map_->begin_write(w.plan, [this] { check_usable("write_pages"); });
   return w;
 }
 
@@ -132,8 +135,8 @@ void store_impl::discard(std::uint64_t first_page, std::uint64_t count) {
                 "pages [" + std::to_string(first_page) + ", +" + std::to_string(count) +
                     ") exceed the capacity of " + std::to_string(page_count_) + " pages");
   }
-  map_.load_range(first_page, first_page + count);
-  map_.discard(first_page, first_page + count);
+  map_->load_range(first_page, first_page + count);
+  map_->discard(first_page, first_page + count);
   changes_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -37,6 +37,7 @@ enum class errc {
   type_mismatch,     // named object found with a different type
   unavailable,       // a kernel facility (userfaultfd, io_uring) is missing or refused
   poisoned,          // an earlier fatal error ended this epoch; reopen to continue
+  stale,             // a reader's watermark was released by the writer; refresh or reopen
 };
 
 const char* to_string(errc code) noexcept;

@@ -37,8 +37,23 @@
 // commit(); such a write lands in the committed epoch or the next, never torn within a page.
 // A write of a page the running commit changed may wait until that commit is durable.
 //
-// Locking: flock on DIR/pheap.super — one read-write opener or any number of read-only
-// openers per datastore, across processes. A conflicting open throws errc::locked.
+// Locking (format 4): one read-write opener per datastore (flock LOCK_EX on DIR/pheap.super;
+// a second one throws errc::locked), and any number of read-only openers beside it: each
+// registers the watermark it reads in DIR/pheap.readers and reads exactly that watermark for
+// its whole life, while the writer keeps committing; the writer keeps a copy (DIR/pheap.pinned)
+// of whatever it overwrites that a registered reader's watermark still names (FORMAT.md
+// "Readers beside a writer"). Readers never block the writer; a writer blocks a reader only for
+// a superblock read. Caveats:
+//   * A read-only open without write access to pheap.readers (another user's datastore) takes
+//     flock LOCK_SH instead, as format 3 did: no writer can open while it reads.
+//   * The copies kept for readers are bounded by store_options::pin_limit (the table's, fixed
+//     when the first process attaches): beyond it the writer expires the oldest reader, whose
+//     next read throws errc::stale, never a wrong byte. A reader pins at most the pages changed
+//     since its watermark.
+//   * A format-3 datastore is read as before (LOCK_SH, no writer beside it); a read-write open
+//     of it is errc::older_format: `pheap upgrade DIR` converts it in place (upgrade_in_place).
+//   * The kernel-mmap backend cannot serve readers: a direct mapping is refused while readers
+//     are attached, and readers are refused while a writer maps directly.
 //
 // Failure modes (all throw pheap::error naming the path and the cause):
 //   missing directory → not_found; directory without pheap.super → not_a_datastore;
@@ -88,6 +103,33 @@ struct store_options {
   // newest durable epoch not above it. A read-write open that accepts a prepared epoch
   // confirms it. errc::corrupt if no durable epoch is at or below it.
   std::uint64_t max_epoch = ~std::uint64_t{0};
+  // The most bytes of copies the writer keeps for readers of older watermarks (FORMAT.md
+  // "Readers beside a writer"). Used by the process that creates the reader table (the first
+  // to attach); later ones keep its value. Rounded down to 4 KiB; at most 16 TiB.
+  std::uint64_t pin_limit = 4ull << 30;
+  // Read-only opens register as readers beside a writer (above). false: take flock LOCK_SH
+  // as format 3 did instead — no writer can open while this store is open — which a caller
+  // that maps the segment files itself (direct_extents) needs.
+  bool beside_writer = true;
+};
+
+// A read-only store moved to the newest watermark (sparse_store::refresh): the epoch it reads
+// now, and the pages [first, end) whose copy may differ from the epoch it read before (every
+// page of a map block it had not loaded counts as changed; a page with the same home and
+// CRC32C in both epochs does not).
+struct refresh_result {
+  std::uint64_t epoch = 0;
+  bool moved = false;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> changed;
+};
+
+// A process reading a datastore through its reader table (sparse_store::readers).
+struct reader_info {
+  std::uint64_t epoch = 0;          // the watermark it reads
+  std::uint32_t pid = 0;
+  std::uint64_t since_unix_ns = 0;  // when it registered that watermark
+  bool expired = false;             // released by the writer: its next read throws stale
+  std::uint64_t pinned_bytes = 0;   // copies the writer keeps for its watermark
 };
 
 // The last commit of a datastore as its superblock records it (sparse_store::peek).
@@ -132,6 +174,14 @@ class sparse_store {
   // name and renamed into place like create(). SRC is opened read-only. Throws as open() for
   // SRC (invalid_argument if SRC is not format 2) and as create() for DST.
   static void upgrade(const std::string& src, const std::string& dst, const store_options& opt = {});
+  // Converts the format-3 datastore DIR to format 4 in place (the layouts are the same: the
+  // superblock's version is rewritten, the older slot first, each synced), holding its
+  // exclusive lock. Returns false if DIR is format 4 already. Throws as open() does (locked
+  // while anyone has DIR open; older_format for format 2: use upgrade(SRC, DST)).
+  static bool upgrade_in_place(const std::string& dir, const store_options& opt = {});
+  // The processes reading DIR through its reader table now (empty without one), without
+  // registering or locking anything a writer or reader waits for.
+  static std::vector<reader_info> readers(const std::string& dir, std::shared_ptr<io::engine> engine = nullptr);
 
   // Deletes the datastore DIR and every file in it, holding its exclusive lock meanwhile.
   // not_found if DIR does not exist; not_a_datastore if it has no superblock (nothing is
@@ -222,6 +272,14 @@ class sparse_store {
   // files. Returns the epoch. errc::read_only on a read-only store; a failure poisons.
   virtual std::uint64_t finish_direct_mapping(std::span<const std::byte> root) = 0;
 
+  // A read-only store registered as a reader: moves to the newest watermark (at or below
+  // store_options::max_epoch) without closing, and says which pages may have changed. Blocks
+  // its own reads meanwhile; pointers a caller derived from pages that changed are its own to
+  // drop. errc::invalid_argument on a read-write store or a reader holding flock LOCK_SH
+  // (format 3, no write access to pheap.readers).
+  // Default (stores without readers beside a writer): errc::invalid_argument.
+  virtual refresh_result refresh();
+
   virtual std::uint64_t epoch() const = 0;  // last committed epoch
   virtual std::vector<std::byte> root() const = 0;  // root blob of the last commit
   virtual const std::string& path() const = 0;
@@ -237,7 +295,9 @@ class sparse_store {
   virtual std::uint64_t disk_bytes() const = 0;
 
   static constexpr std::size_t max_root_size = 2048;
-  static constexpr std::uint32_t format_version = 3;
+  static constexpr std::uint32_t format_version = 4;
+  // Format 3 (the same bytes, without readers beside a writer) is opened read-only.
+  static constexpr std::uint32_t format3_version = 3;
 };
 
 // Creation in steps (sparse_store/FORMAT.md "Creation"), for a caller that must put content

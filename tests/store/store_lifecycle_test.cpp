@@ -47,6 +47,13 @@ std::string make_datastore(const store_options& create_opts, const std::string& 
   return path;
 }
 
+// A read-only open that maps the files itself excludes writers (store_options::beside_writer
+// false): a reader registered beside a writer gets no extents (store_readers_test).
+store_options mapping(store_options o) {
+  o.beside_writer = false;
+  return o;
+}
+
 TEST_P(StoreLifecycle, RemoveDeletesTheWholeDatastoreThroughTheEngine) {
   temp_dir dir;
   const std::string path = make_datastore(small(), dir / "ds");
@@ -181,7 +188,7 @@ TEST_P(StoreLifecycle, PreparedDirectMappingCommitsAndItsExtentsCoverTheCapacity
     EXPECT_EQ(page_via_extents(xs, 63, 4096), pattern(4096, 3, 63, 2));
     EXPECT_TRUE(is_zero(page_via_extents(xs, 5, 4096)));
   }
-  auto ro = sparse_store::open(path, open_opts(true));
+  auto ro = sparse_store::open(path, mapping(open_opts(true)));
   EXPECT_TRUE(ro->direct_mapping_possible()) << "the prepared state needs no read-write open";
   const auto xs = ro->direct_extents();
   expect_cover(xs, cap, true);
@@ -196,7 +203,7 @@ TEST_P(StoreLifecycle, ReadOnlyDirectMappingIsUnavailableWhileTheLastCommitIsNot
     s->commit({});
   }
   {
-    auto ro = sparse_store::open(path, open_opts(true));
+    auto ro = sparse_store::open(path, mapping(open_opts(true)));
     ASSERT_TRUE(ro->direct_mapping_possible()) << "nothing written: all zeros";
     const auto xs = ro->direct_extents();
     expect_cover(xs, 64 * 4096, false);
@@ -210,7 +217,7 @@ TEST_P(StoreLifecycle, ReadOnlyDirectMappingIsUnavailableWhileTheLastCommitIsNot
     write_one(*s, 3, 5, 2);  // a page the mapped state holds, rewritten through the store
     s->commit({});
   }
-  auto ro = sparse_store::open(path, open_opts(true));
+  auto ro = sparse_store::open(path, mapping(open_opts(true)));
   EXPECT_FALSE(ro->direct_mapping_possible());
   try {
     ro->direct_extents();

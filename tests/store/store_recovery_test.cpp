@@ -351,23 +351,37 @@ TEST_P(StoreRecovery, ReadWriteOpenAfterACrashCostsTheSameAsAfterACleanCloseAndR
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cost[1][i], cost[0][i]) << "operation kind " << i;
 }
 
-TEST_P(StoreRecovery, FlockAllowsOneWriterOrManyReaders) {
+// One writer at a time (flock LOCK_EX), any number of readers beside it (the reader table);
+// a reader that excludes writers (beside_writer = false, flock LOCK_SH) as format 3's did.
+TEST_P(StoreRecovery, OneWriterAtATimeAnyNumberOfReadersBesideItAndExclusiveReadersExcludeWriters) {
   make_two_epochs();
+  store_options exclusive = open_opts(true);
+  exclusive.beside_writer = false;
   {
     auto w = sparse_store::open(path(), open_opts());
     expect_open_error(errc::locked, {"open by another process"});
-    expect_open_error(errc::locked, {"open read-write by another process"}, true);
+    auto r = sparse_store::open(path(), open_opts(true));
+    EXPECT_EQ(r->epoch(), w->epoch());
+    try {
+      sparse_store::open(path(), exclusive);
+      ADD_FAILURE() << "an exclusive reader opened beside a writer";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::locked);
+      EXPECT_NE(std::string(e.what()).find("open read-write by another process"), std::string::npos) << e.what();
+    }
   }
   {
     auto r1 = sparse_store::open(path(), open_opts(true));
     auto r2 = sparse_store::open(path(), open_opts(true));
     EXPECT_EQ(r1->epoch(), r2->epoch());
+    EXPECT_NO_THROW(sparse_store::open(path(), open_opts())) << "a writer beside readers";
+    auto x = sparse_store::open(path(), exclusive);
     expect_open_error(errc::locked, {path()});
   }
   EXPECT_NO_THROW(sparse_store::open(path(), open_opts())) << "locks are released on close";
 }
 
-TEST_P(StoreRecovery, FlockHoldsAcrossProcesses) {
+TEST_P(StoreRecovery, TheWritersFlockHoldsAcrossProcessesAndReadersOpenBesideIt) {
   make_two_epochs();
   auto w = sparse_store::open(path(), open_opts());
   int pipefd[2];
@@ -375,30 +389,33 @@ TEST_P(StoreRecovery, FlockHoldsAcrossProcesses) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    // Child: a second process must be refused both ways. Report one byte per outcome.
-    char res[2] = {'?', '?'};
-    for (int ro = 0; ro < 2; ++ro) {
+    // Child: a second writer and an exclusive reader are refused, a reader opens beside the
+    // writer. Report one byte per outcome.
+    char res[3] = {'?', '?', '?'};
+    for (int k = 0; k < 3; ++k) {
       try {
         store_options o;
-        o.read_only = ro != 0;
+        o.read_only = k != 0;
+        o.beside_writer = k != 2;
         o.engine = io::make_posix_engine();
         sparse_store::open(path(), o);
-        res[ro] = 'o';
+        res[k] = 'o';
       } catch (const error& e) {
-        res[ro] = e.code() == errc::locked ? 'L' : 'x';
+        res[k] = e.code() == errc::locked ? 'L' : 'x';
       }
     }
-    (void)!::write(pipefd[1], res, 2);
+    (void)!::write(pipefd[1], res, 3);
     ::_exit(0);
   }
   ::close(pipefd[1]);
-  char res[2] = {0, 0};
-  EXPECT_EQ(::read(pipefd[0], res, 2), 2);
+  char res[3] = {0, 0, 0};
+  EXPECT_EQ(::read(pipefd[0], res, 3), 3);
   ::close(pipefd[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(res[0], 'L') << "second read-write opener in another process";
-  EXPECT_EQ(res[1], 'L') << "read-only opener while a writer holds the datastore";
+  EXPECT_EQ(res[1], 'o') << "a reader opens beside the writer";
+  EXPECT_EQ(res[2], 'L') << "an exclusive reader (beside_writer = false) while a writer holds the datastore";
 }
 
 }  // namespace
