@@ -46,9 +46,9 @@ ingest() { $G "${ingest_args[@]}" --datastore "$1" "$edges"; }
 # a higher one in the superblock is a watermark of the ingestion.
 : >"$work/empty.bin"
 $G "${ingest_args[@]}" --datastore "$work/empty" "$work/empty.bin" >/dev/null
-created=$($P info --json "$work/empty" | sed -n 's/^ *"epoch": \([0-9]*\),*$/\1/p')
+epoch_of() { $P info --json "$1" 2>/dev/null | sed -n 's/^ *"epoch": \([0-9]*\),*$/\1/p' | head -n 1; }  # the first: the watermark's (each reader has one too)
+created=$(epoch_of "$work/empty")
 rm -rf "$work/empty" "$work/empty.bin"
-epoch_of() { $P info --json "$1" 2>/dev/null | sed -n 's/^ *"epoch": \([0-9]*\),*$/\1/p'; }
 
 echo "== ingest, killed with SIGKILL as soon as its first watermark is on disk"
 killed=0

@@ -43,6 +43,7 @@ enum class var : unsigned {
   dirty_tracking,
   fault_threads,
   read_ahead,
+  write_behind,
   io_engine,
   backend,
   mmap_advice,
@@ -50,6 +51,7 @@ enum class var : unsigned {
   fault_fill,
   huge_pages,
   read_only_cache,
+  pin_limit,
   debug,
 };
 

@@ -21,9 +21,22 @@
 // operations in progress (including constructors run by construct<T>) and briefly stops new
 // slow-path allocations; cached small allocations continue during a flush.
 //
-// Processes: one read-write opener or any number of read-only openers per datastore (flock);
-// a conflicting open throws pheap::error(errc::locked). A child created by fork() does not
-// inherit the mapping (see pheap/pager.hpp): open the datastore again in the child.
+// Processes: one read-write opener per datastore (flock; a second one throws
+// pheap::error(errc::locked)), and any number of read-only openers, also while the writer
+// runs (uffd backend, store format 4: sparse_store/FORMAT.md "Readers beside a writer"): a
+// read-only manager reads exactly the watermark that was the last one when it opened — never
+// a write the writer has not flushed, never a mix of two watermarks — for as long as it stays
+// open, until refresh() moves it to the newest one. The writer keeps copies of what it
+// overwrites for the readers' watermarks, up to options::pin_limit (PHEAP_PIN_LIMIT, 4 GiB):
+// past it the oldest reader is released, and its next read of a page it had not read yet is
+// errc::stale (inside pheap::guard_faults; outside one the process dies of SIGBUS after one
+// line on stderr naming the datastore, the page and "released by the writer"), never a wrong
+// byte; refresh() or a reopen reads again. stats().store says who reads (readers,
+// oldest_reader_epoch, pinned_bytes, pin_limit, readers_expired). The mmap backend cannot
+// serve readers beside a writer: its read-only opens take the datastore's shared flock (no
+// writer opens meanwhile, errc::locked), and its read-write opens are refused while readers
+// are attached. A child created by fork() does not inherit the mapping (see pheap/pager.hpp):
+// open the datastore again in the child.
 //
 // Errors: pheap::error (pheap/error.hpp) naming the datastore, the operation and the cause:
 //   open of a missing path -> not_found; of a directory that is not a datastore, or whose heap
@@ -384,6 +397,36 @@ class manager {
   size_type get_size() const noexcept;  // heap capacity in bytes
   std::uint64_t epoch() const;
   manager_stats stats() const;
+
+  // ---- readers beside a writer ---------------------------------------------------------------
+  // Read-only managers (uffd backend): moves this manager to the datastore's newest watermark
+  // without closing it, and returns the epoch it reads now (epoch() before the call: nothing
+  // new). Pages whose copy did not change stay in memory — no store read when they are used
+  // again —; those that changed are dropped and read from the new watermark at their next
+  // access. Then the root record (description, versions), the allocator's header and the
+  // object directory of the new watermark are read. Pages whose read failed (errc::stale
+  // after the writer released this reader, an I/O error) are read again at their next access.
+  // What stays valid:
+  //   * get_address() and get_size(): the heap keeps its address. A read-only open reserves
+  //     address space for the whole capacity, so the part the writer grew the heap into is
+  //     there (under an RLIMIT_AS below the capacity it maps the part in use only; a refresh
+  //     that finds the heap grown past it throws errc::unavailable and the manager is broken:
+  //     every later call throws the same error; close it and open the datastore again).
+  //   * Pointers, references and offset_ptrs into the heap stay addresses in it, but they
+  //     read the NEW watermark's bytes: an object the writer did not touch reads as before;
+  //     one it changed reads its new value (a container's elements may have moved: its
+  //     iterators, element pointers and views are invalid); one it destroyed reads whatever
+  //     is there now. Re-find every object with find()/find_info() after a refresh, and
+  //     rebuild iterators and views from the re-found object. object_iterators are
+  //     invalidated. get_allocator() results stay usable (they find the heap by address).
+  //   * Other threads must not access the heap or call this manager during refresh(): the
+  //     caller's to prevent (a read meanwhile may see either watermark, or a page of each).
+  // Errors: errc::invalid_argument on a read-write manager, and on one that reads under the
+  // datastore's shared flock (format 3: `pheap upgrade DIR`; no write access to
+  // DIR/pheap.readers: reopen to see a newer watermark); errc::unavailable with the mmap
+  // backend; the store's errors while it moves (nothing changed then). A failure after the move (the new watermark's heap damaged or grown past
+  // the mapping) breaks the manager as above.
+  std::uint64_t refresh();
 
   // ---- out of core -------------------------------------------------------------------------
   // A heap range the application is about to use: (address, length in bytes).

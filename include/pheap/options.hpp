@@ -77,9 +77,15 @@ struct options {
   // O_DIRECT, the buffer the only cache (what read-write opens always do: a writer's pages
   // live in its buffer). PHEAP_READ_ONLY_CACHE.
   bool read_only_cache = true;
+  // Readers beside a writer (store_options::pin_limit; sparse_store/FORMAT.md "Readers beside a
+  // writer"): the most bytes of copies the writer keeps for readers of older watermarks before
+  // it expires the oldest; set by the first process that attaches to the datastore's reader
+  // table. PHEAP_PIN_LIMIT.
+  std::uint64_t pin_limit = 4ull << 30;
 
   // `base` with the fields of every PHEAP_* variable that is set overridden (page_size,
-  // backend, mmap_advice, read_only_cache, and the pager's through pager_options::from_env).
+  // backend, mmap_advice, read_only_cache, pin_limit, and the pager's through
+  // pager_options::from_env).
   // A malformed or out-of-range value throws error(invalid_argument) naming the variable and
   // the value.
   static options from_env(options base);

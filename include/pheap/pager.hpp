@@ -18,7 +18,9 @@
 //                 fill traps to a worker once.
 //   all_resident  no write tracking: every resident page counts as dirty, so flush writes
 //                 every resident page and eviction writes every victim.
-//   automatic     the first of the above the kernel supports.
+//   automatic     the first of the above the kernel supports; wp_sync first on a writable
+//                 region with huge pages in force (unless faulting-thread fills were asked
+//                 for), where wp_async's kernel-resolved writes would split 2 MiB mappings.
 // Forcing a mode the kernel lacks throws errc::unavailable.
 //
 // Guarantees:
@@ -76,13 +78,15 @@
 //     not from the ioctl's result: on Linux 6.18 the ioctl was seen to report EEXIST for a
 //     page it had in fact moved while PAGEMAP_SCAN re-protected ptes concurrently.
 //   * Pinned pages are outside the buffer budget; pin less than you have.
-//   * Huge pages (pager_options::huge_pages = always; off by default): on a writable region of
-//     2 MiB pages (or a multiple) each fill is a transparent huge page moved in whole, one PMD
+//   * Huge pages (pager_options::huge_pages = always; off by default): on a region of 2 MiB
+//     pages (or a multiple) each fill is a transparent huge page moved in whole, one PMD
 //     entry per 2 MiB, so a heap larger than the TLB's reach in 4 KiB entries walks fewer page
 //     tables. A huge fill counts as written (the next flush or eviction writes it whole), a write
 //     after a re-protect can split the mapping back into 4 KiB entries, and the pool of
-//     recycled huge pages is pheap's memory outside the buffer: pheap/pager_options.hpp lists
-//     the caveats, src/pager/huge_pool.hpp the design; pager_stats::huge_* count what happened.
+//     recycled huge pages is pheap's memory outside the buffer. A read-only region is then
+//     mapped writable and kept read-only by userfaultfd write-protection (a write dies of
+//     SIGSEGV as before, with one window per fill): pheap/pager_options.hpp lists the caveats,
+//     src/pager/huge_pool.hpp the design; pager_stats::huge_* count what happened.
 //   * Fills on the faulting thread (pager_options::fault_fill = faulting_thread, or automatic
 //     where the tracking allows it; default workers, graph datastores automatic). The
 //     userfaultfd is opened with UFFD_FEATURE_SIGBUS: an access to a missing page raises
@@ -153,8 +157,8 @@
 //     buffers of one flush batch (≤ 16 MiB) and one eviction batch (≤ 8 MiB), the evicted
 //     pages' frames the eviction's UFFDIO_MOVE staging range keeps mapped between emptyings
 //     (at most an eviction batch and at most 256 KiB: one TLB shootdown for several small
-//     batches), one read step (2 MiB, or the read-ahead ceiling) per fault thread and 64 KiB of
-//     zeros; with an automatic
+//     batches), one read step (2 MiB) per fault thread, with write-behind one more flush
+//     batch, and 64 KiB of zeros; with an automatic
 //     buffer each batch is at most 1/16 of the memory limit. Otherwise the staging ranges
 //     hold buffer pages only (a page moved there keeps its slot until its bytes are out of
 //     the buffer). The store's own: its page map
@@ -209,8 +213,11 @@
 //     workers read in the background (claimed at once: an access to one of them waits for
 //     that read instead of reading it again). One page half-way through each window, its
 //     marker, is left out: the application's fault on it says the window is being followed,
-//     and the next window — twice as large, up to the ceiling (2 MiB of pages by default) —
-//     is claimed then, while the rest of the current one is still ahead. A window takes
+//     and the next window — twice as large, up to the ceiling (8 MiB of pages by default) —
+//     is claimed then, while the rest of the current one is still ahead. A window is read in
+//     batches of 1 MiB by every fault worker that is free, so that one batch is checked and
+//     installed while the next ones are read (with fills by the workers, a fault elsewhere
+//     may wait for one batch). A window takes
 //     buffer slots below the high watermark only; the part that gets none waits in the
 //     prefetch queue for the room the evictor makes, so read-ahead never takes the buffer
 //     past its size. Random faults earn nothing unless three of one thread fall a stride
@@ -221,6 +228,17 @@
 //     what was read in vain). Caveats: 8 streams at once (a ninth scan, or random faults
 //     between a stream's, can replace a stream before its window is followed); each window
 //     costs the application one synchronous read, its marker's.
+//   * Write-behind (pager_options::write_behind_ms, off by default; src/pager/write_behind.cpp
+//     has a round's steps). Every period a thread write-protects again the pages written
+//     during the last one (PAGEMAP_SCAN, as a flush does) and writes into the working epoch,
+//     through the flush's claim and tear-free copy, the dirty pages that were not written for
+//     a whole period; a flush then writes what changed since. A page written in every period
+//     is never written behind. Nothing is durable before a flush commits. In core only (no
+//     round writes while the evictor evicts), wp_async tracking only. Costs: a write-protect
+//     fault, resolved in the kernel, on the first write of a period to a page written in the
+//     last one; a page written again after it was written behind is written twice (why it
+//     is off by default: bench/DECISIONS.md, "write-behind, opt-in"). pager_stats:
+//     write_behind, write_behind_pages, _rounds, _ns.
 //
 // Options (buffer, watermarks, tracking, threads, read-ahead, their PHEAP_* variables):
 // pheap/pager_options.hpp. Statistics: pager_stats in pheap/stats.hpp.
@@ -291,10 +309,42 @@ class pager {
   // does not fit is dropped, and no eviction round starts for it. For a walk over all of a
   // heap that fits the buffer (manager::prefetch_all).
   void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges);
+  // Releases pages [first_page, first_page + count), which nothing may access until they are
+  // written again: the store discards their data (sparse_store::discard: they read as zeros,
+  // and the disk space goes at a later commit), and their resident copies nobody is using
+  // leave the buffer without being written, as the kernel's MADV_REMOVE drops a file
+  // mapping's pages (pager_stats::released_pages_dropped). A copy the evictor or a flush holds
+  // at that moment may still be written, which costs space only. The heap calls it for the
+  // chunks it frees. Errors as sparse_store::discard.
+  void discard(std::size_t first_page, std::size_t count);
   // Fills and keeps resident the pages covering [offset, offset+len) until as many unpin()
   // calls; pins nest. Throws invalid_argument when out of range.
   void pin(std::size_t offset, std::size_t len);
   void unpin(std::size_t offset, std::size_t len);
+
+  // Read-only pagers over a store registered beside a writer (sparse_store.hpp): moves the
+  // store to its newest watermark (sparse_store::refresh) and drops every page whose copy
+  // changed wherever the pager holds it — resident, kept in the victim cache, being filled or
+  // read ahead — so that the next access faults and reads the new copy; pages whose copy did
+  // not change stay resident (no store read when they are used again). Pages whose read had
+  // failed (poisoned: errc::stale, an I/O error) are made absent too: their next access reads
+  // again. Returns the store's refresh_result. Caveats:
+  //   * No other thread may access the region during the call (the caller's to prevent): a
+  //     fault meanwhile is served, but may read either watermark.
+  //   * The region keeps its address and size(): a read-only pager maps the store's whole
+  //     capacity where the address space allows (pager_options::read_only_map_bytes), so the
+  //     part a writer grows the heap into is mapped already; where it mapped less, pages
+  //     past size() are not reachable through this pager (reopen).
+  //   * errc::invalid_argument on a read-write pager, and from the store when it holds the
+  //     datastore's shared flock instead of reading beside a writer (format 3, no write
+  //     access to pheap.readers, store_options::beside_writer = false).
+  //   * pager_stats::refreshes, invalidated_pages and unpoisoned_pages count what it did.
+  refresh_result refresh();
+  // Read-only pagers: drops the pages [first, end) of `pages` as refresh() drops those that
+  // changed (resident ones, victim-cache copies, fills in flight, poisoned ones), without
+  // moving the store: their next access reads the store again. Pages past size() are
+  // ignored. The same caveats as refresh(); errc::invalid_argument on a read-write pager.
+  void invalidate(std::span<const std::pair<std::uint64_t, std::uint64_t>> pages);
 
   pager_stats stats() const;
   sparse_store& store() noexcept;

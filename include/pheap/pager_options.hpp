@@ -6,7 +6,7 @@
 //
 // Environment (pager_options::from_env; kinds, ranges and defaults: pheap/env.hpp's table,
 // README "Tuning"): PHEAP_BUFFER_SIZE, PHEAP_HIGH_WATERMARK, PHEAP_LOW_WATERMARK,
-// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_VICTIM_CACHE,
+// PHEAP_DIRTY_TRACKING, PHEAP_FAULT_THREADS, PHEAP_READ_AHEAD, PHEAP_WRITE_BEHIND, PHEAP_VICTIM_CACHE,
 // PHEAP_FAULT_FILL, PHEAP_HUGE_PAGES, PHEAP_DEBUG.
 #pragma once
 
@@ -60,11 +60,25 @@ struct pager_options {
   // Read-ahead on faults (pheap/pager.hpp, "Read-ahead"): kTrigger missing faults in a row a
   // stride apart (sequential, backward, or up to 8 pages apart) earn a window of pages read
   // by the fault workers in the background, 8 pages at first, doubling each time the
-  // application follows it, up to this ceiling in pages (≤ 1024). read_ahead_auto: 2 MiB of
-  // pages (at least 1, at most 512); 0: off. Windows take buffer slots only below the high
+  // application follows it, up to this ceiling in pages (≤ read_ahead_max). read_ahead_auto:
+  // 8 MiB of pages (at least 1, at most read_ahead_max); 0: off. A window is read in batches
+  // of 1 MiB by every free fault worker at once. Windows take buffer slots only below the high
   // watermark; the rest waits for the evictor's room, never beyond the buffer.
   static constexpr unsigned read_ahead_auto = ~0u;
+  static constexpr unsigned read_ahead_max = 4096;
   unsigned read_ahead = read_ahead_auto;
+  // Write-behind (pheap/pager.hpp, "Write-behind"), a period in milliseconds (0: off, at most
+  // write_behind_max_ms): every period a thread write-protects again the pages written since
+  // the last period and writes into the working epoch the dirty pages that were not written
+  // during the whole last period, so that a flush has only what changed since to write (a
+  // page written in every period is never written behind). Only in core: while the evictor
+  // evicts, write-behind does nothing. Needs wp_async tracking (off otherwise:
+  // pager_stats::write_behind); takes a flush batch of memory outside the buffer (4 MiB at
+  // 4 KiB pages, at most 16 MiB or one larger page). Its costs: a write-protect fault
+  // (resolved in the kernel) on the first write of each period to a page written in the last
+  // one, and pages written twice when they are written again after being written behind.
+  static constexpr unsigned write_behind_max_ms = 60000;
+  unsigned write_behind_ms = 0;
   // The victim cache: a copy of each evicted page (once its bytes are in the store) handed to
   // the kernel with MADV_FREE, which drops it without I/O when it needs the memory; until then
   // a fault on the page copies it back instead of reading the store — the role the kernel's
@@ -90,13 +104,17 @@ struct pager_options {
   // heap page that is not in memory fails with EFAULT, which code ported from mmap does not
   // expect.
   fault_filling fault_fill = fault_filling::workers;
-  // Read-only pagers: of the store, the bytes the region maps, from offset 0 (rounded up to
-  // whole pages; 0, or at least the capacity: all of it); a read-write pager maps its whole
-  // capacity whatever this says. An access past it is outside the region. pheap::manager sets
-  // it on a read-only open to the part of the heap in use (its metadata and every chunk ever
-  // used), so that a read-only open reserves that much address space rather than the
-  // datastore's capacity (64 GiB by default): under an RLIMIT_AS below the capacity a
-  // read-only open (`pheap check`, `pheap-graph stats`) works where a read-write one cannot.
+  // Read-only pagers: of the store, the bytes the region must map, from offset 0 (rounded up
+  // to whole pages; 0, or at least the capacity: all of it); a read-write pager maps its
+  // whole capacity whatever this says. A read-only pager still maps the whole capacity where
+  // the address space allows it (address space only: PROT_READ, MAP_NORESERVE, the page
+  // table's words are backed where pages are used), so that a refresh() finds the part a
+  // writer grew the heap into mapped already; only where reserving the capacity fails
+  // (ENOMEM: an RLIMIT_AS below it) does it map this much, and an access past it is outside
+  // the region. pheap::manager sets it on a read-only open to the part of the heap in use (its
+  // metadata and every chunk ever used): under an RLIMIT_AS below the capacity (64 GiB by
+  // default) a read-only open (`pheap check`, `pheap-graph stats`) works where a read-write
+  // one cannot.
   std::size_t read_only_map_bytes = 0;
   // Huge pages (src/pager/huge_pool.hpp has the design). always: a region whose page size is
   // 2 MiB or a multiple of it maps every fill with 2 MiB (PMD) entries, one TLB entry per
@@ -107,11 +125,11 @@ struct pager_options {
   // Caveats of always:
   //  * It falls back to 4 KiB fills for the whole region, and says why in
   //    pager_stats::huge_pages_why, on a page size below 2 MiB or not a multiple of it, a
-  //    read-only open (UFFDIO_MOVE needs a writable region), a kernel without UFFDIO_MOVE, or
-  //    transparent huge pages set to `never`; per page (counted in huge_fallback_*) when the
-  //    pool cannot get a huge page, the move is refused, or the kernel maps the moved page
-  //    with 4 KiB entries (below). The data is the same either way; huge_mapped_bytes says
-  //    how much of the region the page tables map with 2 MiB entries now.
+  //    kernel without UFFDIO_MOVE, or transparent huge pages set to `never`; per page
+  //    (counted in huge_fallback_*) when the pool cannot get a huge page, the move is
+  //    refused, or the kernel maps the moved page with 4 KiB entries (below). The data is the
+  //    same either way; huge_mapped_bytes says how much of the region the page tables map
+  //    with 2 MiB entries now.
   //  * The kernel's part of a write fault: before it hands a missing write fault to the pager
   //    it allocates (and zeroes) a huge page of its own and frees it again. When it cannot
   //    get one (memory short or fragmented), it falls back to 4 KiB and leaves a page table
@@ -119,10 +137,13 @@ struct pager_options {
   //    huge_fallback_split, and the page stays 4 KiB-mapped until it is evicted. Read faults
   //    take the kernel's huge zero page path and are not affected.
   //  * A huge fill counts as a write: the next flush or eviction writes the whole page back,
-  //    even when it was only read (out of core, every eviction of a read page is a write).
+  //    even when it was only read (out of core, every eviction of a read page is a write;
+  //    not on a read-only open, which writes nothing).
   //  * A write after the page was write-protected again (by a flush, or wp_async's write
   //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries: always under
-  //    wp_async (the kernel's write-protect resolution), at times under wp_sync (not
+  //    wp_async (the kernel's write-protect resolution; so automatic tracking resolves to
+  //    wp_sync on a writable huge region, unless fault_fill asks for faulting_thread, which
+  //    needs wp_async: src/pager/huge_pool.hpp, "Tracking"), at times under wp_sync (not
   //    explained yet; such a page can leave a 4 KiB frame behind, and the next fill of it is
   //    refused and falls back to 4 KiB copies: huge_fallback_move, 11 of 1022 fills once in
   //    PagerRoundTrip's wp_sync huge case). The data stays correct; the page stays split
@@ -131,6 +152,14 @@ struct pager_options {
   //    next huge fill of that page (MADV_DONTNEED of the empty page, with the kernel's
   //    CONFIG_PT_RECLAIM; without it that fill too is 4 KiB-mapped: huge_fallback_split).
   //    Re-promotion of split pages is not implemented.
+  //  * A read-only open maps its region writable (UFFDIO_MOVE needs it) and keeps it
+  //    read-only with userfaultfd write-protection (src/pager/huge_pool.hpp, "Read-only
+  //    opens"): a write still dies of SIGSEGV with the same line, but a write by a thread that
+  //    had not faulted on a page, in the microseconds between that page's move and its
+  //    protection, is not stopped (it changes only this process's copy: nothing of a read-only
+  //    open is ever written to the store). Without userfaultfd write-protection (Linux 5.7),
+  //    or where the kernel refuses a writable reservation (strict overcommit), a read-only open
+  //    falls back to 4 KiB fills and says so.
   //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
   //    pheap's own memory; huge_pool_blocks says how many it holds now.
   huge_pages_mode huge_pages = huge_pages_mode::off;

@@ -35,8 +35,10 @@
  *
  * Threads. Every function is thread-safe, except that a manager must not be closed while
  * another thread uses it, and an iterator belongs to one thread at a time. The error state is
- * per thread. Processes: one read-write opener or any number of read-only openers per
- * datastore; a conflicting open fails with PHEAP_ELOCKED.
+ * per thread. Processes: one read-write opener per datastore (a second fails with
+ * PHEAP_ELOCKED) and any number of read-only openers beside it, each reading the last watermark
+ * it opened (sparse_store/FORMAT.md, "Readers beside a writer"; a reader the writer had to
+ * release reads PHEAP_ESTALE).
  *
  * Caveats:
  *   * A damaged page (failed checksum, I/O error) read through a plain pointer is SIGBUS, as in
@@ -79,6 +81,7 @@ typedef enum pheap_errc {
   PHEAP_ETYPE,         /* an object of another type than the call handles */
   PHEAP_EUNAVAILABLE,  /* a kernel facility (userfaultfd) is missing or refused */
   PHEAP_EPOISONED,     /* an earlier fatal error ended this manager's epoch: reopen */
+  PHEAP_ESTALE,        /* the writer released the watermark a reader read: reopen */
   PHEAP_ENOMEM,        /* the heap (or the process) has no memory left */
   PHEAP_EUNKNOWN
 } pheap_errc;
@@ -110,6 +113,17 @@ int pheap_close(pheap_manager* m);
 
 /* The new watermark (epoch), or -1. Read-only managers: PHEAP_EREADONLY. */
 int64_t pheap_flush(pheap_manager* m);
+/* Read-only managers: moves to the datastore's newest watermark without closing (a writer may
+ * hold it meanwhile) and returns the epoch read now, or -1 (a read-write manager: PHEAP_EINVAL;
+ * a datastore read under its shared flock — format 3, no write access to its reader table —:
+ * PHEAP_EINVAL, reopen instead). Pages whose copy did not change stay in memory. Every address
+ * into the heap stays an address in it but reads the new watermark's bytes: find named objects
+ * again (pheap_find) after a refresh. No other thread may use the manager or read the heap
+ * during the call. A reader the writer released (PHEAP_ESTALE) reads again after it. When the
+ * new watermark's heap cannot be attached (grown past what an RLIMIT_AS let this manager map:
+ * PHEAP_EUNAVAILABLE) every later call fails the same way: close and reopen (pheap/manager.hpp,
+ * manager::refresh). */
+int64_t pheap_refresh(pheap_manager* m);
 /* Flushes, then writes an independent datastore at `dst` (must not exist) holding that
  * watermark; its epoch, or -1. Writers may keep running meanwhile. */
 int64_t pheap_snapshot(pheap_manager* m, const char* dst);

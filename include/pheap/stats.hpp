@@ -24,6 +24,17 @@ struct store_stats {
   std::uint64_t commit_ns = 0;         // total time inside commit()
   std::uint64_t live_bytes = 0;        // pages with data x page size (newest versions)
   std::uint64_t disk_bytes = 0;        // bytes allocated on disk by the datastore's files
+  // Readers beside a writer (sparse_store/FORMAT.md "Readers beside a writer"), as the
+  // datastore's reader table says now (0 without one):
+  std::uint64_t readers = 0;           // processes reading a watermark (this one included)
+  std::uint64_t oldest_reader_epoch = 0;  // the oldest watermark one of them reads
+  std::uint64_t pinned_bytes = 0;      // the writer's copies kept for readers of older epochs
+  std::uint64_t pin_limit = 0;         // the most it keeps before it expires the oldest reader
+  std::uint64_t readers_expired = 0;   // readers expired by that limit since the table was reset
+  // This store's own work: copies it kept for readers (a writer), copies it read from
+  // pheap.pinned instead of a page's home (a reader).
+  std::uint64_t pins_made = 0;
+  std::uint64_t pinned_reads = 0;
 };
 
 struct pager_stats {
@@ -75,6 +86,15 @@ struct pager_stats {
   // flush each, so evictions / evict_runs is the pages each flush paid for.
   std::uint64_t evict_runs = 0;
   std::uint64_t evict_verify_reads = 0;  // wp_async: clean victims read back (store without CRCs)
+  // Resident pages of ranges released with pager::discard that left the region unwritten.
+  std::uint64_t released_pages_dropped = 0;
+  // Write-behind (pager_options::write_behind_ms): on (asked for, and the tracking is
+  // wp_async); the pages it wrote into the working epoch (a flush did not have to), its
+  // rounds and the time they took.
+  bool write_behind = false;
+  std::uint64_t write_behind_pages = 0;
+  std::uint64_t write_behind_rounds = 0;
+  std::uint64_t write_behind_ns = 0;
   std::uint64_t victims_kept = 0;  // evicted pages whose copy went to the victim cache
   // Missing-page faults that found their page in the middle of its eviction (moved out of the
   // region, not yet let go) and waited for the evictor to let it go.
@@ -115,6 +135,12 @@ struct pager_stats {
   std::uint64_t flush_write_back_waits = 0;
   std::uint64_t buffer_waits = 0;   // faults that waited for the evictor
   std::uint64_t poisoned_pages = 0;
+  // Read-only regions (pager::refresh, pheap/pager.hpp "Refresh"): refreshes; resident pages
+  // they dropped because their copy changed (the next access reads the new watermark: each is
+  // one store read more than a page that stayed); poisoned pages they made absent again.
+  std::uint64_t refreshes = 0;
+  std::uint64_t invalidated_pages = 0;
+  std::uint64_t unpoisoned_pages = 0;
   std::uint64_t resident_pages = 0;
   std::uint64_t peak_resident_pages = 0;
   std::uint64_t pinned_pages = 0;

@@ -480,8 +480,9 @@ void register_datastore(nb::module_& m) {
           d["source"] = "superblock";
           return d;
         }, "path"_a,
-        "`pheap info --json` of a datastore; while a writer holds it, its last watermark from\n"
-        "the superblock (source 'superblock').");
+        "`pheap info --json` of a datastore (opened read-only, beside a writer if one holds it);\n"
+        "where a read-only open is refused (format 3 under a writer), its last watermark from the\n"
+        "superblock (source 'superblock').");
   m.def("remove", [](const std::string& path) {
           nb::gil_scoped_release nogil;
           pheap::manager::remove(path);

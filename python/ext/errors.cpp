@@ -31,6 +31,7 @@ const char* key_of(pheap::errc c) noexcept {
     case pheap::errc::type_mismatch: return "type_mismatch";
     case pheap::errc::unavailable: return "unavailable";
     case pheap::errc::poisoned: return "poisoned";
+    case pheap::errc::stale: return "stale";
   }
   return "unknown";
 }

@@ -24,14 +24,20 @@ def test_flush_returns_increasing_epochs_and_reopen_reads_what_was_flushed(ds_pa
         assert ds.epoch >= e2
 
 
-def test_info_has_the_fields_and_values_of_the_tool(ds_path, tools):
+def test_info_has_the_fields_and_values_of_the_tool_but_the_reader_tables_and_huge_pages(ds_path, tools):
     with pheap.create(ds_path, capacity=1 << 30, description="run 1") as ds:
         ds.create_array("x", 100, "float64")
     mine = pheap.open(ds_path, read_only=True)
     ours = mine.info()
     mine.close()
     theirs = tool_json(tools["pheap"], "info", "--json", ds_path)
-    assert ours == theirs
+    # Not (yet) in Python's info: the reader table's view (the readers, the tool's own process
+    # among them, and what the writer keeps for them) and what the tool's pager did with huge
+    # pages. Every other field is there, equal.
+    not_in_python = {"readers", "pin_limit", "pinned_bytes", "readers_expired", "huge_pages"}
+    assert set(theirs) - set(ours) == not_in_python
+    assert ours == {k: v for k, v in theirs.items() if k not in not_in_python}
+    assert any(r["this"] for r in theirs["readers"])
     assert ours["description"] == "run 1" and ours["objects"]["named"] == 1
 
 
@@ -39,8 +45,9 @@ def test_info_of_a_datastore_a_writer_holds_is_its_last_watermark(ds_path):
     w = pheap.create(ds_path, capacity=1 << 30)
     w.create_array("x", 10, "int8")
     e = w.flush()
-    i = pheap.info(ds_path)  # this process holds it: the superblock answers
-    assert i["source"] == "superblock" and i["epoch"] == e
+    w.create_array("y", 10, "int8")  # not flushed: a reader beside the writer does not see it
+    i = pheap.info(ds_path)  # format 4: a read-only open beside the writer (this process's)
+    assert i["source"] == "open" and i["epoch"] == e and i["objects"]["named"] == 1
     w.close()
     assert pheap.info(ds_path)["source"] == "open"
 

@@ -182,6 +182,10 @@ int64_t pheap_flush(pheap_manager* m) {
   return call<int64_t>(-1, [&] { return static_cast<int64_t>(need(m, "flush").flush()); });
 }
 
+int64_t pheap_refresh(pheap_manager* m) {
+  return call<int64_t>(-1, [&] { return static_cast<int64_t>(need(m, "refresh").refresh()); });
+}
+
 int64_t pheap_snapshot(pheap_manager* m, const char* dst) {
   return call<int64_t>(-1, [&] {
     pheap::manager& mm = need(m, "snapshot");

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <optional>
 
 #include "heap/mmap_region.hpp"
 #include "heap/object_directory.hpp"
@@ -37,10 +38,23 @@ class manager_core {
   bool participant = false;
   std::atomic<bool> discard_failed{false};
 
-  void attach() {
+  // Set when a refresh could not attach the heap of the watermark it moved to: every later
+  // use of the manager throws it (manager::core).
+  std::optional<error> broken;
+
+  // `refreshing`: the heap of the watermark a refresh moved to (manager::refresh).
+  void attach(bool refreshing = false) {
     // A read-only region may map less than the capacity (the part in use: read_only_extent).
     alloc = std::make_unique<heap::segment_allocator>(pg->base(), pg->store().capacity(), ro, path);
     if (alloc->used_extent() > pg->size()) {
+      if (refreshing) {
+        throw error(errc::unavailable, path, "refresh",
+                    "the writer grew the heap to " + std::to_string(alloc->used_extent()) +
+                        " bytes, past the " + std::to_string(pg->size()) +
+                        " bytes this read-only open could map (the address space did not allow the "
+                        "capacity of " + std::to_string(pg->store().capacity()) +
+                        " bytes: RLIMIT_AS, ulimit -v): close this manager and open the datastore again");
+      }
       throw error(errc::corrupt, path, "open heap",
                   "the heap's chunks in use end at " + std::to_string(alloc->used_extent()) +
                       ", past the " + std::to_string(pg->size()) + " bytes mapped");
@@ -74,6 +88,41 @@ class manager_core {
     }
     heap::register_heap(pg->base(), alloc.get());
     registered = true;
+  }
+
+  // manager::refresh: the region moved to the newest watermark (pages whose copy changed
+  // dropped), then the root record, the allocator and the object directory of that watermark
+  // attached in place of the old ones. A failure after the region moved leaves nothing to
+  // read consistently: the manager is broken (every later call throws the failure).
+  std::uint64_t refresh() {
+    if (!ro) {
+      throw error(errc::invalid_argument, path, "refresh",
+                  "a read-write manager is always at its newest watermark (refresh is for read-only ones)");
+    }
+    const refresh_result r = pg->refresh();  // throws before anything moved
+    if (!r.moved) return r.epoch;
+    try {
+      heap::root_record next = heap::root_record::decode(pg->store().root(), path);
+      if (next.mmap_open || next.capacity != pg->store().capacity()) {
+        throw error(errc::corrupt, path, "refresh",
+                    "the root record of epoch " + std::to_string(r.epoch) +
+                        (next.mmap_open ? " says the datastore is mapped by the mmap backend"
+                                        : " names another capacity than the store's"));
+      }
+      if (registered) heap::unregister_heap(pg->base());
+      registered = false;
+      dir.reset();
+      alloc.reset();
+      {
+        std::lock_guard g(root_mutex);
+        root = std::move(next);
+      }
+      attach(true);
+    } catch (const error& e) {
+      broken.emplace(e);
+      throw;
+    }
+    return r.epoch;
   }
 
   enum class ending { flush, close, prepare };
@@ -148,6 +197,10 @@ store_options store_opts(const options& opt, bool ro) {
   so.read_only = ro;
   so.engine = opt.engine;
   so.page_cache_reads = ro && opt.read_only_cache && opt.backend == backend_kind::uffd;
+  so.pin_limit = opt.pin_limit;
+  // The kernel-mmap backend maps the segment files: a read-only mapping keeps writers out
+  // (sparse_store/FORMAT.md "Direct mapping").
+  so.beside_writer = opt.backend == backend_kind::uffd;
   return so;
 }
 
@@ -357,6 +410,7 @@ manager& manager::operator=(manager&& other) noexcept {
 
 detail::manager_core& manager::core() const {
   if (!core_) throw error(errc::invalid_argument, "", "manager", "use of a moved-from manager");
+  if (core_->broken) throw *core_->broken;
   return *core_;
 }
 
@@ -534,7 +588,9 @@ watermark_info manager::watermark() const {
   watermark_info w;
   w.epoch = s.epoch;
   w.uuid = get_uuid();
-  w.store_format = sparse_store::format_version;
+  // The datastore's own (a format-3 one opens read-only as it is), from its superblock: only
+  // an upgrade changes it, which nobody does while this manager has the datastore open.
+  w.store_format = sparse_store::peek(core().path).format_version;
   w.capacity = s.capacity;
   w.page_size = s.page_size;
   w.chunk_size = s.chunk_size;
@@ -613,6 +669,8 @@ manager::size_type manager::get_size() const noexcept {
   return core_ ? core_->pg->store().capacity() : 0;
 }
 std::uint64_t manager::epoch() const { return core().pg->store().epoch(); }
+
+std::uint64_t manager::refresh() { return core().refresh(); }
 
 // Heap addresses to runs of whole pages (region offsets), sorted and merged: a plan of many
 // small ranges (one per adjacency list) asks for each page once. Parts outside the heap are cut.

@@ -27,6 +27,7 @@ options options::from_env(options base) {
   if (auto i = env::choice(var::backend)) base.backend = static_cast<backend_kind>(*i);
   if (auto i = env::choice(var::mmap_advice)) base.mmap_advice = static_cast<mmap_advice_kind>(*i);
   if (auto i = env::choice(var::read_only_cache)) base.read_only_cache = *i == 0;  // on | off
+  if (auto v = env::size(var::pin_limit)) base.pin_limit = *v;
   base.pager = pager_options::from_env(base.pager);
   return base;
 }
@@ -39,6 +40,13 @@ namespace {
               std::string("two-phase commit needs the uffd backend, not ") + to_string(r.backend()));
 }
 }  // namespace
+
+refresh_result region::refresh() {
+  throw error(errc::unavailable, store().path(), "refresh",
+              std::string("the ") + to_string(backend()) +
+                  " backend reads a datastore no writer holds (flock LOCK_SH): reopen it to see a newer "
+                  "watermark");
+}
 
 std::uint64_t region::prepare(std::span<const std::byte>) { no_two_phase(*this, "prepare"); }
 std::uint64_t region::confirm() { no_two_phase(*this, "confirm"); }
@@ -62,14 +70,15 @@ class pager_region final : public region {
   std::uint64_t confirm() override { return pg_.confirm(); }
   void discard(std::uint64_t off, std::uint64_t len) override {
     // Released chunk ranges become holes: the store zeroes them as of the next commit and
-    // punches the disk space at checkpoint. Safe against the pager's copies of those pages:
-    // the journal orders a discard before any later write_pages() of the same page (the
-    // chunk can only be reused, and so rewritten, after this returns), and a stale copy
-    // written back later only costs space.
+    // punches the disk space at checkpoint, and the pager drops their resident pages unwritten
+    // (pager::discard; as the mmap backend's MADV_REMOVE). Safe against the pager's copies of
+    // those pages: the journal orders a discard before any later write_pages() of the same
+    // page (the chunk can only be reused, and so rewritten, after this returns), and a stale
+    // copy written back later (one a flush or an eviction held) only costs space.
     const std::uint64_t ps = pg_.page_size();
     const std::uint64_t first = (off + ps - 1) / ps, end = (off + len) / ps;
     if (end <= first) return;
-    pg_.store().discard(first, end - first);
+    pg_.discard(first, end - first);
   }
   void snapshot(const std::string& dst, std::span<const std::byte>) override {
     pg_.store().snapshot(dst);  // the last commit; the manager flushed just before
@@ -80,6 +89,7 @@ class pager_region final : public region {
   void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) override {
     pg_.prefetch_stored(ranges);
   }
+  refresh_result refresh() override { return pg_.refresh(); }
   sparse_store& store() noexcept override { return pg_.store(); }
   dirty_tracking tracking() const noexcept override { return pg_.tracking(); }
   pager_stats stats() const override { return pg_.stats(); }

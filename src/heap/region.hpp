@@ -60,6 +60,11 @@ class region {
   virtual void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
     prefetch(ranges);
   }
+  // A read-only region moves to the datastore's newest watermark (manager::refresh): the
+  // store moved and every page whose copy changed dropped, so that the next access reads the
+  // new watermark. uffd: pager::refresh. The base version throws errc::unavailable (the mmap
+  // backend holds its datastore's shared flock: no writer beside it).
+  virtual refresh_result refresh();
   virtual sparse_store& store() noexcept = 0;
   virtual dirty_tracking tracking() const noexcept = 0;
   virtual pager_stats stats() const = 0;

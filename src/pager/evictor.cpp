@@ -322,9 +322,7 @@ void evictor::harvest_writes() {
   if (r < 0 || lost) {
     // Pages may have been re-protected without their write being recorded: every resident
     // page counts as written (safe; the next flush writes them all).
-    std::fprintf(stderr, "pheap: pager %s: write scan failed (%s): every resident page counts as dirty\n",
-                 core_.name.c_str(), r < 0 ? std::strerror(static_cast<int>(-r)) : "page not resident");
-    for (std::size_t q = 0; q < core_.npages; ++q) (void)core_.table.note_written(q);
+    core_.count_every_page_written("write scan", r < 0 ? std::strerror(static_cast<int>(-r)) : "page not resident");
   }
 }
 
@@ -371,10 +369,37 @@ void evictor::claim_neighbours(std::size_t page, std::size_t want, victim_batch&
   }
 }
 
+// ---- released pages (not a batch step) ------------------------------------------------------
+std::size_t evictor::drop_released(std::size_t first, std::size_t end) {
+  if (core_.ro || first >= end) return 0;
+  std::unique_lock b(batch_mu_, std::try_to_lock);
+  if (!b.owns_lock()) return 0;  // a batch in flight: not worth waiting for (see evictor.hpp)
+  core_.clock.take_published();  // C1: every live entry in the ring, where claimed_away finds it
+  std::vector<std::size_t> pages;
+  std::uint32_t was = 0;
+  for (std::size_t p = first; p < std::min(end, core_.npages); ++p) {
+    if (!ps::evictable(core_.table.load(p)) || !core_.table.claim_evict(p, was)) continue;
+    core_.clock.claimed_away(p);  // its entry goes stale (C3)
+    pages.push_back(p);
+  }
+  const std::size_t n = pages.size();
+  if (n == 0) return 0;
+  // Owned (`evict`): a fault on one of them waits (I3) until finish_eviction wakes it, and
+  // its retry faults on the absent page, which the store now reads as zeros (I1: no entry).
+  for_each_run(pages.data(), n, n, [&](std::size_t i, std::size_t j) {
+    os::drop(core_.page_addr(pages[i]), (j - i) * core_.ps);
+  });
+  for (const std::size_t p : pages) finish_eviction(p, 0);
+  core_.budget.release(n);  // I6
+  core_.c.released_pages_dropped.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
 // ---- 2. read-only: just drop ----------------------------------------------------------------
 std::size_t evictor::drop_victims(const victim_batch& v) {
   const std::size_t n = v.size();
   const std::vector<bool> kept = keep_victims(v.pages.data(), nullptr, nullptr, n);
+  if (core_.huge_on) recycle_victims(v);
   for_each_run(v.pages.data(), n, n, [&](std::size_t i, std::size_t j) {
     os::drop(core_.page_addr(v.pages[i]), (j - i) * core_.ps);
   });
@@ -384,6 +409,38 @@ std::size_t evictor::drop_victims(const victim_batch& v) {
   if (core_.huge_on) core_.c.huge_evictions.fetch_add(n, std::memory_order_relaxed);
   core_.c.evict_runs.fetch_add(runs_of(v.pages), std::memory_order_relaxed);
   return n;
+}
+
+// A read-only region has no staging range (nothing is written back, staging.hpp): its huge
+// victims go to the pool straight from the region, as the staging's drop gives a writable
+// region's to it, so that the next fill needs no fresh huge page (milliseconds on a VM that
+// hands freed memory back to its host). Only a page that is one PMD mapping (a split page
+// would move as 512 small ones, and a fill from that block would not be PMD-mapped either),
+// only up to the pool's keep, and only where the move is allowed: a page a write made
+// PROT_READ (fault_workers.cpp refuse_write) is refused and dropped with the rest.
+void evictor::recycle_victims(const victim_batch& v) {
+  if (core_.pagemap_fd < 0) return;  // cannot tell a huge page from 512 small ones
+  for (const std::size_t p : v.pages) {
+    std::byte* a = core_.page_addr(p);
+    const long long huge = pagemap_bytes(core_.pagemap_fd, a, a + core_.ps, page_is_huge | page_is_present);
+    if (huge < 0 || static_cast<std::size_t>(huge) != core_.ps) {
+      if (huge >= 0 && pagemap_bytes(core_.pagemap_fd, a, a + core_.ps, page_is_present) > 0) {
+        core_.c.huge_evicted_split.fetch_add(1, std::memory_order_relaxed);
+      }
+      continue;
+    }
+    std::byte* b = core_.huge.take_empty();
+    if (!b) return;  // the pool holds its keep (or cannot map): the rest is dropped
+    std::size_t moved = 0;
+    if (uffd_move_whole(core_.uffd, b, a, core_.ps, &moved) == 0) {
+      core_.huge.give_full(b);
+      core_.c.huge_recycled.fetch_add(1, std::memory_order_relaxed);
+    } else if (moved == 0) {
+      core_.huge.give_empty(b);
+    } else {
+      core_.huge.discard(b);  // part of it moved: the rest of the page is dropped below
+    }
+  }
 }
 
 // ---- 3. move out, run by run; what moved is read from the page tables -------------------------

@@ -64,6 +64,14 @@ class evictor {
 
   // Waits until no eviction batch runs (the one in flight, if any, has landed or failed).
   void wait_for_eviction_batch();
+  // Pages [first, end) the heap released, whose data the store has just discarded: the
+  // resident ones nobody owns leave the region without a write, as the kernel backend's
+  // MADV_REMOVE drops them (a refault reads zeros, from the store's "no data"), so that no
+  // flush or eviction writes them and their slots are free again. Between batches, and only
+  // if no batch is in flight (else nothing: the pages stay and a flush or eviction writes
+  // their stale bytes, which costs space only, as before). A page filling, owned, pinned or
+  // in write-back is left the same way. Returns the pages dropped.
+  std::size_t drop_released(std::size_t first, std::size_t end);
   // Keeps eviction batches out while held (wait_evictor_idle, white-box tests): the batch in
   // flight, if any, has landed or failed when it returns; the evictor waits for the lock.
   using batch_lock = std::unique_lock<ranked_mutex<lock_rank::evict_batch>>;
@@ -93,6 +101,9 @@ class evictor {
   void claim_neighbours(std::size_t page, std::size_t want, victim_batch& v, bool dirty_ok);
   static constexpr std::size_t kNeighbourRun = 15;
   std::size_t drop_victims(const victim_batch& v);
+  // Huge pages on a read-only region: each victim still one PMD mapping is moved whole into an
+  // empty pool block (huge_pool.hpp) before drop_victims empties the rest.
+  void recycle_victims(const victim_batch& v);
   void move_out_victims(victim_batch& v);
   // Indexes into v of the pages to write back, sorted; v.write flags the same pages.
   std::vector<std::size_t> victims_to_write(victim_batch& v);

@@ -35,16 +35,20 @@ class fault_service {
   fault_service(pager_core& core, evictor& evictions) noexcept : core_(core), evictions_(evictions) {}
 
   static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
+  // Bytes of one claimed read-ahead batch (a read step's share of a window), and of the
+  // automatic read-ahead ceiling (pager_options::read_ahead_auto): a window is read by
+  // several workers at once, each installing its batch while the others' reads are in flight.
+  static constexpr std::size_t kReadBatchBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kAutoReadAheadBytes = std::size_t{8} << 20;
   // set_geometry, the page size known: the read steps' depth, the read-ahead windows
   // (`read_ahead`: pager_options::read_ahead) and the zero fills' unit.
   void configure(unsigned read_ahead);
   // set_geometry, the buffer chosen: the prefetch queue's bound on fill ranges.
   void bound_queue(std::size_t buffer_pages) noexcept;
   std::size_t zero_ahead_pages() const noexcept { return zero_ahead_pages_; }
-  // Pages of one fault worker's bounce buffer: a read step (prefetch or read-ahead batch).
-  std::size_t worker_bounce_pages() const noexcept {
-    return std::max<std::size_t>(prefetch_depth_, read_ahead_.ceiling());
-  }
+  // Pages of one fault worker's bounce buffer: a read step (prefetch range or read-ahead
+  // batch, which is never larger: queue_claimed).
+  std::size_t worker_bounce_pages() const noexcept { return prefetch_depth_; }
   // Pages of a faulting-thread fill's bounce slot: the faulting page and its zero-ahead pages
   // (claim_zero_ahead stays within the fault's unit of zero_ahead_pages_). A zero-ahead page
   // whose first eviction's write is still in flight comes from the write-back (I8) into its
@@ -79,6 +83,9 @@ class fault_service {
   enum class missing_outcome { filled, retry, wait, poisoned };
   missing_outcome handle_missing(std::size_t page, bool write, std::uint32_t tid, std::byte* bounce);
   void handle_wp(std::size_t page);
+  // A write fault into a read-only region kept so by write-protection (pager_core::ro_wp):
+  // the page is made PROT_READ and the access retried, to die of the kernel's SIGSEGV.
+  void refuse_write(std::size_t page);
   // Fills pages[0..n) (all claimed `filling` by the caller, with slots reserved) from the store
   // through `bounce` (n pages). Page 0 is the faulting page when `fault` is true: a read error
   // on it is poisoned; read errors on the others just return them to absent.
@@ -98,6 +105,9 @@ class fault_service {
   void fill_huge(const std::size_t* pages, std::size_t n, bool write, bool fault,
                  std::uint32_t tid, std::byte* bounce);
   void install_huge(std::size_t p, std::byte* block);
+  // Read-only region (pager_core::ro_wp): write-protects page p, just installed and not yet
+  // woken (I10); PROT_READ where the write-protection is refused.
+  void protect_installed(std::size_t p);
   // Frees a page table left at page p when nothing of p is present (install_huge).
   void drop_page_table(std::size_t p) const;
   // Whether page p is one PMD mapping now (PAGEMAP_SCAN; true when that cannot be read).
@@ -116,7 +126,8 @@ class fault_service {
   // what gets no slot goes to the prefetch queue, to be read once the evictor made room. The
   // marker is left out (read_ahead.hpp).
   void start_read_ahead(const read_window& w);
-  // Claimed pages → one batch of ra_q_ (they are filling, with slots; a worker fills them).
+  // Claimed pages (sorted) → batches of ra_q_ of at most read_batch_pages_ each (they are
+  // filling, with slots; the workers fill them, several at once).
   void queue_claimed(std::vector<std::size_t>&& pages);
   // A fault on a never-written page fills the other never-written pages of its
   // zero_ahead_pages_-page unit with zeros too (no I/O; a 4 KiB region fills new memory 64 KiB
@@ -124,13 +135,15 @@ class fault_service {
   // never waiting; skips pages the store has data for and pages not absent) into out[], in
   // page order, and returns how many.
   std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
-  // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, else up to
-  // prefetch_depth_ pages of the prefetch queue (below) claimed; read with one store batch
-  // (runs of consecutive pages are one request each) and installed a run per UFFDIO_COPY.
-  // False when it filled nothing (nothing queued, pf_max_active_ steps running already, or no
-  // room below the high watermark: then the evictor is asked for room and wakes the workers
-  // when it made some) and nothing it could take waits: work queued while the step ran, whose
-  // worker the limit turned away, is taken by the next step of this one.
+  // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, on any worker;
+  // else up to prefetch_depth_ pages of the prefetch queue (below) claimed, by at most
+  // pf_max_active_ workers at once. Read with one store batch (runs of consecutive pages are
+  // one request each) and installed a run per UFFDIO_COPY.
+  // False when it filled nothing (nothing queued, pf_max_active_ range steps running already,
+  // or no room below the high watermark: then the evictor is asked for room and wakes the
+  // workers when it made some) and nothing it could take waits: a range queued while the step
+  // ran, whose worker the limit turned away, is taken by the next step of this one. A claimed
+  // batch is never turned away: the worker that takes the wake-up of its queuer reads it.
   bool prefetch_step(std::byte* bounce);
   bool take_claimed(std::vector<std::size_t>& got);  // a batch of ra_q_, if any
   void claim_queued(std::vector<std::size_t>& got);  // pages of pf_q_
@@ -141,7 +154,12 @@ class fault_service {
   // prefetch() appends page ranges; idle fault workers take them prefetch_depth_ pages at a
   // time (one store read batch: runs of consecutive pages are one request each, several in
   // flight), up to pf_max_active_ workers at once (all of them when faults fill on the faulting
-  // thread, else all but one, which stays free for faults). Ranges are of three kinds:
+  // thread, else all but one, which stays free for faults). Claimed read-ahead batches are
+  // read by every worker that is free: they are the pages a followed stream faults on next,
+  // and a window read by one worker at a time left the disk idle while each batch was
+  // checked and installed (bench/DECISIONS.md "read-ahead windows read by every worker").
+  // With faults filled by the workers, a fault elsewhere may then wait for one batch's read
+  // and install (kReadBatchBytes). Ranges are of three kinds:
   //   fill        prefetch(): every page (never-written ones as zeros); at the high watermark
   //               the queue waits (pf_wants_room_) until the evictor has made room and wakes
   //               the workers through pager_core::wake_fd;
@@ -173,8 +191,10 @@ class fault_service {
   std::deque<std::vector<std::size_t>> ra_q_;  // claimed read-ahead batches, in page order each
   std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ and ra_q_ (written under pf_mu_)
   std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
-  unsigned pf_max_active_ = 1;                            // start_threads
-  std::atomic<unsigned> pf_active_{0};
+  std::size_t read_batch_pages_ = 1;                      // set_geometry: kReadBatchBytes of pages
+  unsigned pf_max_active_ = 1;                            // start_threads: range steps at once
+  std::atomic<unsigned> pf_active_{0};        // read steps running (read_steps_idle)
+  std::atomic<unsigned> pf_range_active_{0};  // of which range steps (at most pf_max_active_)
   std::atomic<bool> pf_wants_room_{false};
 };
 

@@ -8,7 +8,10 @@
 //       si_addr = the address). Before Linux 6.6 the pager sends SIGBUS to the faulting
 //       thread with tgkill instead: that one carries no address, is not told apart from any
 //       kill(2), and is not caught by the guard;
-//   (b) a write into a read-only region (mapped PROT_READ) is SIGSEGV (SEGV_ACCERR);
+//   (b) a write into a read-only region (mapped PROT_READ) is SIGSEGV (SEGV_ACCERR); with huge
+//       pages the region is mapped writable and write-protected by userfaultfd instead
+//       (huge_pool.hpp, "Read-only opens"), and the pager turns the write's fault into the
+//       same SIGSEGV: it makes the page PROT_READ and lets the access retry;
 //   (c) an access from a fork() child (the region is MADV_DONTFORK) is SIGSEGV (SEGV_MAPERR).
 //   (d) with fault_fill = faulting_thread (UFFD_FEATURE_SIGBUS), an access to a missing page
 //       is SIGBUS (BUS_ADRERR, si_addr = the address) instead of a message to the workers.
@@ -68,6 +71,14 @@
 namespace pheap::paging {
 
 inline constexpr std::size_t kSlots = 64;
+
+// Whether a fill called from the SIGBUS handler learns if the access was a write (the page
+// fault's error code in the signal frame: x86-64 only; elsewhere it is told "no").
+#if defined(__x86_64__)
+inline constexpr bool kSigbusTellsWrites = true;
+#else
+inline constexpr bool kSigbusTellsWrites = false;
+#endif
 
 struct region_record;  // the log and the name; lives as long as the registration
 

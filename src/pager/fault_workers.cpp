@@ -33,10 +33,15 @@ void fault_service::configure(unsigned read_ahead) {
   // A read step (prefetch, read-ahead) reads up to 2 MiB, at most 512 pages: the store makes
   // each run of consecutive pages one request (at most 1 MiB), so a step keeps a few large
   // requests in flight, or up to 512 small ones where the pages are scattered. Read-ahead
-  // windows grow to the same size unless read_ahead says otherwise.
+  // windows grow to kAutoReadAheadBytes unless read_ahead says otherwise, and are read in
+  // batches of kReadBatchBytes by every free worker (queue_claimed): with the marker half-way,
+  // half a window is still being read when the next one is planned, so the device always has
+  // a few requests queued while the workers check and install what came in.
   prefetch_depth_ = std::clamp<std::size_t>((std::size_t{2} << 20) / core_.ps, 1, 512);
+  read_batch_pages_ = std::clamp<std::size_t>(kReadBatchBytes / core_.ps, 1, prefetch_depth_);
   read_ahead_.configure(core_.npages, read_ahead == pager_options::read_ahead_auto
-                                          ? prefetch_depth_
+                                          ? std::clamp<std::size_t>(kAutoReadAheadBytes / core_.ps, 1,
+                                                                    pager_options::read_ahead_max)
                                           : std::size_t{read_ahead});
   // Zero fills come 64 KiB at a time (claim_zero_ahead): the fault cost of
   // fresh memory at 4 KiB pages as at 64 KiB.
@@ -52,8 +57,9 @@ void fault_service::open_thread_bounce() {
 }
 
 std::vector<std::thread>& fault_service::start(unsigned fault_threads) {
-  // Read steps at once: every worker where faults fill on the faulting thread (the workers
-  // have nothing else to do), else all but one, which stays free for faults.
+  // Range steps at once: every worker where faults fill on the faulting thread (the workers
+  // have nothing else to do), else all but one, which stays free for faults. Claimed
+  // read-ahead batches: every worker (fault_service.hpp, the prefetch queue).
   pf_max_active_ = core_.thread_fill ? fault_threads : std::max(1u, fault_threads - 1);
   for (unsigned i = 0; i < fault_threads; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
@@ -106,7 +112,9 @@ void fault_service::worker_main(unsigned index) {
         if (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
           handle_wp(page);
         } else {
-          handle_missing(page, (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0,
+          // (A write fault on a read-only region, kept so by write-protection, is filled as a
+          // read: the retried write then faults again, write-protected, and is refused.)
+          handle_missing(page, (m.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0 && !core_.ro,
                          m.arg.pagefault.feat.ptid, bounce.data());
         }
       }
@@ -126,6 +134,10 @@ void fault_service::worker_main(unsigned index) {
 
 void fault_service::handle_wp(std::size_t page) {
   core_.c.wp_faults.fetch_add(1, std::memory_order_relaxed);
+  if (core_.ro_wp) {  // a write into a read-only region: nothing to track, refused
+    refuse_write(page);
+    return;
+  }
   switch (core_.table.on_wp_fault(page)) {
     case wp_fault::gone:  // moved out meanwhile: the retry faults as missing
       core_.wake_page(page);
@@ -144,6 +156,22 @@ void fault_service::handle_wp(std::size_t page) {
                  core_.name.c_str(), page, std::strerror(rc));
   }
   core_.release_owned(page, ps::wpclear);
+  core_.wake_page(page);
+}
+
+// A write into a read-only region kept read-only by write-protection (pager_core::ro_wp,
+// I10): the page becomes PROT_READ and the access is woken to retry, which then meets the
+// kernel's SIGSEGV (SEGV_ACCERR) with the one line fault_signals.cpp writes for it, as in a
+// region mapped read-only from the start. The 2 MiB mapping stays whole; a later fill of this
+// page (after its eviction) finds the move refused there and copies 4 KiB frames instead.
+void fault_service::refuse_write(std::size_t page) {
+  const int rc = os::protect_read_only(core_.page_addr(page), core_.ps);
+  if (rc != 0) {
+    // Without it the retry would fault again for ever: the process ends here instead.
+    std::fprintf(stderr, "pheap: pager %s: write into read-only page %zu, and mprotect failed: %s\n",
+                 core_.name.c_str(), page, std::strerror(rc));
+    std::abort();
+  }
   core_.wake_page(page);
 }
 
@@ -211,6 +239,16 @@ fault_service::missing_outcome fault_service::handle_missing(std::size_t page, b
 // the store's error as it does with the workers (the kernel's SIGBUS for a poisoned page can
 // carry BUS_ADRERR too).
 bool fault_service::fill_on_this_thread(std::uintptr_t addr, bool write) {
+  if (core_.ro_wp && write) {
+    // UFFD_FEATURE_SIGBUS makes a write-protect fault a SIGBUS too: a write into a resident
+    // page of a read-only region (I10) is refused as the workers refuse it (handle_wp).
+    const std::size_t page = (addr - reinterpret_cast<std::uintptr_t>(core_.base)) / core_.ps;
+    if (ps::kind(core_.table.load(page)) == ps::resident) {
+      core_.c.wp_faults.fetch_add(1, std::memory_order_relaxed);
+      refuse_write(page);
+      return true;
+    }
+  }
   unsigned slot = 0;
   std::byte* bounce = thread_bounce_.acquire(slot);
   missing_outcome r = missing_outcome::wait;  // no slot free (P2): as if the page were owned
@@ -350,7 +388,14 @@ void fault_service::prefetch_stored(std::span<const std::pair<std::size_t, std::
 void fault_service::queue_claimed(std::vector<std::size_t>&& pages) {
   std::lock_guard lk(pf_mu_);
   pf_queued_ += pages.size();
-  ra_q_.push_back(std::move(pages));
+  if (pages.size() <= read_batch_pages_) {
+    ra_q_.push_back(std::move(pages));
+    return;
+  }
+  for (std::size_t k = 0; k < pages.size(); k += read_batch_pages_) {
+    const auto first = pages.begin() + static_cast<std::ptrdiff_t>(k);
+    ra_q_.emplace_back(first, first + static_cast<std::ptrdiff_t>(std::min(read_batch_pages_, pages.size() - k)));
+  }
 }
 
 void fault_service::drop_claimed() noexcept {
@@ -385,26 +430,40 @@ std::size_t fault_service::claim_zero_ahead(std::size_t page, std::size_t* out) 
 }
 
 bool fault_service::prefetch_step(std::byte* bounce) {
-  unsigned active = pf_active_.load(std::memory_order_relaxed);
-  do {
-    if (active >= pf_max_active_) return false;  // the others' (one stays free for faults)
-  } while (!pf_active_.compare_exchange_weak(active, active + 1, std::memory_order_acquire,
-                                             std::memory_order_relaxed));
   std::vector<std::size_t> got;
   got.reserve(prefetch_depth_);
-  if (!take_claimed(got)) claim_queued(got);
+  // Counted before the take, so that read_steps_idle never sees the work neither queued nor
+  // running.
+  pf_active_.fetch_add(1, std::memory_order_acquire);
+  bool range_step = false;
+  if (!take_claimed(got)) {
+    // A range: at most pf_max_active_ such steps at once (one worker stays free for faults).
+    unsigned active = pf_range_active_.load(std::memory_order_relaxed);
+    while (active < pf_max_active_ &&
+           !pf_range_active_.compare_exchange_weak(active, active + 1, std::memory_order_acquire,
+                                                   std::memory_order_relaxed)) {
+    }
+    range_step = active < pf_max_active_;
+    if (!range_step) {
+      pf_active_.fetch_sub(1, std::memory_order_seq_cst);
+      return false;  // the others' (the look below is theirs)
+    }
+    claim_queued(got);
+  }
   if (!got.empty()) {
     core_.c.read_steps.fetch_add(1, std::memory_order_relaxed);
     core_.c.read_step_pages.fetch_add(got.size(), std::memory_order_relaxed);
     fill_pages(got.data(), got.size(), false, false, 0, bounce);
   }
+  if (range_step) pf_range_active_.fetch_sub(1, std::memory_order_seq_cst);
   pf_active_.fetch_sub(1, std::memory_order_seq_cst);
   if (!got.empty()) return true;
-  // Work queued while this step ran may have had its worker turned away by the limit above
-  // (that worker then sleeps): a claimed batch, whose pages faults wait for (`filling`), or a
-  // range. Look again after leaving. A queuer that saw this step active pushed after this
-  // look's lock was released, so the look sees its work or its own step saw pf_active_ down.
-  // A range waiting for room is the evictor's to wake (pf_wants_room_), not this look's.
+  // A range queued while this step ran may have had its worker turned away by the limit
+  // above (that worker then sleeps). Look again after leaving: a queuer that saw this step
+  // active pushed after this look's lock was released, so the look sees its work or its own
+  // step saw pf_range_active_ down. A claimed batch is taken by whichever worker takes its
+  // queuer's wake-up (never turned away), but a look costs nothing more. A range waiting for
+  // room is the evictor's to wake (pf_wants_room_), not this look's.
   std::lock_guard lk(pf_mu_);
   return !ra_q_.empty() || (!pf_q_.empty() && !pf_wants_room_.load(std::memory_order_relaxed));
 }
@@ -527,7 +586,9 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   core_.c.huge_fills.fetch_add(1, std::memory_order_relaxed);
   drop_page_table(p);
   std::size_t moved = 0;
-  const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved);
+  // A read-only region's page is moved in without waking its faults: they sleep on until it
+  // is write-protected (protect_installed, I10), then wake_page below wakes them.
+  const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved, !core_.ro_wp);
   if (rc == 0) {
     core_.huge.give_empty(block);
     if (!is_pmd_mapped(p)) {
@@ -545,8 +606,9 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
     core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
     core_.c.huge_fallback_move.fetch_add(1, std::memory_order_relaxed);
     const std::size_t frame = os_page_size();
+    const std::uint64_t mode = core_.ro_wp ? UFFDIO_COPY_MODE_WP : 0;  // I10
     for (std::size_t off = moved / frame * frame; off < core_.ps; off += frame) {
-      const int r = uffd_copy(core_.uffd, core_.page_addr(p) + off, block + off, frame, 0);
+      const int r = uffd_copy(core_.uffd, core_.page_addr(p) + off, block + off, frame, mode);
       if (r != 0 && r != EEXIST) {
         std::fprintf(stderr, "pheap: pager %s: UFFDIO_COPY page %zu (+%zu): %s\n",
                      core_.name.c_str(), p, off, std::strerror(r));
@@ -558,10 +620,25 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
       core_.huge.discard(block);
     }
   }
-  core_.table.install(p, ps::ref | ps::dirty);
+  if (core_.ro_wp) protect_installed(p);
+  // A read-only region's page is never written back: clean.
+  core_.table.install(p, ps::ref | (core_.ro ? 0u : ps::dirty));
   core_.clock.publish(p);  // C1
   core_.wake_page(p);  // the copies woke their frames' faults; a fault on another frame too
   core_.wake_fill_sleepers(p);
+}
+
+// I10 holds once this returns. UFFDIO_MOVE maps the page writable (it needs a writable
+// destination, and gives no way to move a page in protected: a protected source page arrives
+// unprotected, seen on 6.18), so the protection comes after the move, before the page's
+// faults are woken. In between, one ioctl long, a thread that had not faulted on the page
+// could write it unseen: the caveat of huge_pool.hpp, "Read-only opens".
+void fault_service::protect_installed(std::size_t p) {
+  const int rc = uffd_writeprotect(core_.uffd, core_.page_addr(p), core_.ps, true);
+  if (rc == 0) return;
+  std::fprintf(stderr, "pheap: pager %s: UFFDIO_WRITEPROTECT page %zu: %s; the page is made PROT_READ\n",
+               core_.name.c_str(), p, std::strerror(rc));
+  refuse_write(p);
 }
 
 // A page table at the destination makes the kernel move a huge page in entry by entry (a
@@ -684,10 +761,11 @@ void fault_service::install_fill(std::size_t p, const std::byte* src, bool write
   if (src == core_.zero.data()) core_.c.zero_fills.fetch_add(1, std::memory_order_relaxed);
   // Read fills are write-protected where tracking needs it, so the first write is seen
   // (wp_sync: as a fault; wp_async: in the page tables). Write fills are dirty at once.
-  std::uint64_t mode = 0;
-  if (core_.wp_registered && !write) mode = UFFDIO_COPY_MODE_WP;
+  // A read-only region kept so by write-protection takes no zero-page entries either: a write
+  // into one would be the kernel's copy-on-write, not a write-protect fault (I10).
+  const std::uint64_t mode = core_.wp_fills(write) ? UFFDIO_COPY_MODE_WP : 0;
   int rc;
-  if (core_.ro && src == core_.zero.data()) {
+  if (core_.ro && !core_.ro_wp && src == core_.zero.data()) {
     rc = uffd_zeropage(core_.uffd, core_.page_addr(p), core_.ps);
   } else {
     rc = uffd_copy(core_.uffd, core_.page_addr(p), src, core_.ps, mode);
@@ -712,7 +790,7 @@ void fault_service::install_zero_run(const std::size_t* pages, std::size_t n) {
   assert(n <= zero_ahead_pages_ && !core_.ro);  // the zero source holds zero_ahead_pages_ pages
   core_.c.zero_fills.fetch_add(n, std::memory_order_relaxed);
   const int rc = uffd_copy(core_.uffd, core_.page_addr(pages[0]), core_.zero.data(), n * core_.ps,
-                           core_.wp_registered ? UFFDIO_COPY_MODE_WP : 0);
+                           core_.wp_fills(false) ? UFFDIO_COPY_MODE_WP : 0);
   if (rc != 0) {
     // Not every page of the run installed: each page on its own, with install_fill's error
     // handling (one the failed copy did map is reported and installed, not mapped twice: I1).
@@ -729,7 +807,7 @@ void fault_service::install_zero_run(const std::size_t* pages, std::size_t n) {
 
 void fault_service::install_run(const std::size_t* pages, const std::byte* src, std::size_t n) {
   const int rc = uffd_copy(core_.uffd, core_.page_addr(pages[0]), src, n * core_.ps,
-                           core_.wp_registered ? UFFDIO_COPY_MODE_WP : 0);
+                           core_.wp_fills(false) ? UFFDIO_COPY_MODE_WP : 0);
   if (rc != 0) {
     // Not every page of the run installed: each on its own, with install_fill's handling.
     for (std::size_t i = 0; i < n; ++i) install_fill(pages[i], src + i * core_.ps, false);

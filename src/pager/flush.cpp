@@ -118,18 +118,34 @@ std::size_t flusher::flush_chunk(const std::size_t* cand, std::size_t n) {
     later.swap(again);
   }
   if (claimed.empty()) return 0;
-  std::vector<std::byte*> dst(claimed.size());
-  for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = bounce_.data() + i * core_.ps;
-  tracker_.take_copies(claimed.data(), claimed.size(), dst.data());
-  write_and_release(claimed, dst);
+  write_claimed(claimed, bounce_.data(), core_.c.dirty_pages_written);
   return claimed.size();
 }
 
-void flusher::write_and_release(const std::vector<std::size_t>& claimed,
-                                   const std::vector<std::byte*>& copies) {
+std::size_t flusher::write_behind_chunk(const std::size_t* pages, std::size_t n, std::byte* bounce) {
+  std::lock_guard lk(mu_);
+  // A write of a page the prepared epoch changed would wait for a confirm() this lock keeps out.
+  if (core_.store->prepared()) return 0;
+  std::vector<std::size_t> claimed;
+  claimed.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    // Dirty only: one a flush wrote since needs nothing; one in write-back is the evictor's
+    // (I8), and the next flush waits for it.
+    if (core_.table.claim_flush(pages[k], true) == flush_claim::claimed) claimed.push_back(pages[k]);
+  }
+  if (claimed.empty()) return 0;
+  write_claimed(claimed, bounce, core_.c.write_behind_pages);
+  return claimed.size();
+}
+
+void flusher::write_claimed(const std::vector<std::size_t>& claimed, std::byte* into,
+                            std::atomic<std::uint64_t>& written) {
   const std::size_t m = claimed.size();
+  std::vector<std::byte*> dst(m);
+  for (std::size_t i = 0; i < m; ++i) dst[i] = into + i * core_.ps;
+  tracker_.take_copies(claimed.data(), m, dst.data());
   std::vector<page_write> writes(m);
-  for (std::size_t i = 0; i < m; ++i) writes[i] = {claimed[i], copies[i]};
+  for (std::size_t i = 0; i < m; ++i) writes[i] = {claimed[i], dst[i]};
   try {
     core_.store->write_pages(writes);
   } catch (...) {
@@ -137,7 +153,7 @@ void flusher::write_and_release(const std::vector<std::size_t>& claimed,
     throw;
   }
   for (auto p : claimed) core_.release_owned(p, ps::flush);
-  core_.c.dirty_pages_written.fetch_add(m, std::memory_order_relaxed);
+  written.fetch_add(m, std::memory_order_relaxed);
   core_.c.bytes_written.fetch_add(m * core_.ps, std::memory_order_relaxed);
 }
 

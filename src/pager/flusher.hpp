@@ -5,6 +5,7 @@
 // evictor's batch in flight (evictor::wait_for_eviction_batch), and never for a fault.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -42,6 +43,12 @@ class flusher {
   std::uint64_t flush_if_changed(std::span<const std::byte> root);
   std::uint64_t prepare(std::span<const std::byte> root);  // flush, ending in store prepare()
   std::uint64_t confirm();
+  // Write-behind's write (write_behind.cpp step 4), under mu_: of pages[0..n) (sorted, at most
+  // batch_pages()), those still dirty and not in an eviction's write-back are claimed, copied
+  // tear-free into `bounce` and written into the working epoch, as a flush's step 3 does,
+  // with no commit. Nothing while an epoch is prepared. Returns the pages written; a store
+  // error is thrown once its pages are dirty again.
+  std::size_t write_behind_chunk(const std::size_t* pages, std::size_t n, std::byte* bounce);
 
  private:
   // flush() and prepare(): write every dirty page, then end the epoch with `finish`
@@ -50,10 +57,11 @@ class flusher {
                              std::uint64_t (sparse_store::*finish)(std::span<const std::byte>));
   // Claims, copies out and writes one chunk of candidate pages; returns pages written.
   std::size_t flush_chunk(const std::size_t* cand, std::size_t n);
-  // Writes the copies of the claimed pages with one write_pages(), then releases the claims
-  // (marked dirty again if the write throws, which it passes on).
-  void write_and_release(const std::vector<std::size_t>& claimed,
-                         const std::vector<std::byte*>& copies);
+  // Copies the claimed pages tear-free into `into` (a slot each), writes the copies with one
+  // write_pages(), then releases the claims (marked dirty again if the write throws, which it
+  // passes on); the pages written are counted in `written` (and bytes_written).
+  void write_claimed(const std::vector<std::size_t>& claimed, std::byte* into,
+                     std::atomic<std::uint64_t>& written);
 
   pager_core& core_;
   evictor& evictions_;

@@ -7,7 +7,8 @@
 namespace pheap::paging {
 
 namespace {
-constexpr unsigned kMaxFailures = 8;  // fresh blocks refused in a row before the pool gives up
+constexpr unsigned kMaxFailures = 8;  // fresh blocks refused in a row before the pool backs off
+constexpr unsigned kRetryEvery = 64;  // then one attempt per this many asks, until one succeeds
 constexpr std::size_t kMaxEmpty = 64;  // empty blocks kept (address space only)
 }  // namespace
 
@@ -62,13 +63,17 @@ std::byte* huge_pool::take_full() {
       return b;
     }
   }
-  if (failures_.load(std::memory_order_relaxed) >= kMaxFailures) return nullptr;
+  if (failures_.load(std::memory_order_relaxed) >= kMaxFailures &&
+      skipped_.fetch_add(1, std::memory_order_relaxed) % kRetryEvery != kRetryEvery - 1) {
+    return nullptr;  // backing off: the kernel had no huge page for the last attempts
+  }
   std::byte* b = make_block(true);
   if (!b) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   failures_.store(0, std::memory_order_relaxed);
+  skipped_.store(0, std::memory_order_relaxed);
   fresh_.fetch_add(1, std::memory_order_relaxed);
   return b;
 }

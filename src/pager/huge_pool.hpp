@@ -30,6 +30,49 @@
 // workload would pay that on every fill. At most `keep` full blocks stay in the pool; more go
 // back to the kernel (MADV_DONTNEED).
 //
+// Tracking. A flush write-protects the pages it wrote, and the first write after that is where
+// the two write-tracking modes part (measured on 6.18): wp_async's resolution of it, in the
+// kernel, splits the 2 MiB mapping into 512 entries, which stay until the page's eviction
+// (every flush epoch would demote the pages it wrote); wp_sync's fault comes to a worker, whose
+// UFFDIO_WRITEPROTECT clears the whole page and leaves it one PMD mapping (3 of 3 protect /
+// write / un-protect cycles stayed PMD-mapped in a throwaway program, and
+// HugePages.AutomaticTrackingKeepsAPageWrittenAfterAFlushOnePmdMapping). So `automatic`
+// resolves to wp_sync on a writable region with huge pages in force: the price is one fault
+// round trip per page and flush epoch, tens of microseconds per 2 MiB. Where fault_fill asks
+// for faulting_thread (which wp_sync's SIGBUS write faults rule out) it stays wp_async, splits
+// and all. Re-promotion of split pages and 4 KiB dirty tracking inside a huge page (a flush
+// writes the whole 2 MiB page for one dirty word; the store's unit is the page, with one
+// checksum) are not implemented.
+//
+// Read-only opens. UFFDIO_MOVE moves only between writable mappings (the kernel refuses a
+// PROT_READ destination), so a read-only region with huge pages is mapped writable and kept
+// read-only by userfaultfd write-protection instead (pager_core::ro_wp, page_table.hpp I10):
+//   * the region is registered MISSING|WP (synchronous write-protection, never WP_ASYNC, which
+//     would let writes through); a huge fill moves its page in without waking its faults
+//     (UFFDIO_MOVE_MODE_DONTWAKE), write-protects it (UFFDIO_WRITEPROTECT keeps the PMD
+//     mapping whole), then wakes them; 4 KiB fills (fallbacks) are UFFDIO_COPY_MODE_WP, and
+//     never the zero page, whose write would be a copy-on-write the pager never sees;
+//   * a write is a write-protect fault (to a worker, or, with faulting-thread fills, the
+//     SIGBUS the handler passes to the fill with the frame's write bit: x86-64 only, else huge
+//     pages stay off for such a region). The pager makes that page PROT_READ and lets the
+//     access retry: it meets the kernel's SIGSEGV (SEGV_ACCERR), and fault_signals.cpp says
+//     "write into the heap of datastore ..., which is open read-only" as it always has. A
+//     write by a system call fails with EFAULT, as before (UFFD_USER_MODE_ONLY or SIGBUS
+//     mode: at once; else after the same PROT_READ);
+//   * eviction drops as for any read-only region, but moves each victim that is one PMD
+//     mapping into an empty pool block first (evictor.cpp recycle_victims): a read-only region
+//     has no staging range.
+// The caveat: the move maps the page writable and the protection follows one ioctl later
+// (a protected source page arrives unprotected, measured on 6.18; there is no way to move a
+// page in protected). A thread that had not faulted on the page and writes it in that window
+// (microseconds per 2 MiB fill) is not stopped: the write stays in this process's copy of
+// the page (the store is read-only and nothing is ever written back) and goes unreported; any
+// write after it is refused. The sound alternative, MADV_COLLAPSE of a read-only range filled
+// at 4 KiB (it works on a PROT_READ registered range on 6.18), was measured at 4.4-12 ms per
+// 2 MiB here (a fresh huge page, copied into under the mm write lock, so every fault of the
+// process stalls meanwhile) against a move's microseconds and a pool's recycled pages: it would
+// cost a 4 GiB graph query 9-25 s of stalls.
+//
 // Why not the alternatives:
 //   * hugetlb (MAP_HUGETLB, hugetlbfs): needs an administrator's pool of reserved pages, has
 //     no UFFDIO_MOVE (so no tear-free eviction or flush), and UFFDIO_COPY into it copies only
@@ -46,8 +89,11 @@
 //     `keep` of them (counted in pager.cpp own_bytes_outside_buffer).
 //   * A block that cannot be made (mmap, populate refused, or the kernel gave 4 KiB pages:
 //     THP disabled for the process, no free 2 MiB block) is a 4 KiB fallback of that fill,
-//     counted (huge_fallback_no_block); after 8 failures in a row the pool stops trying, as
-//     each attempt may cost milliseconds, and every later huge fill falls back.
+//     counted (huge_fallback_no_block); after 8 failures in a row the pool backs off, as
+//     each attempt may cost milliseconds: it tries once per 64 fills until an attempt succeeds
+//     (memory short or fragmented is a passing state: it used to give up for the pager's life,
+//     and a graph query that met it at its start, page cache filling memory, then filled 1581
+//     of 2039 pages at 4 KiB: bench/results/2026-12-04-huge-incore, walk.csv round 1).
 //   * The lock is a leaf, held only to push or pop a block (never across a system call but
 //     the MADV_DONTNEED of a full block beyond `keep`).
 //   * A fault inside a block would be a bug (the pager never reads an empty block); the fault
@@ -101,6 +147,7 @@ class huge_pool {
   mutable std::mutex mu_;  // a leaf: guards full_ and empty_
   std::vector<std::byte*> full_, empty_;
   std::atomic<unsigned> failures_{0};  // fresh blocks that could not be made, in a row
+  std::atomic<unsigned> skipped_{0};   // asks turned away while backing off (take_full)
   std::atomic<std::uint64_t> fresh_{0};
 };
 

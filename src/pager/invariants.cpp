@@ -1,7 +1,7 @@
 // The pager's self-check for a quiescent pager (debug builds run it at teardown; white-box
 // tests call it): the page table against the page tables of the region (PAGEMAP_SCAN) and
-// against the budget's counters — invariants I1, I2, I6, the state part of I7, I8 and I9 of
-// page_table.hpp — and the eviction staging range's frames against their bound.
+// against the budget's counters — invariants I1, I2, I6, the state part of I7, I8, I9 and I10
+// of page_table.hpp — and the eviction staging range's frames against their bound.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -61,6 +61,15 @@ std::string pager_impl::check_invariants() const {
   if (occupied != core_.budget.occupied()) {
     return "occupied counter " + std::to_string(core_.budget.occupied()) + " != resident pages " +
            std::to_string(occupied) + " (I6)";
+  }
+  if (core_.ro_wp && core_.pagemap_fd >= 0) {
+    // I10: nothing present in a read-only region is writable (PAGEMAP_SCAN's "written" is a
+    // present frame without the write-protect bit).
+    const long long writable = pagemap_bytes(core_.pagemap_fd, core_.base, core_.base + core_.cap,
+                                             page_is_present | page_is_written);
+    if (writable != 0) {
+      return std::to_string(writable) + " bytes of the read-only region are mapped without write-protection (I10)";
+    }
   }
   if (pinned != core_.budget.pinned()) {
     return "pinned counter " + std::to_string(core_.budget.pinned()) + " != pinned pages " +

@@ -3,7 +3,8 @@
 // the thread holds has a lower rank, so no two threads can wait for each other's locks.
 //
 //   rank         lock                                     taken under
-//   flush        flusher::mu_                             nothing
+//   flush        flusher::mu_, pager_impl::refresh_mu_    nothing
+//                (read-only pagers, which never flush)
 //   evict_batch  evictor::batch_mu_                       flush
 //   scan         pager_core::scan_mu (wp_async scans)     flush, evict_batch
 //   errors       error_channel's                          any of the above

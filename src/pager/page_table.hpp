@@ -29,7 +29,10 @@
 //   I2  evict, flush and wpclear are mutually exclusive and only set on resident pages.
 //   I3  a page with evict or flush set is never filled by a fault worker: faults on it set
 //       wanted and wait for the owner.
-//   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor.
+//   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor. (A read-only
+//       region's refresh claims pinned pages too when their copy changed, claim_invalidate:
+//       their bytes are the old watermark's; the pin count stays and the next access reads
+//       the new copy, which the pin then keeps.)
 //   I5  wp_sync: resident, not dirty, not owned ⇒ write-protected in the page tables.
 //   I6  occupied == number of filling + resident pages, plus the victims of an eviction
 //       batch that went absent before lend_victim_slots gave their slots back (those to
@@ -41,7 +44,9 @@
 //       only by its eviction or by a flush, and both need the page resident. (And by
 //       sparse_store::discard of a released range, to zeros the region never promised: a
 //       resident page keeps its old bytes across a discard too, and a page the store no
-//       longer has data for is zero-filled without looking at the cache.)
+//       longer has data for is zero-filled without looking at the cache. And, on a read-only
+//       region, by the store's refresh() to a newer watermark: the refresh clears `kept` on
+//       every page whose copy changed, forget_kept, before any fill can take the copy.)
 //   I8  writing only while the eviction batch that set it is between its step 5 and the end
 //       of its step 6, and only on a page that batch writes back: set when the page goes
 //       absent (lend_for_write), kept through a fill and its install, cleared when the write
@@ -55,6 +60,12 @@
 //       spent one per pass of the hand (spend_turn), zeroed by claim_evict and when a fill
 //       installs nothing; the evictor claims no page that still has turns (evictable()
 //       allows it; claim_victims and claim_neighbours pass such a page over).
+//   I10 a read-only region kept read-only by write-protection (huge pages on a read-only open,
+//       pager_core::ro_wp): every frame present in the region is write-protected by
+//       userfaultfd, but for a huge fill between its move and its protect, before the page is
+//       resident (fault_service::protect_installed); a page a write was refused on is
+//       PROT_READ besides (refuse_write). A write into the region is never let through by the
+//       pager: it is a write-protect fault, answered by the kernel's SIGSEGV.
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
@@ -269,6 +280,45 @@ class page_table {
     while (!cas(i, s, (s & ps::pin_mask) | ps::absent | kept)) {
     }
     return s;
+  }
+
+  // ---- a read-only region's refresh (pager_impl::invalidate, refresh.cpp) -----------------------
+  // The store moved to a newer watermark and page i's copy changed: a resident page, unowned
+  // (I2; a read-only region has no flush or wp_sync owner, and the caller holds the evictor's
+  // batch lock, so no `evict` either) → evict, ref and turns cleared, pins kept (I4's
+  // exception above). `was`: the word before. The caller drops the page from the region
+  // (I1), then finish_eviction(i, 0) and releases the slot (I6). False when the page was not
+  // resident or is owned.
+  bool claim_invalidate(std::size_t i, std::uint32_t& was) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::kind(s) == ps::resident && !(s & (ps::owned | ps::writing))) {
+      if (cas(i, s, (s | ps::evict) & ~(ps::ref | ps::turns_mask))) {
+        was = s;
+        return true;
+      }
+    }
+    return false;
+  }
+  // The store's copy of absent page i changed: a copy the victim cache kept is the old one
+  // and must never be taken (I7). Clears `kept`; false when the page was not absent.
+  bool forget_kept(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::kind(s) == ps::absent) {
+      if (!(s & ps::kept)) return true;
+      if (cas(i, s, s & ~ps::kept)) return true;
+    }
+    return false;
+  }
+  // poisoned → absent, pins kept, once the caller removed the poison marker from the region
+  // (I1: no entry for the page): the next access reads the store again (a reader whose
+  // watermark the writer released, errc::stale, reads its new watermark after a refresh).
+  // The poisoned page held no slot (I6). False when the page was not poisoned.
+  bool unpoison(std::size_t i) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::kind(s) == ps::poisoned) {
+      if (cas(i, s, ps::with_kind(s, ps::absent) & ~(ps::kept | ps::wanted))) return true;
+    }
+    return false;
   }
 
   // ---- write-back in flight (I8) -----------------------------------------------------------------

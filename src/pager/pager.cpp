@@ -56,8 +56,12 @@ void validate(const pager_options& o, const std::string& name) {
     bad("low_watermark must be in [0, high_watermark)");
   }
   if (o.fault_threads < 1 || o.fault_threads > 64) bad("fault_threads must be in [1, 64]");
-  if (o.read_ahead > 1024 && o.read_ahead != pager_options::read_ahead_auto) {
-    bad("read_ahead must be at most 1024 pages (or read_ahead_auto)");
+  if (o.write_behind_ms > pager_options::write_behind_max_ms) {
+    bad("write_behind_ms must be at most " + std::to_string(pager_options::write_behind_max_ms));
+  }
+  if (o.read_ahead > pager_options::read_ahead_max && o.read_ahead != pager_options::read_ahead_auto) {
+    bad("read_ahead must be at most " + std::to_string(pager_options::read_ahead_max) +
+        " pages (or read_ahead_auto)");
   }
 }
 }  // namespace
@@ -86,6 +90,7 @@ pager_options pager_options::from_env(pager_options base) {
   if (auto i = env::choice(var::huge_pages)) base.huge_pages = static_cast<huge_pages_mode>(*i);
   if (auto v = env::count(var::fault_threads)) base.fault_threads = *v;
   if (auto v = env::count(var::read_ahead)) base.read_ahead = *v;
+  if (auto v = env::count(var::write_behind)) base.write_behind_ms = static_cast<unsigned>(*v);
   if (auto v = env::count(var::debug)) base.debug = *v == 1;
   return base;
 }
@@ -107,6 +112,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << (s.victim_cache ? "" : ", no victim cache")
      << ") | flushes " << s.flushes << " pages " << s.dirty_pages_written
      << " retakes " << s.flush_retakes << " after write-back " << s.flush_write_back_waits
+     << " | write-behind " << (s.write_behind ? "on" : "off") << " pages " << s.write_behind_pages
+     << " rounds " << s.write_behind_rounds << " (" << s.write_behind_ns / 1000 << " us)"
+     << " | released dropped " << s.released_pages_dropped
      << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
      << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
      << s.huge_fallback_move << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
@@ -115,6 +123,8 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | written " << s.bytes_written << " B"
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
      << s.pinned_pages << " | buffer waits " << s.buffer_waits << " poisoned " << s.poisoned_pages
+     << " | refreshes " << s.refreshes << " dropped " << s.invalidated_pages << " unpoisoned "
+     << s.unpoisoned_pages
      << " | time: fault " << s.fault_ns / 1000 << " us flush " << s.flush_ns / 1000
      << " us evict " << s.evict_ns / 1000 << " us | cpu: workers " << s.fault_cpu_ns / 1000
      << " us evictor " << s.evict_cpu_ns / 1000 << " us | buffer " << s.buffer_bytes
@@ -163,7 +173,16 @@ void pager_impl::set_geometry(const pager_options& opt) {
                 "page size must be a power of two ≥ the system page size and divide the capacity");
   }
   if (core_.ro && opt.read_only_map_bytes != 0 && opt.read_only_map_bytes < core_.cap) {
-    core_.cap = (opt.read_only_map_bytes + core_.ps - 1) / core_.ps * core_.ps;  // the rest is never read
+    // The whole capacity where the address space allows it (map_region takes this
+    // reservation): a refresh() may find the heap grown past the part in use by a writer
+    // beside this reader. Where it does not (ENOMEM: RLIMIT_AS below the capacity), the part
+    // given only; the rest is never read.
+    if (void* p = os::reserve_aligned(core_.cap, core_.ps, false)) {
+      core_.region_map.p = p;
+      core_.region_map.len = core_.cap;
+    } else {
+      core_.cap = (opt.read_only_map_bytes + core_.ps - 1) / core_.ps * core_.ps;
+    }
   }
   core_.npages = core_.cap / core_.ps;
   core_.table = page_table(core_.npages);
@@ -197,6 +216,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   fill_asked_ = opt.fault_fill;  // thread_fill is resolved with the tracking (choose_tracking)
   core_.huge_asked = opt.huge_pages == huge_pages_mode::always;  // resolved by choose_tracking
   faults_.configure(opt.read_ahead);
+  write_behind_.configure(opt.write_behind_ms);  // before the buffer: its bounce is memory outside it
   choose_buffer(opt, limit, clamped);
   faults_.bound_queue(core_.budget.pages());
   if (source) {
@@ -355,6 +375,7 @@ void pager_impl::follow_memory_limit(const uffd_features& f, bool debug) {
 std::uint64_t pager_impl::own_bytes_outside_buffer() const {
   return (flusher_.batch_pages() + evictor_.batch_pages() + evictor_.retain_pages() +
           fault_threads_ * faults_.worker_bounce_pages() + faults_.zero_ahead_pages() +
+          write_behind_.bounce_pages() +
           (core_.huge_asked ? kHugeKeep : 0)) *
          std::uint64_t(core_.ps);
 }
@@ -373,9 +394,17 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
     throw error(errc::unavailable, core_.name, std::string("map pager (dirty tracking ") + mode + ")",
                 std::string("this kernel lacks ") + need);
   };
+  // Huge pages on a writable region: wp_sync first. wp_async resolves the first write after a
+  // protect (every flush's) in the kernel, which splits the page's 2 MiB mapping into 4 KiB
+  // entries until its eviction; wp_sync's fault un-protects the whole page, which stays one
+  // PMD mapping (huge_pool.hpp, "Tracking"). Not where faulting-thread fills were asked for
+  // (wp_sync's write faults would be SIGBUS too).
+  const bool huge_sync = core_.huge_asked && !core_.ro && can_sync && huge_refusal(f).empty() &&
+                         fill_asked_ != fault_filling::faulting_thread;
   switch (asked) {
     case dirty_tracking::automatic:
-      if (can_async) core_.mode = dirty_tracking::wp_async;
+      if (huge_sync) core_.mode = dirty_tracking::wp_sync;
+      else if (can_async) core_.mode = dirty_tracking::wp_async;
       else if (can_sync) core_.mode = dirty_tracking::wp_sync;
       else if (can_all) core_.mode = dirty_tracking::all_resident;
       else missing("automatic", "UFFDIO_MOVE (Linux 6.8) and write-protect faults (5.7), so "
@@ -408,23 +437,39 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
                 "too; faulting-thread fills need wp_async (Linux 6.8) or all_resident");
   }
   choose_huge_pages(f);
+  write_behind_.resolve();
+}
+
+// Why huge pages cannot be had whatever the mode and the open ("" where they can).
+std::string pager_impl::huge_refusal(const uffd_features& f) const {
+  const std::size_t pmd = os::pmd_size();
+  if (core_.ps < pmd || core_.ps % pmd != 0) {
+    return "page size " + std::to_string(core_.ps >> 10) + " KiB is not a multiple of the " +
+           std::to_string(pmd >> 10) + " KiB huge page: 4 KiB fills";
+  }
+  if (!f.move) return "this kernel lacks UFFDIO_MOVE (Linux 6.8): 4 KiB fills";
+  if (!os::thp_enabled()) {
+    return "transparent huge pages are disabled (/sys/kernel/mm/transparent_hugepage/enabled is never): 4 KiB fills";
+  }
+  return {};
 }
 
 // Huge pages where asked for and possible (huge_pool.hpp); else 4 KiB fills, and why.
 void pager_impl::choose_huge_pages(const uffd_features& f) {
   if (!core_.huge_asked) return;
-  const std::size_t pmd = os::pmd_size();
-  if (core_.ro) {
-    core_.huge_why = "read-only open (UFFDIO_MOVE needs a writable region): 4 KiB fills";
-  } else if (core_.ps < pmd || core_.ps % pmd != 0) {
-    core_.huge_why = "page size " + std::to_string(core_.ps >> 10) + " KiB is not a multiple of the " +
-                     std::to_string(pmd >> 10) + " KiB huge page: 4 KiB fills";
-  } else if (!f.move) {
-    core_.huge_why = "this kernel lacks UFFDIO_MOVE (Linux 6.8): 4 KiB fills";
-  } else if (!os::thp_enabled()) {
-    core_.huge_why = "transparent huge pages are disabled (/sys/kernel/mm/transparent_hugepage/enabled is never): 4 KiB fills";
+  if (std::string why = huge_refusal(f); !why.empty()) {
+    core_.huge_why = std::move(why);
+  } else if (core_.ro && !f.wp) {
+    core_.huge_why = "read-only open: this kernel lacks userfaultfd write-protection (Linux 5.7), which "
+                     "keeps the writable region UFFDIO_MOVE needs read-only: 4 KiB fills";
+  } else if (core_.ro && core_.thread_fill && !kSigbusTellsWrites) {
+    core_.huge_why = "read-only open with faulting-thread fills: this architecture's SIGBUS does not say "
+                     "whether the access was a write: 4 KiB fills";
   } else {
+    // A read-only region is mapped writable and kept read-only by write-protection
+    // (huge_pool.hpp, "Read-only opens").
     core_.huge_on = true;
+    core_.ro_wp = core_.ro;
   }
 }
 
@@ -436,7 +481,7 @@ void pager_impl::open_descriptors(const uffd_features& f) {
   core_.uffd = r.fd;
   source_ = r.source;
   std::uint64_t feats = 0;
-  if (core_.wp_registered) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+  if (core_.wp_registered || core_.ro_wp) feats |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
   if (core_.wp_registered && core_.mode == dirty_tracking::wp_async) feats |= feat_wp_async;
   if (f.move) feats |= feat_move;
   if (f.poison) feats |= feat_poison;
@@ -457,7 +502,19 @@ void pager_impl::open_descriptors(const uffd_features& f) {
 // The region: page_size aligned, exactly cap_ bytes, registered with the uffd (MISSING, and
 // WP when the mode tracks writes with write-protection).
 void pager_impl::map_region() {
-  void* p = os::reserve_aligned(core_.cap, core_.ps, !core_.ro, core_.huge_on);
+  // A read-only region may be reserved already (set_geometry: the whole capacity), read-only
+  // and without THP advice: huge fills of a read-only region need a writable one (ro_wp).
+  if (core_.region_map.p && core_.ro_wp) core_.region_map = anon_map{};
+  void* p = core_.region_map.p ? core_.region_map.p
+                               : os::reserve_aligned(core_.cap, core_.ps, !core_.ro || core_.ro_wp, core_.huge_on);
+  if (!p && errno == ENOMEM && core_.ro_wp) {
+    // A writable private mapping is charged to the commit limit where overcommit is strict
+    // (vm.overcommit_memory=2), a read-only one is not: 4 KiB fills of a read-only region.
+    core_.huge_on = core_.ro_wp = false;
+    core_.huge_why = "read-only open: the kernel refused a writable reservation of " + gib_or_mib(core_.cap) +
+                     " (commit limit?), which huge fills need: 4 KiB fills";
+    p = os::reserve_aligned(core_.cap, core_.ps, false, false);
+  }
   if (!p && errno == ENOMEM) {
     // Almost always an address-space limit: say which one, and what sets the size.
     const std::size_t limit = os::address_space_limit();
@@ -479,11 +536,12 @@ void pager_impl::map_region() {
   core_.region_map.len = core_.cap;
   const std::uint64_t ioctls = uffd_register(
       core_.uffd, core_.base, core_.cap,
-      UFFDIO_REGISTER_MODE_MISSING | (core_.wp_registered ? UFFDIO_REGISTER_MODE_WP : 0), core_.name);
+      UFFDIO_REGISTER_MODE_MISSING | (core_.wp_registered || core_.ro_wp ? UFFDIO_REGISTER_MODE_WP : 0),
+      core_.name);
   if (!(ioctls & (1ull << _UFFDIO_COPY))) {
     throw error(errc::unavailable, core_.name, "UFFDIO_REGISTER", "UFFDIO_COPY not offered for the region");
   }
-  if (core_.wp_registered && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
+  if ((core_.wp_registered || core_.ro_wp) && !(ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
     throw error(errc::unavailable, core_.name, "UFFDIO_REGISTER", "UFFDIO_WRITEPROTECT not offered");
   }
 }
@@ -516,16 +574,18 @@ void pager_impl::map_buffers(const uffd_features& f) {
       (victim_caching_ == victim_caching::automatic && follower_ && limit_is_cgroup_)) {
     (void)core_.victims.open(core_.pagemap_fd, core_.ps, core_.npages);
   }
-  if (core_.ro) return;
   if (core_.huge_on) core_.huge.open(core_.uffd, core_.pagemap_fd, core_.ps, kHugeKeep, core_.name);
+  if (core_.ro) return;  // evicts by dropping (or, huge, by moving into the pool: evictor.cpp)
   evictor_.map_buffers(f.move);
   flusher_.map_buffers(f.move);
+  write_behind_.map_buffers();
 }
 
 // Threads are named (pheap-fault<i>, pheap-evict) for top, perf and gdb.
 void pager_impl::start_threads(unsigned fault_threads) {
   for (std::thread& t : faults_.start(fault_threads)) add_cpu_clock(t, worker_clocks_);
   add_cpu_clock(evictor_.start(), evict_clocks_);
+  write_behind_.start();
 }
 
 // Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
@@ -536,6 +596,8 @@ void pager_impl::stop_threads() noexcept {
   // Each worker passes the wake-up on as it leaves (fault_workers.cpp).
   if (core_.wake_fd >= 0) core_.wake_workers();
   core_.budget.wake_all();
+  // Write-behind first: a claim may wait for a page's fill, which the workers finish.
+  write_behind_.join();
   faults_.join();
   evictor_.join();
   worker_clocks_.clear();
@@ -669,6 +731,11 @@ pager_stats pager_impl::stats() const {
   s.evicted_dirty = g(core_.c.evicted_dirty);
   s.evict_runs = g(core_.c.evict_runs);
   s.evict_verify_reads = g(core_.c.evict_verify_reads);
+  s.released_pages_dropped = g(core_.c.released_pages_dropped);
+  s.write_behind = write_behind_.on();
+  s.write_behind_pages = g(core_.c.write_behind_pages);
+  s.write_behind_rounds = g(core_.c.write_behind_rounds);
+  s.write_behind_ns = g(core_.c.write_behind_ns);
   s.victims_kept = g(core_.c.victims_kept);
   s.evict_waits = g(core_.c.evict_waits);
   s.victim_hits = g(core_.c.victim_hits);
@@ -697,6 +764,9 @@ pager_stats pager_impl::stats() const {
   s.flush_write_back_waits = g(core_.c.flush_write_back_waits);
   s.buffer_waits = core_.budget.waits();
   s.poisoned_pages = g(core_.c.poisoned_pages);
+  s.refreshes = g(core_.c.refreshes);
+  s.invalidated_pages = g(core_.c.invalidated_pages);
+  s.unpoisoned_pages = g(core_.c.unpoisoned_pages);
   s.resident_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, core_.budget.occupied()));
   s.peak_resident_pages = core_.budget.peak();
   s.pinned_pages = static_cast<std::uint64_t>(std::max<std::int64_t>(0, core_.budget.pinned()));
@@ -739,9 +809,14 @@ void pager::prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges
 void pager::prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
   impl_->prefetch_stored(ranges);
 }
+void pager::discard(std::size_t first_page, std::size_t count) { impl_->discard(first_page, count); }
 void pager::pin(std::size_t offset, std::size_t len) { impl_->pin(offset, len); }
 void pager::unpin(std::size_t offset, std::size_t len) { impl_->unpin(offset, len); }
 pager_stats pager::stats() const { return impl_->stats(); }
+refresh_result pager::refresh() { return impl_->refresh(); }
+void pager::invalidate(std::span<const std::pair<std::uint64_t, std::uint64_t>> pages) {
+  impl_->invalidate(pages);
+}
 sparse_store& pager::store() noexcept { return impl_->store(); }
 
 }  // namespace pheap

@@ -2,6 +2,8 @@
 // and the futex words that faulting-thread fills sleep on (fault_workers.cpp).
 #include "pager/pager_core.hpp"
 
+#include <cstdio>
+
 #include "pager/os/threads.hpp"
 
 namespace pheap::paging {
@@ -39,6 +41,12 @@ void pager_core::sleep_for_page(std::size_t page) noexcept {
     os::futex_wait(w, seen, 100'000'000);  // 100 ms
   }
   fill_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void pager_core::count_every_page_written(const char* scan, const char* why) {
+  std::fprintf(stderr, "pheap: pager %s: %s failed (%s): every resident page counts as dirty\n", name.c_str(),
+               scan, why);
+  for (std::size_t q = 0; q < npages; ++q) (void)table.note_written(q);
 }
 
 void pager_core::release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits) {

@@ -40,7 +40,9 @@ struct counters {
       dirty_pages_written{0}, bytes_written{0}, flushes{0}, flush_retakes{0},
       flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0},
       huge_fills{0}, huge_recycled{0}, huge_fallback_fills{0}, huge_fallback_no_block{0},
-      huge_fallback_move{0}, huge_fallback_split{0}, huge_evictions{0}, huge_evicted_split{0};
+      huge_fallback_move{0}, huge_fallback_split{0}, huge_evictions{0}, huge_evicted_split{0},
+      refreshes{0}, invalidated_pages{0}, unpoisoned_pages{0},
+      released_pages_dropped{0}, write_behind_pages{0}, write_behind_rounds{0}, write_behind_ns{0};
 };
 
 inline std::uint64_t now_ns() {
@@ -68,6 +70,14 @@ struct pager_core {
   // 2 MiB pages in whole); huge_why says why not when asked but not in force.
   bool huge_asked = false, huge_on = false;
   std::string huge_why;
+  // Huge pages on a read-only open (huge_pool.hpp, "Read-only opens"): the region is mapped
+  // writable, as UFFDIO_MOVE needs, registered MODE_WP (synchronous, never WP_ASYNC) and every
+  // fill is write-protected (I10); a write fault is refused by making its page PROT_READ and
+  // retrying it, so the access dies of the kernel's SIGSEGV as in a region mapped read-only.
+  bool ro_wp = false;
+  // Fills are installed write-protected where the region is registered MODE_WP: read fills of
+  // a tracking mode (I5), every fill of a read-only region kept so (I10).
+  bool wp_fills(bool write) const noexcept { return ro_wp || (wp_registered && !write); }
 
   std::byte* page_addr(std::size_t p) const noexcept { return base + p * ps; }
   // The pages [first, last] that a PAGEMAP_SCAN region of the region covers.
@@ -113,6 +123,11 @@ struct pager_core {
   void wake_page(std::size_t page) noexcept;
   // Clears `bits` on a page and wakes its faulting range if `wanted` was set.
   void release_owned(std::size_t page, std::uint32_t clear_bits, std::uint32_t set_bits = 0);
+  // wp_async, under scan_mu: a scan that write-protects pages again (the evictor's harvest,
+  // write-behind's) failed, or found a written page neither resident nor filling, so writes
+  // may have been protected without being recorded: every page counts as written (the next
+  // flush writes them all), and `scan` (what failed) is said on stderr with `why`.
+  void count_every_page_written(const char* scan, const char* why);
   // A faulting-thread fill that must wait for a page's filler or owner sleeps on a futex word
   // (of the page's hash) instead of in the kernel's userfaultfd queue: every point that wakes
   // a worker's faulting thread — wake_page, and the implicit wake of an install — also bumps

@@ -13,7 +13,10 @@
 //   flusher.hpp              actor: flush() (flush.cpp: the protocol, claim/copy/write per
 //                            chunk, commit), with its dirty tracker
 //   dirty_tracker.{hpp,cpp}  per tracking mode: the pages to flush and their tear-free copy
+//   write_behind.{hpp,cpp}   actor: writes pages idle for a period into the working epoch in
+//                            the background (wp_async), through the flusher
 //   invariants.cpp           check_invariants, the quiescent self-check
+//   refresh.cpp              a read-only region moved to a newer watermark: what changed dropped
 //   lock_rank.hpp            the lock order below, checked in debug builds
 //   os/                      the OS layer, the only files of the pager making system calls
 //                            on memory and descriptors (os/memory.hpp says more):
@@ -38,8 +41,9 @@
 //   bounce_pool.hpp          the bounce buffers of fills on the faulting thread (P1-P3)
 //   test_access.hpp          the white-box tests' way in
 //
-// Threads: `fault_threads` workers (the fault service), one evictor, and whoever calls
-// flush/pin/prefetch/stats.
+// Threads: `fault_threads` workers (the fault service), one evictor, write-behind's where it
+// is on, and whoever calls flush/pin/prefetch/stats. Write-behind takes the flusher's lock
+// per chunk and then the locks a flush takes, in the same order.
 // Lock order (never the other way): the flusher's mu_ → the evictor's batch_mu_ →
 // pager_core::scan_mu → the error channel's; the resident clock's, the buffer budget's, the
 // evictor's write_back_mu_ and the fault service's pf_mu_ are leaves. lock_rank.hpp gives
@@ -73,6 +77,7 @@
 #include "pager/memory_limit.hpp"
 #include "pager/pager_core.hpp"
 #include "pager/os/uffd.hpp"
+#include "pager/write_behind.hpp"
 #include "pheap/pager.hpp"
 
 namespace pheap::paging {
@@ -102,8 +107,19 @@ class pager_impl {
   void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges) {
     faults_.prefetch_stored(ranges);
   }
+  void discard(std::size_t first_page, std::size_t count) {
+    core_.store->discard(first_page, count);  // first: a refault of a dropped page reads zeros
+    evictor_.drop_released(first_page, first_page + count);
+  }
   void pin(std::size_t offset, std::size_t len);
   void unpin(std::size_t offset, std::size_t len);
+  // Read-only regions (refresh.cpp): the store moved to its newest watermark, then the pages
+  // whose copy changed dropped (invalidate), and every poisoned page made absent again.
+  refresh_result refresh();
+  // Drops the pages [first, end) of `ranges` wherever the pager holds them — resident, kept
+  // in the victim cache, being read ahead, poisoned — so that the next access reads the
+  // store: the protocol is refresh.cpp's.
+  void invalidate(std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges);
   pager_stats stats() const;
   // Bytes of the region mapped by PMD entries now (pager_stats::huge_mapped_bytes).
   std::uint64_t huge_mapped_bytes() const;
@@ -132,6 +148,7 @@ class pager_impl {
   void follow_memory_limit(const uffd_features& f, bool debug);
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
   void choose_huge_pages(const uffd_features& f);  // step of choose_tracking
+  std::string huge_refusal(const uffd_features& f) const;  // why not, whatever the mode ("" : possible)
   void open_descriptors(const uffd_features& f);
   void map_region();
   void register_region();
@@ -141,6 +158,8 @@ class pager_impl {
   static void add_cpu_clock(std::thread& t, std::vector<clockid_t>& to);
   static std::uint64_t cpu_ns(const std::vector<clockid_t>& clocks);
   void close_descriptors() noexcept;
+  // invalidate() holding refresh_mu_; `poisoned_too`: every poisoned page of the region as well.
+  void invalidate_locked(std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, bool poisoned_too);
   // The pages [first, last] covering [offset, offset+len) (len > 0); throws invalid_argument
   // naming `op` when the range leaves the region.
   std::pair<std::size_t, std::size_t> pages_covering(std::size_t offset, std::size_t len,
@@ -155,6 +174,7 @@ class pager_impl {
   fault_service faults_{core_, evictor_};
   evictor evictor_{core_, faults_};
   flusher flusher_{core_, evictor_};
+  write_behind write_behind_{core_, flusher_};
 
   // --- configuration (set_geometry, choose_tracking) -------------------------------------------
   bool debug_ = false;  // pager_options::debug: a line at open and the statistics at close
@@ -177,6 +197,10 @@ class pager_impl {
   // CPU-time clocks of the pager's threads (pager_stats::fault_cpu_ns / evict_cpu_ns); the
   // vectors are written only by start_threads/stop_threads, with no stats() running.
   std::vector<clockid_t> worker_clocks_, evict_clocks_;
+  // Read-only regions: one refresh or invalidate at a time (the flush rank: a read-only pager
+  // never flushes); the poisonings its last sweep of poisoned pages had seen.
+  ranked_mutex<lock_rank::flush> refresh_mu_;
+  std::uint64_t poisoned_seen_ = 0;  // guarded by refresh_mu_
 };
 
 }  // namespace pheap::paging

@@ -49,7 +49,8 @@
 //
 // What the caller does with a window (fault_service::start_read_ahead): claims its pages that are
 // absent and hold data, as far as buffer slots below the high watermark allow, and has the
-// fault workers read them; the rest waits in the prefetch queue for room. Never the marker.
+// fault workers read them, in batches of 1 MiB that several workers read at once; the rest
+// waits in the prefetch queue for room. Never the marker.
 //
 // Counters (pager_stats): windows planned and their pages; pages *passed*: planned pages
 // that lie before a fault the stream then took by R1 (the application reached past them, so

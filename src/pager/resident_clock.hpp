@@ -93,6 +93,28 @@ class resident_clock {
     ++stale(page);
     ++stale_total_;
   }
+  // Resident page `page` leaves the region without the hand (released by the heap:
+  // evictor::drop_released), whatever C2's bound: when a claim out of order is not allowed,
+  // the ring first drops every stale entry (O(ring), once per ring's worth of such pages).
+  // Only between take_published() and the hand's next pop (no entry in the caller's hands).
+  void claimed_away(std::size_t page) {
+    if (!may_claim_out_of_order(page)) drop_stale();
+    claimed_out_of_order(page);
+  }
+  // Drops every stale entry of the ring (C3: in ring order, the first stale_[p] entries of p).
+  void drop_stale() {
+    std::deque<std::size_t> live;
+    for (const std::size_t p : ring_) {
+      std::uint8_t& st = stale(p);
+      if (st == 0) {
+        live.push_back(p);
+        continue;
+      }
+      --st;
+      --stale_total_;
+    }
+    ring_.swap(live);
+  }
   // The smallest and largest page with an entry in the ring (live or stale); false when the
   // ring is empty. O(ring).
   bool span(std::size_t& first, std::size_t& last) const {
@@ -114,6 +136,22 @@ class resident_clock {
       } else {
         out.emplace_back(q, q);
       }
+    }
+  }
+  // A read-only region's refresh dropped pages[0..n) (sorted) from the region out of the
+  // hand's order (pager_impl::invalidate, holding the evictor's batch lock: it is the
+  // evictor meanwhile): every entry of theirs leaves the ring and the published list, live or
+  // stale, and their stale counts go (C1: they are not resident; C3: none left). O(ring).
+  void forget(const std::size_t* pages, std::size_t n) {
+    if (n == 0) return;
+    take_published();
+    const auto gone = [&](std::size_t p) { return std::binary_search(pages, pages + n, p); };
+    ring_.erase(std::remove_if(ring_.begin(), ring_.end(), gone), ring_.end());
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint8_t& st = stale(pages[k]);
+      if (st == 0) continue;  // untouched: its byte stays unbacked
+      stale_total_ -= st;
+      st = 0;
     }
   }
   // Puts a page back behind the hand: it is looked at again after every other page.

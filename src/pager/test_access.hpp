@@ -15,6 +15,8 @@ struct test_access {
   static pager_core& core(pheap::pager& p) noexcept { return p.impl_->core_; }
   static paging::evictor& evictor(pheap::pager& p) noexcept { return p.impl_->evictor_; }
   static fault_service& faults(pheap::pager& p) noexcept { return p.impl_->faults_; }
+  // One write-behind round now, on the calling thread (write_behind.cpp steps 1-4).
+  static void write_behind_round(pheap::pager& p) { p.impl_->write_behind_.round(); }
 };
 
 }  // namespace pheap::paging

@@ -373,6 +373,94 @@ TEST(GraphTool, BfsAndCcOnReadOnlyOpenEqualReference) {
   EXPECT_EQ(r.code, 2) << r.output;
 }
 
+// stats --follow beside a writer: a follower prints a line for the watermark there is, then one
+// per new watermark while `pheap-graph ingest --flush-every` (another process) commits; one
+// with --follow-count 2 ends by itself after its second line, and one without ends on SIGTERM,
+// both with exit 0. Every line's watermark is newer than the line before.
+TEST(GraphTool, StatsFollowPrintsALinePerNewWatermarkWhileAnIngestFlushesAndEndsOnSigtermWithExit0) {
+  pheap::test::temp_dir d;
+  const auto es = rmat_edges(13, 8, weight_kind::none, 5);  // 65536 edges
+  write(d / "a.txt", std::vector<edge>(es.begin(), es.begin() + 1000), input_format::text, weight_kind::none);
+  write(d / "b.txt", std::vector<edge>(es.begin() + 1000, es.end()), input_format::text, weight_kind::none);
+  ASSERT_EQ(run(ingest_args(d / "ds", {"--quiet"}, {d / "a.txt"})).code, 0);
+
+  // The watermarks of a log's lines (--json: one document per line).
+  auto watermarks = [](const std::string& log) {
+    std::ifstream f(log);
+    std::vector<std::uint64_t> w;
+    static const std::regex re("\"watermark\":([0-9]+)");
+    std::smatch m;
+    for (std::string line; std::getline(f, line);) {
+      if (std::regex_search(line, m, re)) w.push_back(std::stoull(m[1]));
+    }
+    return w;
+  };
+  // Waits (up to 120 s) for `pred`; false on the deadline.
+  auto wait_for = [](const auto& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  };
+  const std::string log_sig = d / "follow-sig.log", log_count = d / "follow-count.log";
+  const pid_t sig = spawn({"stats", "--follow", "--json", "--datastore", d / "ds"}, log_sig);
+  const pid_t counted = spawn({"stats", "--follow", "--follow-count", "2", "--json", "--datastore", d / "ds"}, log_count);
+  const bool started = wait_for([&] { return !watermarks(log_sig).empty() && !watermarks(log_count).empty(); });
+  if (!started) {
+    ::kill(sig, SIGKILL);
+    ::kill(counted, SIGKILL);
+    wait_exit(sig);
+    wait_exit(counted);
+    FAIL() << "no first line; see " << log_sig << " and " << log_count;
+  }
+  const std::uint64_t first = watermarks(log_sig).front();
+  EXPECT_EQ(watermarks(log_count).front(), first);
+
+  // The writer beside them: a watermark every 4000 edges, the last at its end.
+  const auto w = run(ingest_args(d / "ds", {"--flush-every", "4000", "--quiet"}, {d / "b.txt"}));
+  EXPECT_EQ(w.code, 0) << w.output;
+  const std::uint64_t last = pheap::manager::peek(d / "ds").epoch;
+  EXPECT_GT(last, first + 1) << "the ingest committed several watermarks";
+
+  // The counted follower ends by itself after its second line.
+  int counted_code = -1;
+  const bool counted_done = wait_for([&] {
+    int status = 0;
+    if (::waitpid(counted, &status, WNOHANG) != counted) return false;
+    counted_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  });
+  if (!counted_done) {
+    ::kill(counted, SIGKILL);
+    wait_exit(counted);
+  }
+  EXPECT_TRUE(counted_done) << "--follow-count 2 did not end; see " << log_count;
+  EXPECT_EQ(counted_code, 0) << log_count;
+  const auto wc = watermarks(log_count);
+  ASSERT_EQ(wc.size(), 2u) << log_count;
+  EXPECT_GT(wc[1], wc[0]);
+
+  // The other one reaches the ingest's last watermark, then ends on SIGTERM with exit 0.
+  const bool reached = wait_for([&] {
+    const auto ws = watermarks(log_sig);
+    return !ws.empty() && ws.back() == last;
+  });
+  ::kill(sig, SIGTERM);
+  EXPECT_EQ(wait_exit(sig), 0) << log_sig;
+  EXPECT_TRUE(reached) << "the follower never showed watermark " << last << "; see " << log_sig;
+  const auto ws = watermarks(log_sig);
+  ASSERT_GE(ws.size(), 2u);
+  for (std::size_t k = 1; k < ws.size(); ++k) EXPECT_GT(ws[k], ws[k - 1]) << "line " << k;
+  // Its last line counts every edge of both jobs.
+  std::ifstream f(log_sig);
+  std::string line, last_doc;
+  while (std::getline(f, line))
+    if (line.find("\"watermark\":") != std::string::npos) last_doc = line;
+  EXPECT_NE(last_doc.find("\"total_edges\":" + std::to_string(es.size())), std::string::npos) << last_doc;
+}
+
 // A BFS through a buffer smaller than the graph, read O_DIRECT, walks with its frontier read
 // ahead by look-ahead threads (pheap-graph.cpp, with_graph): its output, levels and parents, is
 // byte for byte the output of the same BFS in core.
@@ -524,7 +612,10 @@ TEST(GraphToolCli, IngestWithAPrefetchWindowGivesTheSameGraphAndABadWindowIsAUsa
 // --huge-pages always on a datastore of 2 MiB pages (fills are 2 MiB pages moved in whole,
 // src/pager/huge_pool.hpp): the same graph, and the read-only queries (which fall back to
 // 4 KiB fills) read it back.
-TEST(GraphToolCli, IngestWithHugePagesGivesTheSameGraphAndQueriesTakeTheOption) {
+// A datastore of 2 MiB pages ingested with --huge-pages always holds the same graph; its queries,
+// read-only opens, map it with 2 MiB entries too (src/pager/huge_pool.hpp, "Read-only opens":
+// the pager's statistics at close, PHEAP_DEBUG) and answer exactly as without them.
+TEST(GraphToolCli, IngestWithHugePagesGivesTheSameGraphAndQueriesMapItHugeWithTheSameAnswers) {
   pheap::test::temp_dir d;
   const auto es = rmat_edges(12, 8, weight_kind::none, 7);
   write(d / "in.txt", es, input_format::text, weight_kind::none);
@@ -532,8 +623,41 @@ TEST(GraphToolCli, IngestWithHugePagesGivesTheSameGraphAndQueriesTakeTheOption) 
                                  {d / "in.txt"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(load(d / "ds"), reference_from_edges(es, false, false));
-  const auto st = tool({"stats", "--datastore", d / "ds", "--huge-pages", "always"});
-  EXPECT_TRUE(st.exited(0)) << st.describe() << st.err;
+  const std::string src = std::to_string(es.front().src);
+  auto bytes = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  for (const std::string cmd : {"stats", "bfs", "cc"}) {
+    SCOPED_TRACE(cmd);
+    std::vector<std::string> args{cmd, "--datastore", d / "ds"};
+    if (cmd == "bfs") args.insert(args.end(), {"--source", src});
+    if (cmd != "stats") args.insert(args.end(), {"--output", d / (cmd + ".small")});
+    const auto small = tool(args);
+    ASSERT_TRUE(small.exited(0)) << small.describe() << small.err;
+    if (cmd != "stats") args.back() = d / (cmd + ".huge");
+    args.insert(args.end(), {"--huge-pages", "always"});
+    ::setenv("PHEAP_DEBUG", "1", 1);
+    const auto huge = tool(args);
+    ::unsetenv("PHEAP_DEBUG");
+    ASSERT_TRUE(huge.exited(0)) << huge.describe() << huge.err;
+    EXPECT_EQ(huge.out, small.out);
+    if (cmd != "stats") {
+      EXPECT_GT(bytes(d / (cmd + ".small")).size(), 1000u);
+      EXPECT_TRUE(bytes(d / (cmd + ".small")) == bytes(d / (cmd + ".huge"))) << "the outputs differ";
+    }
+    // "... | huge on fills N fallbacks 0 (...) mapped B B ..." in the line at close.
+    std::smatch m;
+    const std::regex line(R"(\| huge (on|off) fills (\d+) fallbacks (\d+) .* mapped (\d+) B)");
+    ASSERT_TRUE(std::regex_search(huge.err, m, line)) << huge.err;
+    if (m[1] == "off" && (huge.err.find("lacks") != std::string::npos || huge.err.find("disabled") != std::string::npos)) {
+      PHEAP_REQUIRE_FEATURE("huge pages: " + huge.err);
+    }
+    EXPECT_EQ(m[1], "on") << huge.err;
+    EXPECT_GT(std::stoull(m[2]), 0u) << huge.err;
+    EXPECT_EQ(m[3], "0") << huge.err;
+    EXPECT_EQ(std::stoull(m[4]), std::stoull(m[2]) << 21) << "every fill mapped whole: " << huge.err;
+  }
 }
 
 TEST(GraphToolCli, JsonOfStatsBfsAndCcParsesAndCarriesTheFields) {

@@ -2,15 +2,22 @@
 // 2 MiB page really is one PMD mapping (AnonHugePages of the region in /proc/self/smaps, not
 // the pager's own word for it), that the bytes survive flush, eviction under a small buffer
 // and reopen exactly, that a 4 KiB page present in a page makes its fill fall back (counted)
-// with the same bytes, that concurrent faults fill each page once, and that small pages and
-// read-only opens fall back to 4 KiB and say why. Part of pager_roundtrip_test (label
+// with the same bytes, that concurrent faults fill each page once, that small pages fall back
+// to 4 KiB and say why, and that a read-only open maps its fills with 2 MiB entries kept
+// write-protected (its writes' SIGSEGV: pager_behaviour_test, PagerReadOnly). Part of pager_roundtrip_test (label
 // concurrency: the TSan stage runs the concurrent one). The SIGKILL case is in
 // pager_crash_test (PagerCrashHuge).
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -158,6 +165,40 @@ TEST(HugePages, APageEvictedSplitIsFilledAsOnePmdMappingAgain) {
   EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), s.huge_mapped_bytes) << s;
 }
 
+// Automatic tracking on a writable huge region is wp_sync (huge_pool.hpp, "Tracking"): a page
+// written, flushed (write-protected again) and written again stays one PMD mapping, flush
+// after flush, where wp_async's resolution of that write splits it (the test above); each
+// write is in the store after its flush. With faulting-thread fills asked for it stays
+// wp_async, which they need.
+TEST(HugePages, AutomaticTrackingKeepsAPageWrittenAfterAFlushOnePmdMapping) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 4;
+  backing bk("mem");
+  {
+    pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+    ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+    EXPECT_EQ(pg.tracking(), dirty_tracking::wp_sync);
+    for (std::uint64_t k = 1; k <= 3; ++k) {
+      fill_pattern(pg.base(), kHuge, 13, 0, k);  // after the first round: a write after a flush
+      pg.flush({});
+      EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), kHuge) << "round " << k << ": " << pg.stats();
+    }
+    const auto s = pg.stats();
+    EXPECT_EQ(s.huge_mapped_bytes, kHuge) << s;
+    EXPECT_GE(s.wp_faults, 2u) << "the writes after the flushes were not seen: " << s;
+    EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
+  }
+  {
+    pager pg(bk.reopen(), huge_options(npages));
+    EXPECT_TRUE(page_is(pg.base(), 13, 0, 3));
+  }
+  pager_options o = huge_options(npages);
+  o.fault_fill = fault_filling::faulting_thread;
+  pager pg(bk.reopen(), o);
+  EXPECT_EQ(pg.tracking(), dirty_tracking::wp_async);
+  EXPECT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+}
+
 TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) {
   PHEAP_REQUIRE_HUGE();
   backing bk("mem");
@@ -183,6 +224,39 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
   EXPECT_TRUE(page_is(pg.base() + 1 * kHuge, 9, 1, 1));
   EXPECT_TRUE(page_is(pg.base() + 2 * kHuge, 9, 2, 1));
   EXPECT_EQ(pg.stats().huge_fallback_move, 0u) << pg.stats();
+}
+
+// With no huge page to be had (THP disabled for this process with PR_SET_THP_DISABLE, as
+// memory short or fragmented does it for a while), fills fall back to 4 KiB, counted, and after
+// 8 in a row the pool backs off; once huge pages can be had again, a later fill gets one (the
+// pool tries once per 64 fills meanwhile) and so does every fill after it: it never gives up
+// for good (huge_pool.hpp, caveats).
+TEST(HugePages, AfterTheKernelHadNoHugePagesThePoolTriesAgainAndLaterFillsAreHugeAgain) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 96, starved = 12;
+  backing bk("mem");
+  pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+  ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+  struct thp_off {
+    thp_off() { ok = ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0; }
+    ~thp_off() { (void)::prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0); }
+    bool ok = false;
+  };
+  {
+    thp_off off;
+    ASSERT_TRUE(off.ok) << "prctl(PR_SET_THP_DISABLE): " << std::strerror(errno);
+    for (std::size_t p = 0; p < starved; ++p) ASSERT_TRUE(page_is_zero(pg.base() + p * kHuge)) << p;
+  }
+  const auto s0 = pg.stats();
+  ASSERT_EQ(s0.huge_fills, 0u) << "THP disabled, and yet a huge page: " << s0;
+  ASSERT_EQ(s0.huge_fallback_no_block, starved) << s0;
+  for (std::size_t p = starved; p < npages; ++p) ASSERT_TRUE(page_is_zero(pg.base() + p * kHuge)) << p;
+  const auto s = pg.stats();
+  EXPECT_GE(s.huge_fills, npages - starved - 64) << s;
+  EXPECT_LE(s.huge_fallback_no_block, starved + 64) << s;
+  // The last pages filled are one PMD mapping each.
+  EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), s.huge_mapped_bytes) << s;
+  EXPECT_EQ(s.huge_mapped_bytes, s.huge_fills * kHuge) << s;
 }
 
 TEST(HugePages, ConcurrentFaultsFromSeveralThreadsFillEachPageOnceAsOnePmdMapping) {
@@ -235,7 +309,7 @@ TEST(HugePages, ConcurrentFaultsFromSeveralThreadsFillEachPageOnceAsOnePmdMappin
   }
 }
 
-TEST(HugePages, SmallPagesAndReadOnlyOpensFallBackToFourKiBFillsAndSayWhy) {
+TEST(HugePages, SmallPagesFallBackToFourKiBFillsAndSayWhy) {
   PHEAP_REQUIRE_HUGE();
   {
     backing bk("mem");
@@ -250,18 +324,6 @@ TEST(HugePages, SmallPagesAndReadOnlyOpensFallBackToFourKiBFillsAndSayWhy) {
     EXPECT_GE(s.huge_fallback_fills, 1u) << s;
     EXPECT_EQ(s.huge_fills, 0u) << s;
   }
-  backing bk("mem");
-  {
-    pager pg(bk.create(2 * kHuge, kHuge), huge_options(2));
-    fill_pattern(pg.base(), kHuge, 4, 0, 1);
-    pg.flush({});
-  }
-  pager ro(bk.reopen(true), huge_options(2));
-  EXPECT_TRUE(page_is(ro.base(), 4, 0, 1));
-  const auto s = ro.stats();
-  EXPECT_FALSE(s.huge_pages);
-  EXPECT_NE(s.huge_pages_why.find("read-only"), std::string::npos) << s.huge_pages_why;
-  EXPECT_GE(s.huge_fallback_fills, 1u) << s;
   // Off by default, and spelled as PHEAP_HUGE_PAGES takes it.
   EXPECT_EQ(pager_options{}.huge_pages, huge_pages_mode::off);
   EXPECT_STREQ(to_string(huge_pages_mode::always), "always");
@@ -270,6 +332,88 @@ TEST(HugePages, SmallPagesAndReadOnlyOpensFallBackToFourKiBFillsAndSayWhy) {
   ::setenv("PHEAP_HUGE_PAGES", "sometimes", 1);
   EXPECT_THROW(pager_options::from_env(), error);
   ::unsetenv("PHEAP_HUGE_PAGES");
+}
+
+// Bytes of [addr, addr+len) mapped and writable: present without userfaultfd's write-protect
+// bit (PAGEMAP_SCAN's "written"), read from the page tables, not from the pager.
+std::size_t writable_bytes(const std::byte* addr, std::size_t len) {
+  const int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pm < 0) return ~std::size_t(0);
+  auto* a = const_cast<std::byte*>(addr);
+  const long long b = paging::pagemap_bytes(pm, a, a + len, paging::page_is_present | paging::page_is_written);
+  ::close(pm);
+  return b < 0 ? ~std::size_t(0) : static_cast<std::size_t>(b);
+}
+
+// A datastore of `npages` 2 MiB pages, the first `written` of them with pattern (seed, page, 1),
+// the rest never written (zeros).
+void make_huge_datastore(backing& bk, std::size_t npages, std::size_t written, std::uint64_t seed) {
+  pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+  for (std::size_t p = 0; p < written; ++p) fill_pattern(pg.base() + p * kHuge, kHuge, seed, p, 1);
+  pg.flush({});
+}
+
+// Huge pages on a read-only open (huge_pool.hpp, "Read-only opens"): the region is writable for
+// UFFDIO_MOVE, and every fill — by a fault or by prefetch, from the store or of a
+// never-written page — is one PMD mapping that the page tables show write-protected (I10).
+TEST(HugePages, AReadOnlyOpenMapsEveryFillAsOnePmdMappingAndWriteProtectsIt) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 8, written = 5;
+  backing bk("posix");
+  make_huge_datastore(bk, npages, written, 11);
+  for (auto fill : {fault_filling::workers, fault_filling::faulting_thread}) {
+    SCOPED_TRACE(to_string(fill));
+    pager_options o = huge_options(npages);
+    o.fault_fill = fill;
+    pager ro(bk.reopen(true), o);
+    ASSERT_TRUE(ro.read_only());
+    ASSERT_TRUE(ro.stats().huge_pages) << ro.stats().huge_pages_why;
+    // Pages 0-3 by prefetch (the workers' read steps, as manager::prefetch_all), the rest by
+    // faults.
+    const std::pair<std::size_t, std::size_t> first_half{0, 4 * kHuge};
+    ro.prefetch(std::span(&first_half, 1));
+    wait_until([&] { return ro.stats().resident_pages >= 4; }, "4 prefetched pages");
+    for (std::size_t p = 0; p < written; ++p) EXPECT_TRUE(page_is(ro.base() + p * kHuge, 11, p, 1)) << p;
+    for (std::size_t p = written; p < npages; ++p) EXPECT_TRUE(page_is_zero(ro.base() + p * kHuge)) << p;
+    expect_fills_mapped(ro, npages);
+    const auto s = ro.stats();
+    EXPECT_EQ(s.huge_fills, npages) << "read faults meet no page table of the kernel's: " << s;
+    EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
+    EXPECT_EQ(mapped_bytes(ro.base(), ro.size()), npages * kHuge);
+    EXPECT_EQ(writable_bytes(ro.base(), ro.size()), 0u) << "a page of a read-only region is writable";
+    EXPECT_EQ(paging::test_access::impl(ro).check_invariants(), "");
+    EXPECT_THROW(ro.flush({}), error);
+  }
+}
+
+// Read-only eviction drops pages; with huge pages it first moves each whole one into the pool,
+// so that the next fill needs no fresh huge page (a read-only region has no staging range).
+TEST(HugePages, AReadOnlyOpenUnderASmallBufferRecyclesItsHugePagesAndReadsEveryByte) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 24, written = 20, buffer = 4;
+  backing bk("posix");
+  make_huge_datastore(bk, npages, written, 12);
+  pager ro(bk.reopen(true), huge_options(buffer));
+  ASSERT_TRUE(ro.stats().huge_pages) << ro.stats().huge_pages_why;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t p = 0; p < npages; ++p) {
+      if (p < written) {
+        EXPECT_TRUE(page_is(ro.base() + p * kHuge, 12, p, 1)) << "pass " << pass << " page " << p;
+      } else {
+        EXPECT_TRUE(page_is_zero(ro.base() + p * kHuge)) << "pass " << pass << " page " << p;
+      }
+    }
+  }
+  paging::test_access::impl(ro).wait_evictor_idle();
+  const auto s = ro.stats();
+  EXPECT_GT(s.huge_evictions, 0u) << s;
+  EXPECT_GT(s.huge_recycled, 0u) << s;
+  EXPECT_LT(s.huge_fresh, s.huge_fills) << "no fill took a recycled huge page: " << s;
+  EXPECT_EQ(s.bytes_written, 0u) << s;
+  EXPECT_LE(s.peak_resident_pages, buffer) << s;
+  EXPECT_EQ(anon_huge_bytes(ro.base(), ro.size()), s.huge_mapped_bytes) << s;
+  EXPECT_EQ(writable_bytes(ro.base(), ro.size()), 0u) << "a page of a read-only region is writable";
+  EXPECT_EQ(paging::test_access::impl(ro).check_invariants(), "");
 }
 
 }  // namespace

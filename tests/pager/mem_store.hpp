@@ -47,6 +47,8 @@ class mem_store : public sparse_store {
     std::atomic<bool> crc_unknown{false};  // page_crc() answers nullopt (a store without CRCs)
     std::atomic<std::uint64_t> reads{0}, writes{0};
     std::atomic<std::uint64_t> read_batches{0};  // read_pages() calls (counted on entry)
+    // read_pages() calls of more than one page running now, and the most seen at once.
+    std::atomic<std::uint32_t> batch_reads_now{0}, batch_reads_most{0};
     std::atomic<std::uint32_t> read_delay_ms{0};  // each read_pages() takes this long (a slow disk)
     std::atomic<std::uint32_t> hold_writes{0};    // write_pages() calls still to hold
     std::atomic<std::uint32_t> held_writes{0};    // write_pages() calls waiting now
@@ -74,6 +76,20 @@ class mem_store : public sparse_store {
 
   void read_pages(std::span<const page_read> batch) override {
     st_->read_batches.fetch_add(1);
+    struct in_flight {  // counts a batch of several pages while it reads (delay included)
+      shared& st;
+      bool on;
+      in_flight(shared& s, bool several) : st(s), on(several) {
+        if (!on) return;
+        const std::uint32_t now = st.batch_reads_now.fetch_add(1) + 1;
+        std::uint32_t most = st.batch_reads_most.load();
+        while (now > most && !st.batch_reads_most.compare_exchange_weak(most, now)) {
+        }
+      }
+      ~in_flight() {
+        if (on) st.batch_reads_now.fetch_sub(1);
+      }
+    } counted(*st_, batch.size() > 1);
     if (const auto d = st_->read_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(d));
     std::lock_guard lk(st_->mu);
     for (const auto& r : batch) {

@@ -451,6 +451,7 @@ TEST(PagerOptions, FromEnvParsesAndRejectsNamingTheVariable) {
   ::setenv("PHEAP_DIRTY_TRACKING", "wp_sync", 1);
   ::setenv("PHEAP_FAULT_THREADS", "3", 1);
   ::setenv("PHEAP_READ_AHEAD", "8", 1);
+  ::setenv("PHEAP_WRITE_BEHIND", "250", 1);
   auto o = pager_options::from_env();
   EXPECT_EQ(o.buffer_size, 64u << 20);
   EXPECT_DOUBLE_EQ(o.high_watermark, 0.8);
@@ -458,6 +459,7 @@ TEST(PagerOptions, FromEnvParsesAndRejectsNamingTheVariable) {
   EXPECT_EQ(o.tracking, dirty_tracking::wp_sync);
   EXPECT_EQ(o.fault_threads, 3u);
   EXPECT_EQ(o.read_ahead, 8u);
+  EXPECT_EQ(o.write_behind_ms, 250u);
   ::setenv("PHEAP_BUFFER_SIZE", "2G", 1);
   EXPECT_EQ(pager_options::from_env().buffer_size, 2ull << 30);
   auto expect_bad = [](const char* var, const char* val) {
@@ -481,8 +483,12 @@ TEST(PagerOptions, FromEnvParsesAndRejectsNamingTheVariable) {
   expect_bad("PHEAP_LOW_WATERMARK", "0.95");
   ::setenv("PHEAP_LOW_WATERMARK", "0.7", 1);
   expect_bad("PHEAP_READ_AHEAD", "-1");
+  expect_bad("PHEAP_READ_AHEAD", "4097");  // pager_options::read_ahead_max
+  ::setenv("PHEAP_READ_AHEAD", "8", 1);
+  expect_bad("PHEAP_WRITE_BEHIND", "60001");  // pager_options::write_behind_max_ms
   for (const char* v : {"PHEAP_BUFFER_SIZE", "PHEAP_HIGH_WATERMARK", "PHEAP_LOW_WATERMARK",
-                        "PHEAP_DIRTY_TRACKING", "PHEAP_FAULT_THREADS", "PHEAP_READ_AHEAD"}) {
+                        "PHEAP_DIRTY_TRACKING", "PHEAP_FAULT_THREADS", "PHEAP_READ_AHEAD",
+                        "PHEAP_WRITE_BEHIND"}) {
     ::unsetenv(v);
   }
 }
@@ -788,6 +794,24 @@ TEST(PagerHints, ReadAheadOffReadsEveryPageOnItsOwnFault) {
   EXPECT_EQ(st.read_faults, 64u) << st;
 }
 
+// A sequential scan's windows grow to 8 MiB and are read in batches of at most 1 MiB by both
+// fault workers at once, also where the workers fill the faults (the library's default, in
+// which one worker used to stay free for faults and a window was one read at a time): with a
+// slow store two batch reads are in flight together. Every page arrives with its bytes.
+TEST(PagerHints, AReadAheadWindowIsReadInBatchesOfAtMost1MiBByBothWorkersAtOnce) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t n = 4096;  // 16 MiB
+  auto sh = numbered_store(n);
+  sh->read_delay_ms = 5;  // a slow disk: a batch read lasts long enough to overlap the next
+  pager_options o;  // two fault workers, fills by the workers, read-ahead automatic
+  pager pg(mem_store::reopen(sh), o);
+  for (std::size_t p = 0; p < n; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff)) << p;
+  const auto st = pg.stats();
+  EXPECT_GE(sh->batch_reads_most.load(), 2u) << st;
+  EXPECT_GE(st.read_ahead_pages, n * 3 / 4) << st;
+  EXPECT_LE(st.read_step_pages, st.read_steps * ((1u << 20) / kPs)) << "a batch larger than 1 MiB: " << st;
+}
+
 // A scan of a store four times the buffer: read-ahead takes slots below the high watermark
 // only and waits for the evictor's room for the rest, so residency never passes the buffer,
 // and every page still arrives with its bytes, most of them read ahead.
@@ -888,6 +912,37 @@ TEST(PagerHints, PrefetchStoredReadsOnlyPagesWithDataAndNothingPastTheLowWaterma
   }
 }
 
+// pager::discard (the heap's freed chunks): the store forgets the pages and their resident
+// copies leave the buffer unwritten, as the kernel backend's MADV_REMOVE drops a file
+// mapping's pages: the next flush writes none of them and a read finds zeros. A pinned page
+// in the range stays, with its bytes (a flush writes it: space only).
+TEST(PagerDiscard, ReleasedPagesLeaveTheBufferUnwrittenAndReadAsZeros) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t n = 64;
+  auto sh = numbered_store(n);
+  pager pg(mem_store::reopen(sh));
+  for (std::size_t p = 0; p < n; ++p) pg.base()[p * kPs + 1] = std::byte{0x5a};  // all dirty
+  pg.pin(20 * kPs, kPs);
+  const pager_stats s0 = pg.stats();
+  pg.discard(16, 32);  // pages 16-47
+  const pager_stats s1 = pg.stats();
+  EXPECT_EQ(s1.released_pages_dropped - s0.released_pages_dropped, 31u) << s1;
+  EXPECT_EQ(s0.resident_pages - s1.resident_pages, 31u) << s1;
+  const std::uint64_t w0 = sh->writes.load();
+  pg.flush({});
+  EXPECT_EQ(sh->writes.load() - w0, n - 31) << "pages 0-15, 48-63 and the pinned 20: " << pg.stats();
+  for (std::size_t p = 16; p < 48; ++p) {
+    if (p == 20) continue;
+    EXPECT_EQ(pg.base()[p * kPs], std::byte{0}) << p;
+    EXPECT_EQ(pg.base()[p * kPs + 1], std::byte{0}) << p;
+  }
+  EXPECT_EQ(pg.base()[20 * kPs + 1], std::byte{0x5a});
+  EXPECT_EQ(pg.base()[48 * kPs], std::byte{48});
+  pg.unpin(20 * kPs, kPs);
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
 // The clock's victims are scattered; each run of victims costs one UFFDIO_MOVE (or
 // MADV_DONTNEED) and its TLB flush, so a victim takes its unreferenced resident neighbours
 // along. Pages 0-1023 are installed evens first, then odds: in the hand's order no two victims
@@ -943,6 +998,62 @@ TEST(PagerReadOnly, ReadsWorkWritesGetSigsegvAndFlushThrows) {
   });
   ASSERT_TRUE(WIFSIGNALED(st));
   EXPECT_EQ(WTERMSIG(st), SIGSEGV);
+}
+
+// Huge pages on a read-only open map the region writable (UFFDIO_MOVE needs it) and keep it
+// read-only by userfaultfd write-protection (src/pager/huge_pool.hpp, "Read-only opens"); a
+// write still dies as in a region mapped read-only (the case above, and FaultGuard's at the
+// heap's level): by SIGSEGV, after the handler's one line naming the address, the datastore
+// and the cause. Whether the page was in (a write-protect fault) or not (filled, then
+// refused), with the fault workers or with fills on the faulting thread (whose write-protect
+// faults arrive as SIGBUS).
+TEST(PagerReadOnly, AWriteIntoAHugePageOfAReadOnlyRegionDiesOfSigsegvAfterTheSameLine) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  if (!thp_available()) PHEAP_REQUIRE_FEATURE("transparent huge pages (never here)");
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  auto s = mem_store::create(4 * kHuge, kHuge);
+  auto sh = s->state();
+  {
+    pager_options o;
+    o.buffer_size = 4 * kHuge;
+    o.huge_pages = huge_pages_mode::always;
+    pager pg(std::move(s), o);
+    pg.base()[kHuge + 5] = std::byte{7};
+    pg.flush({});
+  }
+  for (auto fill : {fault_filling::workers, fault_filling::faulting_thread}) {
+    for (const bool resident : {true, false}) {
+      SCOPED_TRACE(std::string(to_string(fill)) + (resident ? ", page in" : ", page not in"));
+      // (Not in_child: the child keeps pheap's SIGSEGV and SIGBUS handlers, whose line is the
+      // claim and which fill on the faulting thread.)
+      const child_outcome c = run_in_child_capturing_stderr([&] {
+        pager_options o;
+        o.buffer_size = 4 * kHuge;
+        o.huge_pages = huge_pages_mode::always;
+        o.fault_fill = fill;
+        pager pg(mem_store::reopen(sh, true), o);
+        const pager_stats ps = pg.stats();
+        if (!ps.huge_pages) {
+          std::fprintf(stderr, "huge pages off: %s\n", ps.huge_pages_why.c_str());
+          return 3;
+        }
+        auto* target = reinterpret_cast<volatile std::byte*>(pg.base() + kHuge + 3 * 4096 + 8);
+        if (resident && pg.base()[kHuge + 5] != std::byte{7}) return 4;  // page 1 read in
+        std::fprintf(stderr, "target %p\n", static_cast<void*>(const_cast<std::byte*>(target)));
+        std::fflush(stderr);
+        *target = std::byte{1};
+        return 0;  // not reached: SIGSEGV
+      });
+      const std::string& err = c.err;
+      ASSERT_EQ(c.status, 128 + SIGSEGV) << err;
+      const auto t = err.find("target 0x");
+      ASSERT_NE(t, std::string::npos) << err;
+      const std::string addr = err.substr(t + 7, err.find('\n', t) - t - 7);
+      EXPECT_NE(err.find("pheap: SIGSEGV at " + addr + ": write into the heap of datastore "), std::string::npos)
+          << err;
+      EXPECT_NE(err.find(", which is open read-only"), std::string::npos) << err;
+    }
+  }
 }
 
 }  // namespace

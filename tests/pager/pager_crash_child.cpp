@@ -1,20 +1,25 @@
 // Victim process of pager_crash_test: writes deterministic page versions through a pager over a
 // real sparse_store and flushes, forever, until SIGKILLed.
 //
-//   pager_crash_child DIR ENGINE MODE SEED [huge]
+//   pager_crash_child DIR ENGINE MODE SEED [huge|wbehind]
 //
 // With `huge`: pager_options::huge_pages = always and a buffer of 4 pages (the datastore's
 // pages are 2 MiB then), so that huge fills, evictions and the pool are all in play.
+// With `wbehind` (MODE wp_async): in core (the default buffer), write-behind every 1 ms, and
+// each iteration waits 3 ms between its writes and its flush, so that rounds write some of
+// them into the working epoch before the flush commits it (exit 5 if none did by iteration 20).
 // Iteration k (k = 1, 2, ...) writes version k of a seed-determined subset of pages (whole
 // pages, fill_pattern(seed, page, k)) and then flush(root = k). After flush() returns it prints
 // "k\n" to stdout (the acknowledgement). The datastore is created by the parent.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "common/test_util.hpp"
 #include "pheap/pager.hpp"
@@ -24,6 +29,7 @@ using namespace pheap;
 int main(int argc, char** argv) {
   if (argc != 5 && argc != 6) return 2;
   const bool huge = argc == 6 && std::string(argv[5]) == "huge";
+  const bool wbehind = argc == 6 && std::string(argv[5]) == "wbehind";
   store_options so;
   so.engine = std::string(argv[2]) == "io_uring" ? io::make_uring_engine() : io::make_posix_engine();
   pager_options po;
@@ -38,7 +44,12 @@ int main(int argc, char** argv) {
     po.huge_pages = huge_pages_mode::always;
     po.buffer_size = 4 * std::size_t{st->page_size()};
   }
+  if (wbehind) {
+    po.buffer_size = 0;  // automatic: in core
+    po.write_behind_ms = 1;
+  }
   pager pg(std::move(st), po);
+  if (wbehind && !pg.stats().write_behind) return 4;
   if (huge && !pg.stats().huge_pages) return 4;  // the parent says why
   const std::size_t ps = pg.page_size(), npages = pg.size() / ps;
   for (std::uint64_t k = 1;; ++k) {
@@ -47,6 +58,10 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t p = rng() % npages;
       test::fill_pattern(pg.base() + p * ps, ps, seed, p, k);
+    }
+    if (wbehind) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      if (k == 20 && pg.stats().write_behind_pages == 0) return 5;
     }
     const std::uint64_t root = k;
     pg.flush(std::as_bytes(std::span(&root, 1)));

@@ -211,5 +211,48 @@ TEST(PagerCrashHuge, SigkillWithHugePagesReopensAtTheAcknowledgedOrNextFlushWith
   std::printf("huge: acknowledged flushes: %zu\n", total_acks);
 }
 
+// The same with write-behind (wp_async, in core, a round every 1 ms, 3 ms between each
+// iteration's writes and its flush): pages written behind into the working epoch are never
+// what a reopen finds unless a flush committed them.
+TEST(PagerCrashWriteBehind, SigkillWithWriteBehindReopensAtTheAcknowledgedOrNextFlush) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
+  const std::string child = sibling_binary("pager_crash_child");
+  std::mt19937_64 rng(4747);
+  std::size_t with_ack = 0, total_acks = 0;
+  for (int it = 0; it < 40; ++it) {
+    temp_dir dir;
+    const std::string ds = dir / "ds";
+    {
+      store_options o;
+      o.capacity = kPages * kPs;
+      o.page_size = kPs;
+      o.segment_size = 1 << 20;
+      o.engine = io::make_posix_engine();
+      sparse_store::create(ds, o);
+    }
+    const std::uint64_t seed = 9000 + static_cast<std::uint64_t>(it);
+    // The first child lives past iteration 20, where it exits 5 if nothing was written behind.
+    const std::size_t want_acks = it == 0 ? 24 : rng() % 8;
+    killed_child k;
+    run_and_kill({child, ds, "posix", "wp_async", std::to_string(seed), "wbehind"}, want_acks,
+                 std::chrono::seconds(30), std::chrono::microseconds(rng() % 20000), k);
+    if (HasFatalFailure()) return;
+    ASSERT_FALSE(k.eof && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 4)
+        << "the child's pager did not turn write-behind on";
+    ASSERT_FALSE(k.eof && WIFEXITED(k.status) && WEXITSTATUS(k.status) == 5)
+        << "nothing was written behind in 20 iterations";
+    ASSERT_TRUE(WIFSIGNALED(k.status) && WTERMSIG(k.status) == SIGKILL) << "child status " << k.status;
+    const std::uint64_t acked = last_acknowledged(k.acks);
+    with_ack += acked > 0;
+    total_acks += acked;
+    std::uint64_t root_k = 0;
+    expect_reopened_exact(ds, io::make_posix_engine(), seed, kPages, kPs, acked,
+                          "iteration " + std::to_string(it) + " (write-behind)", root_k);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(with_ack, 25u) << "children never got far enough to test anything";
+  std::printf("write-behind: acknowledged flushes: %zu\n", total_acks);
+}
+
 }  // namespace
 }  // namespace pheap::test

@@ -80,5 +80,40 @@ TEST(ResidentClock, StaleEntriesStayAtMostAThirdOfTheLiveOnes) {
   EXPECT_TRUE(c.may_claim_out_of_order(1));
 }
 
+TEST(ResidentClock, PagesARefreshForgetsLeaveNoEntryLiveOrStaleAndComeBackWithOneWhenInstalledAgain) {
+  // A read-only region's refresh drops pages whose copy changed (pager_impl::invalidate): their
+  // entries go wherever they are (ring, published list, stale ones), so the hand never meets
+  // an entry of a page that is not resident (C1), and a page filled again has one entry.
+  resident_clock c;
+  c.size_for(16);
+  for (std::size_t p : {0, 1, 2, 3, 4, 5, 6, 7}) c.publish(p);
+  c.take_published();
+  c.claimed_out_of_order(3);  // a stale entry of 3 ...
+  c.publish(3);               // ... and its live one, still published
+  c.publish(8);
+  const std::vector<std::size_t> dropped{1, 3, 8};
+  c.forget(dropped.data(), dropped.size());
+  c.publish(3);  // filled again after the refresh
+  c.take_published();
+  EXPECT_EQ(drain(c), (std::vector<std::size_t>{0, 2, 4, 5, 6, 7, 3}));
+}
+
+// Pages the heap released leave without the hand (evictor::drop_released), as many as there
+// are: past C2's bound the ring first drops its stale entries, so the stale ones stay at most
+// a third of the live ones and every other page keeps its one live entry, in order.
+TEST(ResidentClock, PagesClaimedAwayPastTheBoundOfStaleEntriesLeaveAndTheRestKeepTheirOrder) {
+  resident_clock c;
+  c.size_for(64);
+  for (std::size_t p = 0; p < 64; ++p) c.publish(p);
+  c.take_published();
+  for (std::size_t p = 8; p < 56; ++p) c.claimed_away(p);  // 48 of 64: far past the bound
+  std::vector<std::size_t> want;
+  for (std::size_t p = 0; p < 8; ++p) want.push_back(p);
+  for (std::size_t p = 56; p < 64; ++p) want.push_back(p);
+  // 16 live entries; the stale ones a third of them, give or take the last claim (C2).
+  EXPECT_LE(3 * (c.size() - 16), 16u + 4) << "stale entries: " << c.size() - 16;
+  EXPECT_EQ(drain(c), want);
+}
+
 }  // namespace
 }  // namespace pheap::paging

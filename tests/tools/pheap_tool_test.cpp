@@ -2,12 +2,16 @@
 // that parses and carries its fields, tables that survive long type names and say what their
 // sizes are, damaged pages as
 // errors naming the segment file and the page (never a signal), snapshots that refuse damage,
-// `info` while a writer holds the datastore, and progress on a terminal, in a log and --quiet.
+// ls, info, check and snapshot beside a writer (info listing the readers), `upgrade DIR` of a
+// format-3 datastore, what info's open did with huge pages, and progress on a terminal, in a
+// log and --quiet.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <filesystem>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "common/damage.hpp"
+#include "pheap/crc32c.hpp"
 #include "common/test_util.hpp"
 #include "pheap/pheap.hpp"
 #include "pheap/sparse_store.hpp"
@@ -147,7 +152,7 @@ TEST_F(PheapTool, JsonOfLsInfoAndCheckParsesAndCarriesTheFields) {
   EXPECT_EQ(j["objects"]["anonymous"], 3);
   EXPECT_EQ(j["page_size"], 64u << 10);
   for (const char* k : {"epoch", "capacity", "chunk_size", "store_format", "writer_version",
-                        "created", "disk_bytes", "description", "chunks", "allocated"}) {
+                        "created", "disk_bytes", "description", "chunks", "allocated", "huge_pages"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
 
@@ -321,6 +326,68 @@ TEST_F(PheapTool, PheapBufferSizeWinsOverTheToolsDefaultAndBufferSizeOptionWinsO
   EXPECT_NE(by_option.err.find(": buffer 5.0 MiB ("), std::string::npos) << by_option.err;
 }
 
+// `pheap info` says what its open did with huge pages (tools/README.md, "huge_pages"): on a
+// datastore of 2 MiB pages with --huge-pages always, every page it read is one 2 MiB mapping
+// (a read-only open: src/pager/huge_pool.hpp, "Read-only opens"); on 64 KiB pages it is not
+// in force and says why; off says off, and whether the page size would allow them.
+TEST_F(PheapTool, InfoSaysHowManyPagesItsOpenMappedWithHugePagesAndWhyNotWhereNot) {
+  std::FILE* thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  char mode[128] = {};
+  const bool have_thp = thp != nullptr && std::fgets(mode, sizeof mode, thp) && !std::strstr(mode, "[never]");
+  if (thp) std::fclose(thp);
+  if (!have_thp) PHEAP_REQUIRE_FEATURE("transparent huge pages (never here)");
+  const std::string huge_ds = dir_ / "huge";
+  {
+    options o;
+    o.page_size = 2u << 20;
+    o.capacity = 64ull << 20;
+    manager m(create_only, huge_ds, o);
+    m.construct<std::uint64_t>("x")[1000](5u);
+    m.flush();
+  }
+  auto r = tool({"info", "--json", "--huge-pages", "always", huge_ds});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  std::string why;
+  json j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  json h = j["huge_pages"];
+  EXPECT_EQ(h["asked"], "always") << h.dump();
+  const std::string not_here = h["why"].get<std::string>();
+  if (not_here.find("lacks") != std::string::npos || not_here.find("disabled") != std::string::npos) {
+    PHEAP_REQUIRE_FEATURE(not_here);
+  }
+  ASSERT_EQ(h["in_force"], true) << h.dump();
+  EXPECT_GE(h["fills"].get<std::uint64_t>(), 1u) << h.dump();
+  EXPECT_EQ(h["fallback_fills"], 0) << h.dump();
+  EXPECT_EQ(h["split"], 0) << h.dump();  // read faults only: the kernel makes no page table
+  EXPECT_EQ(h["mapped_bytes"].get<std::uint64_t>(), h["fills"].get<std::uint64_t>() << 21) << h.dump();
+  r = tool({"info", "--huge-pages", "always", huge_ds});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("huge pages:      always: " + std::to_string(h["fills"].get<std::uint64_t>()) +
+                       " fills with 2 MiB entries, 0 at 4 KiB"),
+            std::string::npos)
+      << r.out;
+  r = tool({"info", huge_ds});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("huge pages:      off (--huge-pages always maps these pages with 2 MiB entries)"),
+            std::string::npos)
+      << r.out;
+
+  r = tool({"info", "--json", "--huge-pages", "always", ds_});  // 64 KiB pages
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  h = j["huge_pages"];
+  EXPECT_EQ(h["in_force"], false) << h.dump();
+  EXPECT_NE(h["why"].get<std::string>().find("64 KiB"), std::string::npos) << h.dump();
+  EXPECT_EQ(h["fills"], 0) << h.dump();
+  EXPECT_EQ(h["mapped_bytes"], 0) << h.dump();
+  r = tool({"info", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("huge pages:      off (they need a page size of 2 MiB or a multiple)"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
   const auto r = tool({"snapshot", ds_, dir_ / "copy"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
@@ -330,27 +397,114 @@ TEST_F(PheapTool, SnapshotOfASoundDatastoreVerifiesThenCopies) {
   EXPECT_NE(m.get_uuid(), manager::get_uuid(ds_));
 }
 
-TEST_F(PheapTool, InfoWhileAWriterHoldsTheDatastoreShowsItsLastWatermark) {
+// Beside a writer (store format 4) ls, info, check and snapshot open the datastore read-only
+// and read its last watermark — not the writer's unflushed objects —, and info lists the
+// readers: the tool itself, and a reader of an older watermark with what the writer keeps for it.
+TEST_F(PheapTool, LsInfoCheckAndSnapshotBesideAWriterReadItsLastWatermarkAndInfoListsTheReaders) {
   manager w(open_only, ds_);
   w.set_description("being written");
-  w.flush();
-  const std::uint64_t epoch = w.flush();
-  w.construct<int>("unflushed")(1);  // not in the watermark: info must not need it
+  const std::uint64_t first = w.flush();
+  manager old_reader(open_read_only, ds_);  // stays at `first`
+  for (int k = 0; k < 2; ++k) {  // the second rewrite comes back to the homes `first` names
+    std::memset(w.find<char>("blob").first, 'a' + k, 256u << 10);
+    w.flush();
+  }
+  const std::uint64_t epoch = w.epoch();
+  w.construct<int>("unflushed")(1);  // not in the watermark
   auto r = tool({"info", "--json", ds_});
   ASSERT_TRUE(r.exited(0)) << r.describe();
-  const json j = parse_json(r.out);
+  json j = parse_json(r.out);
   ASSERT_FALSE(j.is_null()) << r.out;
-  EXPECT_EQ(j["source"], "superblock");
+  EXPECT_EQ(j["source"], "open");
   EXPECT_EQ(j["epoch"], epoch);
   EXPECT_EQ(j["description"], "being written");
-  EXPECT_EQ(j["uuid"], w.get_uuid());
+  EXPECT_EQ(j["objects"]["named"], 2) << "the writer's unflushed object is not in its watermark";
+  EXPECT_EQ(j["pin_limit"], 4ull << 30);
+  EXPECT_GE(j["pinned_bytes"].get<std::uint64_t>(), 256u << 10) << "the blob's old pages, kept for the old reader";
+  ASSERT_EQ(j["readers"].size(), 2u) << j.dump();
+  const json& oldest = j["readers"][0];
+  EXPECT_EQ(oldest["epoch"], first);
+  EXPECT_EQ(oldest["pid"], static_cast<unsigned>(::getpid()));
+  EXPECT_EQ(oldest["this"], false);
+  EXPECT_EQ(oldest["expired"], false);
+  EXPECT_GE(oldest["pinned_bytes"].get<std::uint64_t>(), 256u << 10);
+  EXPECT_EQ(j["readers"][1]["epoch"], epoch);
+  EXPECT_EQ(j["readers"][1]["this"], true);
+  for (const char* k : {"since", "since_ns"}) EXPECT_TRUE(oldest.contains(k)) << k;
+
   r = tool({"info", ds_});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   EXPECT_NE(r.out.find("epoch:           " + std::to_string(epoch) + "\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("another process has the datastore open for writing"), std::string::npos) << r.out;
-  r = tool({"ls", ds_});
+  EXPECT_NE(r.out.find("readers:         2 ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epoch " + std::to_string(first)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(this pheap info)"), std::string::npos) << r.out;
+
+  r = tool({"ls", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out);
+  EXPECT_EQ(j["epoch"], epoch);
+  EXPECT_EQ(j["counts"]["named"], 2);
+
+  r = tool({"check", "--json", "--quiet", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out);
+  EXPECT_EQ(j["sound"], true) << r.out;
+  EXPECT_EQ(j["epoch"], epoch);
+  EXPECT_EQ(j["pages_epoch"], epoch);
+
+  r = tool({"snapshot", "--quiet", ds_, dir_ / "copy"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  manager copy(open_read_only, dir_ / "copy");
+  EXPECT_EQ(copy.find<char>("blob").first[0], 'b');
+  EXPECT_EQ(copy.find<int>("unflushed").first, nullptr);
+  EXPECT_EQ(old_reader.find<char>("blob").first[0], kFill) << "the old reader kept its watermark";
+}
+
+// A format-3 datastore (its superblock rewritten as format 3): info reports store format 3;
+// `pheap upgrade DIR` (one argument) converts it in place and says so, a second run says there
+// is nothing to do; then a writer opens and info reads beside it, while upgrade under that
+// writer is exit 1 naming the datastore.
+TEST_F(PheapTool, UpgradeOfOneDatastoreConvertsFormat3InPlaceAndInfoReadsBesideTheWriterThen) {
+  {
+    // Both superblock slots rewritten as format 3 (format 4 added no byte: the version and the CRC).
+    const std::string super = ds_ + "/pheap.super";
+    std::vector<char> sb(16384);
+    std::FILE* f = std::fopen(super.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fread(sb.data(), 1, sb.size(), f), sb.size());
+    for (std::size_t slot = 0; slot < 2; ++slot) {
+      char* sl = sb.data() + slot * 8192;
+      if (sl[0] != 'P') continue;
+      const std::uint32_t three = 3;
+      std::memcpy(sl + 8, &three, 4);
+      const std::uint32_t crc = crc32c(sl, 8188);
+      std::memcpy(sl + 8188, &crc, 4);
+    }
+    std::rewind(f);
+    ASSERT_EQ(std::fwrite(sb.data(), 1, sb.size(), f), sb.size());
+    std::fclose(f);
+  }
+  EXPECT_EQ(manager::peek(ds_).store_format, 3u);
+  auto r = tool({"info", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(parse_json(r.out)["store_format"], 3);
+  r = tool({"upgrade", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("upgraded in place from store format 3 to 4"), std::string::npos) << r.out;
+  EXPECT_EQ(manager::peek(ds_).store_format, 4u);
+  r = tool({"upgrade", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("store format 4 already"), std::string::npos) << r.out;
+  manager w(open_only, ds_);  // a writer now opens, and the tools read beside it
+  const std::uint64_t epoch = w.flush();
+  r = tool({"info", "--json", ds_});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const json j = parse_json(r.out);
+  EXPECT_EQ(j["source"], "open");
+  EXPECT_EQ(j["epoch"], epoch);
+  r = tool({"upgrade", ds_});
   EXPECT_TRUE(r.exited(1)) << r.describe();
-  EXPECT_NE(r.err.find("`pheap info` shows its last watermark"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(ds_), std::string::npos) << r.err;
 }
 
 TEST_F(PheapTool, ProgressIsABarOnATerminalAPlainLineInALogAndNothingWithQuiet) {

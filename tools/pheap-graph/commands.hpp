@@ -93,9 +93,16 @@ struct query_args {
   std::uint64_t source = 0, buffer_size = 0;
   std::string huge_pages;  // --huge-pages ("": the library's default, PHEAP_HUGE_PAGES)
   bool json = false, degrees = false, quiet = false;
+  bool follow = false;  // stats --follow: a line per new watermark
+  std::uint64_t follow_count = 0;  // --follow-count: stop after this many lines (0: never)
 };
 
 int cmd_stats(const query_args& a);
+// stats --follow: a line (--json: a JSON document on one line) for the watermark the datastore
+// has now, then one per new watermark (manager::refresh), until SIGINT or SIGTERM (exit 0),
+// --follow-count lines, or the datastore is gone. Needs store format 4 (a reader beside the
+// writer).
+int cmd_stats_follow(const query_args& a);
 int cmd_bfs(const query_args& a);
 int cmd_cc(const query_args& a);
 int cmd_export(const query_args& a);

@@ -159,7 +159,19 @@ void define_queries(CLI::App& app, command_line& c) {
   add_query_options(*stats, qa);
   stats->add_flag("--degrees", qa.degrees, "the full degree distribution instead of log2 buckets");
   stats->add_flag("--json", qa.json, json_help);
-  stats->callback([&c] { c.action = [&c] { return run_query(c.qa, cmd_stats, PHEAP_GRAPH_ACROSS(cmd_stats_mpi)); }; });
+  stats->add_flag("--follow", qa.follow,
+                  "keep reading while a writer (pheap-graph ingest) runs: a line for the current "
+                  "watermark, then one per new watermark (with --json, a JSON document on one "
+                  "line each), until SIGINT or SIGTERM (exit 0) or the datastore is gone");
+  stats->add_option("--follow-count", qa.follow_count,
+                    "with --follow: stop (exit 0) after this many lines (default 0: never)")
+      ->needs("--follow");
+  stats->callback([&c] {
+    c.action = [&c] {
+      if (c.qa.follow) return run_query(c.qa, cmd_stats_follow, nullptr);
+      return run_query(c.qa, cmd_stats, PHEAP_GRAPH_ACROSS(cmd_stats_mpi));
+    };
+  });
 
   auto* bfs = app.add_subcommand("bfs", "breadth-first search: vertices reached per level");
   add_query_options(*bfs, qa);

@@ -4,6 +4,7 @@
 #include <pheap/error.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 
 namespace pheap_graph {
@@ -130,6 +131,31 @@ void print_stats_or_json(const json& j, const query_args& a) {
   } else {
     print_stats(j, a);
   }
+}
+
+void print_follow_line(const json& j, const query_args& a) {
+  if (a.json) {
+    std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  } else {
+    const std::uint64_t now_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                                 .count());
+    std::printf("%s  watermark %" PRIu64 "  vertices %" PRIu64 "  edges %" PRIu64 "  arcs %" PRIu64
+                "  max degree %" PRIu64,
+                pheap::utc_time_string(now_ns).c_str(), j["watermark"].get<std::uint64_t>(),
+                j["vertices"].get<std::uint64_t>(), j["edges"].get<std::uint64_t>(), j["arcs"].get<std::uint64_t>(),
+                j["max_degree"].get<std::uint64_t>());
+    if (const json& in = j["ingestion"]; !in.is_null()) {
+      std::printf("  ingested %" PRIu64 " edges (%" PRIu64 " job(s) completed", in["total_edges"].get<std::uint64_t>(),
+                  in["jobs_completed"].get<std::uint64_t>());
+      if (const json& u = in["unfinished"]; !u.is_null()) {
+        std::printf(", one at %" PRIu64 " edges", u["edges"].get<std::uint64_t>());
+      }
+      std::printf(")");
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
 }
 
 namespace {

@@ -45,6 +45,9 @@ json stats_json(const pg::graph_counts& c, const std::map<std::uint64_t, std::ui
                 pg::weight_kind kind, std::size_t banks, const graph_source& src, const query_args& a);
 // --json: the document; else the text form (the reliability campaigns parse its "ingestion" line).
 void print_stats_or_json(const json& j, const query_args& a);
+// stats --follow: the document on one line (--json), or one line of text: the time, the
+// watermark, the counts and the ingestion record. Flushed at once.
+void print_follow_line(const json& j, const query_args& a);
 
 // What bfs prints, from one process or from every rank.
 struct bfs_report {

@@ -14,6 +14,8 @@
 #include <pheap/mpi/datastore.hpp>
 #endif
 
+#include <signal.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -86,6 +88,60 @@ int cmd_stats(const query_args& a) {
     using G = std::remove_cvref_t<decltype(g)>;
     return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
   }), a);
+  return 0;
+}
+
+int cmd_stats_follow(const query_args& a) {
+  if (is_distributed(a.datastore)) {
+    throw usage_error("stats --follow reads an ordinary datastore, not a distributed one (" + a.datastore + ")");
+  }
+  // SIGINT and SIGTERM end the command cleanly (exit 0): blocked here, before the manager starts
+  // its threads (which inherit the mask, so no pager thread is interrupted by them), and taken
+  // by sigtimedwait while the loop waits for the next watermark; one that comes while a line
+  // is computed stays pending until then.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  pheap::options o = pg::datastore_options();
+  if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  tool_support::apply_huge_pages(a.huge_pages, o.pager);
+  pheap::manager m(pheap::open_read_only, a.datastore, o);
+  if (m.stats().store.pin_limit == 0) {
+    // Read under the datastore's shared flock (store format 3): no writer can open meanwhile,
+    // so no watermark would ever come.
+    throw usage_error("stats --follow reads beside a writer, which store format 3 does not allow: convert " +
+                      a.datastore + " with `pheap upgrade " + a.datastore + "` first");
+  }
+  const timespec poll{0, 200'000'000};  // a look at the superblock (peek) every 200 ms
+  std::uint64_t lines = 0;
+  for (;;) {
+    // A watermark the writer released meanwhile (its copies passed the pin limit) is
+    // errc::stale from the main guard: exit 1 naming the datastore.
+    m.prefetch_all();
+    const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0, {}};
+    const json j = pg::visit_graph(m, a.name, [&](const auto& g) {
+      using G = std::remove_cvref_t<decltype(g)>;
+      return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+    });
+    print_follow_line(j, a);
+    if (a.follow_count != 0 && ++lines >= a.follow_count) break;
+    // The next watermark: the superblock says when there is one (or that the datastore is gone).
+    const std::uint64_t shown = m.epoch();
+    for (;;) {
+      if (::sigtimedwait(&stop_signals, nullptr, &poll) > 0) return 0;
+      std::uint64_t newest = 0;
+      try {
+        newest = pheap::manager::peek(a.datastore).epoch;
+      } catch (const pheap::error& e) {
+        if (e.code() != pheap::errc::not_found && e.code() != pheap::errc::not_a_datastore) throw;
+        std::fprintf(stderr, "pheap-graph stats: %s is gone: stopped following\n", a.datastore.c_str());
+        return 0;
+      }
+      if (newest > shown && m.refresh() != shown) break;
+    }
+  }
   return 0;
 }
 

@@ -2,9 +2,10 @@
 //
 // Every command runs inside pheap::guard_faults: a damaged page met while reading the heap is
 // an error naming the segment file and the page (exit 1), never SIGBUS. Every command opens
-// read-only (rm takes the exclusive lock) and fails at once with a message naming the path and
-// the cause, e.g. "locked" when another process has the datastore open for writing — except
-// `info`, which then reports the last watermark from the superblock (manager::peek).
+// read-only (rm and upgrade take the exclusive lock): beside a writer (store format 4) ls,
+// info, check and snapshot read its last watermark; where a read-only open is refused (format
+// 3 under a writer: "locked") they fail at once with a message naming the path and the cause —
+// except `info`, which then reports the last watermark from the superblock (manager::peek).
 // --help on the tool and on each command lists every option; the JSON schemas of --json are in
 // tools/README.md.
 #include <pheap/pheap.hpp>
@@ -38,8 +39,8 @@ using tool_support::progress;
 constexpr int exit_problems = tool_support::exit_failure;  // check: the datastore is damaged
 
 const char* const kNotes =
-    "Every command opens read-only; info of a datastore that a writer holds shows its last\n"
-    "watermark from the superblock.";
+    "Every command opens read-only; beside a writer (store format 4) the commands read its last\n"
+    "watermark, and info lists the processes reading the datastore.";
 
 struct common_args {
   std::string path;
@@ -189,10 +190,65 @@ std::unique_ptr<pheap::sparse_store> open_store(const std::string& path) {
   return pheap::sparse_store::open(path, o);
 }
 
+// The processes reading the datastore through its reader table now (this one included while
+// it has the datastore open: "this"), oldest watermark first.
+json readers_json(const std::string& path) {
+  std::vector<pheap::reader_info> rs = pheap::sparse_store::readers(path);
+  std::sort(rs.begin(), rs.end(), [](const auto& x, const auto& y) { return x.epoch < y.epoch; });
+  json a = json::array();
+  for (const pheap::reader_info& r : rs) {
+    a.push_back({{"pid", r.pid}, {"epoch", r.epoch}, {"since", pheap::utc_time_string(r.since_unix_ns)},
+                 {"since_ns", r.since_unix_ns}, {"pinned_bytes", r.pinned_bytes}, {"expired", r.expired},
+                 {"this", r.pid == static_cast<std::uint32_t>(::getpid())}});
+  }
+  return a;
+}
+
+void print_readers(const json& j) {
+  const json& rs = j["readers"];
+  std::printf("readers:         %zu", rs.size());
+  if (j.contains("pin_limit")) {
+    std::printf(" (%s kept for them by the writer; it keeps at most %s, then releases the oldest)",
+                human_bytes(j["pinned_bytes"].get<std::uint64_t>()).c_str(),
+                human_bytes(j["pin_limit"].get<std::uint64_t>()).c_str());
+  }
+  std::printf("\n");
+  for (const json& r : rs) {
+    std::printf("  pid %-8u epoch %-8llu since %s, %s pinned%s%s\n", r["pid"].get<unsigned>(),
+                r["epoch"].get<unsigned long long>(), r["since"].get<std::string>().c_str(),
+                human_bytes(r["pinned_bytes"].get<std::uint64_t>()).c_str(),
+                r["expired"].get<bool>() ? ", EXPIRED (released by the writer: its next read fails)" : "",
+                r["this"].get<bool>() ? " (this pheap info)" : "");
+  }
+}
+
+// "huge pages:" of info's text form: off (and whether the page size would allow them), why
+// not when asked for and not in force, else this open's fills and what is mapped with 2 MiB
+// entries now.
+void print_huge_pages(const json& j) {
+  const auto& h = j["huge_pages"];
+  constexpr std::uint64_t kPmd = std::uint64_t{2} << 20;
+  const std::uint64_t ps = j["page_size"].get<std::uint64_t>();
+  if (h["asked"] == "off") {
+    std::printf("huge pages:      off%s\n", ps % kPmd == 0 ? " (--huge-pages always maps these pages with 2 MiB entries)"
+                                                          : " (they need a page size of 2 MiB or a multiple)");
+  } else if (!h["in_force"].get<bool>()) {
+    std::printf("huge pages:      %s, not in force: %s\n", h["asked"].get<std::string>().c_str(),
+                h["why"].get<std::string>().c_str());
+  } else {
+    std::printf("huge pages:      %s: %llu fills with 2 MiB entries, %llu at 4 KiB (%llu split by the kernel); "
+                "%s mapped with 2 MiB entries now\n",
+                h["asked"].get<std::string>().c_str(), h["fills"].get<unsigned long long>(),
+                h["fallback_fills"].get<unsigned long long>(), h["split"].get<unsigned long long>(),
+                human_bytes(h["mapped_bytes"].get<std::uint64_t>()).c_str());
+  }
+}
+
 int cmd_info(const common_args& a) {
   json j;
   try {
-    const pheap::manager m(pheap::open_read_only, a.path, read_options(a));
+    const pheap::options o = read_options(a);
+    const pheap::manager m(pheap::open_read_only, a.path, o);
     // The open read the superblock, the map directory and the heap's header only: every other
     // file is checked once, as its first read would, so a missing one is not shown as sound.
     open_store(a.path)->check_files();
@@ -204,10 +260,27 @@ int cmd_info(const common_args& a) {
     j["allocated"] = {{"small_bytes", s.small_bytes}, {"large_bytes", s.large_bytes}};
     j["objects"] = {{"named", s.named_objects}, {"unique", s.unique_objects},
                     {"anonymous", s.anonymous_objects}};
+    if (s.store.pin_limit != 0) {  // read through the reader table (format 4)
+      j["pin_limit"] = s.store.pin_limit;
+      j["pinned_bytes"] = s.store.pinned_bytes;
+      j["readers_expired"] = s.store.readers_expired;
+    }
+    j["readers"] = readers_json(a.path);
+    // What this open's pager did with huge pages (--huge-pages, PHEAP_HUGE_PAGES): the pages
+    // info read (the heap's header and directory) and how the page tables map them now.
+    const pheap::pager_stats& p = s.pager;
+    j["huge_pages"] = {{"asked", pheap::to_string(o.pager.huge_pages)},
+                       {"in_force", p.huge_pages},
+                       {"why", p.huge_pages_why},
+                       {"fills", p.huge_fills},
+                       {"fallback_fills", p.huge_fallback_fills},
+                       {"split", p.huge_fallback_split},
+                       {"mapped_bytes", p.huge_mapped_bytes}};
   } catch (const pheap::error& e) {
     if (e.code() != pheap::errc::locked) throw;
     j = watermark_json(a.path, pheap::manager::peek(a.path));
     j["source"] = "superblock";
+    j["readers"] = readers_json(a.path);
   }
   if (a.json) {
     std::printf("%s\n", dump(j).c_str());
@@ -215,9 +288,10 @@ int cmd_info(const common_args& a) {
   }
   print_watermark(j);
   if (j["source"] == "superblock") {
-    std::printf("in use:          (another process has the datastore open for writing: this is its\n"
-                "                 last watermark, read from the superblock; usage and objects\n"
-                "                 need an open once the writer closes)\n");
+    std::printf("in use:          (another process has the datastore open for writing and this\n"
+                "                 store format cannot be read beside it: this is its last\n"
+                "                 watermark, read from the superblock; usage and objects need an\n"
+                "                 open once the writer closes, or `pheap upgrade PATH` then)\n");
   } else {
     const auto& c = j["chunks"];
     std::printf("chunks in use:   %llu of %llu (%s)\n", c["in_use"].get<unsigned long long>(),
@@ -229,12 +303,14 @@ int cmd_info(const common_args& a) {
     std::printf("objects:         %llu named, %llu unique, %llu anonymous\n",
                 o["named"].get<unsigned long long>(), o["unique"].get<unsigned long long>(),
                 o["anonymous"].get<unsigned long long>());
+    print_huge_pages(j);
   }
   std::printf("on disk:         %s\n", human_bytes(j["disk_bytes"].get<std::uint64_t>()).c_str());
   if (j.contains("live_bytes")) {
     std::printf("live data:       %s (pages with data)\n",
                 human_bytes(j["live_bytes"].get<std::uint64_t>()).c_str());
   }
+  print_readers(j);
   return 0;
 }
 
@@ -359,13 +435,18 @@ int cmd_check(const common_args& a) {
   // Opening verifies the superblocks and the page-map directory; the scrub verifies every map
   // block with data and every page with data; then the heap root record and header; then every
   // allocator and directory invariant.
+  // Beside a writer (format 4) the scrub reads the watermark its store registered and the heap
+  // the one its manager opens: the same one unless the writer flushed in between, which the
+  // report then says (pages_epoch).
   progress pr(progress::choose(a.quiet), "check", progress::unit::bytes);
   scrub_result sr;
+  std::uint64_t pages_epoch = 0;
   {
     const auto store = open_store(a.path);
+    pages_epoch = store->epoch();
     sr = scrub(*store, pr);
   }
-  json j{{"datastore", a.path}, {"pages_verified", sr.pages_read},
+  json j{{"datastore", a.path}, {"pages_verified", sr.pages_read}, {"pages_epoch", pages_epoch},
          {"damaged_pages", damaged_json(sr.damaged)}, {"problems", json::array()}};
   if (!sr.damaged.empty()) {
     j["sound"] = false;
@@ -402,15 +483,20 @@ int cmd_check(const common_args& a) {
                 static_cast<unsigned long long>(m.epoch()));
     return exit_problems;
   }
-  std::printf("%s: sound (epoch %llu, %zu named objects, %llu pages verified)\n", a.path.c_str(),
+  std::printf("%s: sound (epoch %llu, %zu named objects, %llu pages verified", a.path.c_str(),
               static_cast<unsigned long long>(m.epoch()), m.get_num_named_objects(),
               static_cast<unsigned long long>(sr.pages_read));
+  if (pages_epoch != m.epoch()) {
+    std::printf(" at epoch %llu: a writer flushed between the two", static_cast<unsigned long long>(pages_epoch));
+  }
+  std::printf(")\n");
   return 0;
 }
 
 // Verifies every page of SRC's last watermark, then copies it; refuses (nothing written) when a
-// page fails its checksum. The store stays open (shared lock) from the scrub to the end of the
-// copy, so no writer can commit in between: the copy is of the watermark that was verified.
+// page fails its checksum. The copy is made from the store that was scrubbed, open from the
+// scrub to the end of the copy: of the watermark that was verified, also while a writer keeps
+// flushing beside it (format 4: the store reads the watermark it registered).
 int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
   progress pr(progress::choose(quiet), "verify", progress::unit::bytes);
   const auto store = open_store(src);
@@ -426,7 +512,8 @@ int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
                            "was written to " + dst);
   }
   if (!quiet) std::fprintf(stderr, "copying %s to %s ...\n", src.c_str(), dst.c_str());
-  pheap::manager::copy(src, dst);
+  (void)pheap::manager::peek(src);  // a heap's datastore (its root record decodes), as manager::copy asks
+  store->snapshot(dst);
   std::printf("snapshot of %s (epoch %llu) written to %s; its %llu pages with data were verified "
               "against their checksums before the copy\n",
               src.c_str(), static_cast<unsigned long long>(store->epoch()), dst.c_str(),
@@ -434,9 +521,20 @@ int cmd_snapshot(const std::string& src, const std::string& dst, bool quiet) {
   return 0;
 }
 
-// Converts a store-format-2 datastore into the new format-3 datastore DST, page for page (SRC is
-// only read), so any heap the library reads stays readable.
+// Converts a store-format-2 datastore into the new datastore DST of this build's format, page
+// for page (SRC is only read), so any heap the library reads stays readable; without DST,
+// converts the format-3 datastore SRC in place (sparse_store::upgrade_in_place: the
+// superblock's version only, under the exclusive lock).
 int cmd_upgrade(const std::string& src, const std::string& dst, bool quiet) {
+  if (dst.empty()) {
+    if (pheap::sparse_store::upgrade_in_place(src)) {
+      std::printf("%s upgraded in place from store format %u to %u\n", src.c_str(),
+                  pheap::sparse_store::format3_version, pheap::sparse_store::format_version);
+    } else {
+      std::printf("%s is store format %u already: nothing to do\n", src.c_str(), pheap::sparse_store::format_version);
+    }
+    return 0;
+  }
   if (!quiet) std::fprintf(stderr, "upgrading %s to %s ...\n", src.c_str(), dst.c_str());
   pheap::sparse_store::upgrade(src, dst);
   std::printf("%s (store format 2) upgraded to %s (store format %u)\n", src.c_str(), dst.c_str(),
@@ -522,10 +620,12 @@ void define_rm(CLI::App& app, command_line& c) {
 
 void define_upgrade(CLI::App& app, command_line& c) {
   auto* up = app.add_subcommand(
-      "upgrade", "write a store-format-3 copy DST of the store-format-2 datastore SRC (every page "
-                 "and the root; SRC is only read)");
-  up->add_option("SRC", c.a.path, "the format-2 datastore")->required();
-  up->add_option("DST", c.dst, "the new datastore (must not exist)")->required();
+      "upgrade", "convert the store-format-3 datastore SRC in place to this build's format 4 "
+                 "(readers beside a writer; needs SRC closed by everyone), or, with DST, write a "
+                 "format-4 copy DST of the store-format-2 datastore SRC (every page and the root; "
+                 "SRC is only read)");
+  up->add_option("SRC", c.a.path, "the datastore to convert (format 3, or format 2 with DST)")->required();
+  up->add_option("DST", c.dst, "for a format-2 SRC: the new datastore (must not exist)");
   up->add_flag("-q,--quiet", c.a.quiet, "no message on stderr");
   up->callback([&c] { c.action = [&c] { return cmd_upgrade(c.a.path, c.dst, c.a.quiet); }; });
 }

@@ -209,7 +209,7 @@ CLI::Option* add_huge_pages_option(CLI::App& app, std::string& out) {
   return app
       .add_option("--huge-pages", out,
                   "off or always: map pages of 2 MiB or more with 2 MiB page-table entries "
-                  "(default off, or PHEAP_HUGE_PAGES); smaller pages and read-only opens stay at 4 KiB")
+                  "(default off, or PHEAP_HUGE_PAGES), read-only opens too; smaller pages stay at 4 KiB")
       ->check(CLI::IsMember({"off", "always"}));
 }
 

@@ -47,6 +47,7 @@ from ._errors import (
     NotADatastoreError,
     NotFoundError,
     PoisonedError,
+    StaleError,
     ReadOnlyError,
     StoreIOError,
     TypeMismatchError,
@@ -80,6 +81,7 @@ __all__ = [
     "TypeMismatchError",
     "UnavailableError",
     "PoisonedError",
+    "StaleError",
     "IngestError",
     "ClosedError",
 ]

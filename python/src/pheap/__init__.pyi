@@ -20,6 +20,7 @@ from ._errors import (
     NotADatastoreError as NotADatastoreError,
     NotFoundError as NotFoundError,
     PoisonedError as PoisonedError,
+    StaleError as StaleError,
     ReadOnlyError as ReadOnlyError,
     StoreIOError as StoreIOError,
     TypeMismatchError as TypeMismatchError,

@@ -75,6 +75,10 @@ class PoisonedError(Error):
     """An earlier fatal error (a failed fdatasync) ended the epoch: reopen to continue."""
 
 
+class StaleError(Error):
+    """The writer released the watermark this reader read (its pin limit): refresh or reopen."""
+
+
 class IngestError(Error, ValueError):
     """``add_edges`` cannot run as asked: another unfinished job, nothing was inserted."""
 
@@ -99,6 +103,7 @@ BY_CODE = {
     "type_mismatch": TypeMismatchError,
     "unavailable": UnavailableError,
     "poisoned": PoisonedError,
+    "stale": StaleError,
     "ingest": IngestError,
     "closed": ClosedError,
 }

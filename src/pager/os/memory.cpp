@@ -92,6 +92,10 @@ void unmap(void* p, std::size_t len) noexcept {
   if (p) (void)::munmap(p, len);
 }
 
+int protect_read_only(void* p, std::size_t len) noexcept {
+  return ::mprotect(p, len, PROT_READ) == 0 ? 0 : errno;
+}
+
 std::size_t address_space_limit() noexcept {
   rlimit as{};
   if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return 0;

@@ -59,6 +59,10 @@ bool thp_enabled() noexcept;
 int populate_write(void* p, std::size_t len) noexcept;
 // munmap of a mapping made here (reserve_aligned).
 void unmap(void* p, std::size_t len) noexcept;
+// mprotect(PROT_READ): a write into the range from now on is the kernel's SIGSEGV
+// (SEGV_ACCERR), as in a region mapped read-only; a 2 MiB mapping in it stays whole. 0 or the
+// errno.
+int protect_read_only(void* p, std::size_t len) noexcept;
 
 // RLIMIT_AS of this process, or 0 when it is unlimited.
 std::size_t address_space_limit() noexcept;

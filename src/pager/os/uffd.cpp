@@ -227,7 +227,8 @@ int uffd_move(int fd, void* dst, const void* src, std::size_t len, std::size_t* 
   return rc;
 }
 
-int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved) noexcept {
+int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved,
+                    bool wake) noexcept {
   std::size_t done = 0;
   int rc = 0;
   for (unsigned stalls = 0; done < len;) {
@@ -235,7 +236,7 @@ int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::si
     m.dst = reinterpret_cast<std::uint64_t>(dst) + done;
     m.src = reinterpret_cast<std::uint64_t>(src) + done;
     m.len = len - done;
-    m.mode = 0;
+    m.mode = wake ? 0 : move_mode_dontwake;
     if (::ioctl(fd, ioctl_move, &m) == 0) {
       done = len;
       break;

@@ -143,8 +143,10 @@ int uffd_move(int fd, void* dst, const void* src, std::size_t len, std::size_t* 
 // keeps its PMD entry: both ends aligned to the PMD size, nothing mapped at dst. EAGAIN is
 // retried only while it makes progress (at most 8 times without), so a persistent refusal
 // (a 4 KiB page present at the destination) returns instead of spinning. `moved` gets the
-// bytes moved (from the start; may be partial on an error).
-int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved) noexcept;
+// bytes moved (from the start; may be partial on an error). `wake` false: UFFDIO_MOVE_MODE_DONTWAKE,
+// the faults waiting on the destination sleep on until the caller wakes them (uffd_wake).
+int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved,
+                    bool wake = true) noexcept;
 
 // PAGEMAP_SCAN on [start, end): fills `out` with up to `cap` regions whose categories match
 // (`required` all set, `anyof` at least one set when non-zero), returning their number or
