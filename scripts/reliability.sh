@@ -32,6 +32,10 @@
 #                                  kernel.io_uring_disabled=2: this script runs the campaigns
 #                                  one at a time, so it sets PHEAP_GLOBAL_SYSCTL_TESTS=1),
 #                                  uid 65534 with vm.unprivileged_userfaultfd=0
+#   rel_readers_test               readers beside a writer: 1000+ reader opens whose whole-view CRCs
+#                                  equal the writer's log, readers crashed at each I/O of an open
+#                                  and SIGKILLed mid-read, the writer SIGKILLed under readers,
+#                                  power cuts after every sync point with a reader attached
 #   scripts/fuzz.sh                libFuzzer on the superblock, map block, directory, segment
 #                                  header and root record parsers (--fuzz N;
 #                                  default 0 = skipped, 600 with --long when clang is present)
@@ -69,13 +73,14 @@ tests=(store/store_create_crash_test store/store_integrity_test reliability/rel_
        reliability/rel_heap_kill_test reliability/rel_fault_read_error_test
        reliability/rel_fault_write_error_test reliability/rel_check_scrub_test
        reliability/rel_snapshot_concurrency_test reliability/rel_snapshot_fs_test
-       reliability/rel_resource_limits_test reliability/rel_creation_fault_test)
+       reliability/rel_resource_limits_test reliability/rel_creation_fault_test
+       reliability/rel_readers_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
 
 echo "== build ($build): ${targets[*]}"
 cmake -S . -B "$build" -G Ninja >/dev/null || exit 1
-cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child rel_heap_child pheap_tool || exit 1
+cmake --build "$build" -j"${PHEAP_JOBS:-2}" --target "${targets[@]}" rel_store_child rel_heap_child rel_readers_child pheap_tool || exit 1
 
 log="$build/reliability"
 mkdir -p "$log"
