@@ -55,6 +55,9 @@ MANIFEST = {
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
                      "column 1 (budget), 2 (form), 3 (seconds)")],
     "python": [("2026-12-03-python", "summary.csv", "case measure value target met")],
+    "huge-incore": [("2026-12-04-huge-incore", "walk.csv tool.csv random.csv",
+                     "label algo walk_s walk_cpu_s wall_s pager_faults heap_bytes mode "
+                     "dependent_ns_per_read independent_ns_per_read faults_per_gib")],
 }
 
 
@@ -308,12 +311,64 @@ def flush():
                   "pager write rate in the flush"], out)
 
 
+def huge_incore():
+    (folder, _, _), = MANIFEST["huge-incore"]
+    walk, tool, rand = read(folder, "walk.csv"), read(folder, "tool.csv"), read(folder, "random.csv")
+    rounds = len({r["round"] for r in walk})
+    reps = len({r["rep"] for r in rand})
+    cfg = ("4k-off", "2m-off", "2m-always")
+
+    def m(rows, col, **match):
+        return med([float(r[col]) for r in rows if all(r[k] == v for k, v in match.items())])
+
+    def verdict(v, target):
+        return "met" if v >= target else "**missed**"
+
+    out = []
+
+    # Speed: the target is 2 MiB entries against 4 KiB entries at the same (2 MiB) page size,
+    # where only the mapping differs; the ratio against 4 KiB pages is shown beside it.
+    def timed(what, rows, col, algo):
+        a, b, c = (m(rows, col, label=k, algo=algo) for k in cfg)
+        out.append([what, s(a, 1), s(b, 1), s(c, 1), x(b / c), x(a / c), "≥ 1.3x", verdict(b / c, 1.3)])
+
+    for algo, name in (("bfs", "BFS"), ("cc", "CC")):
+        timed(f"{name}: the walk, CPU", walk, "walk_cpu_s", algo)
+        timed(f"{name}: the walk, wall", walk, "walk_s", algo)
+        timed(f"`pheap-graph {algo}`, wall", tool, "wall_s", algo)
+    rm = {k: [r for r in rand if r["mode"] == k] for k in ("off4k", "off", "always")}
+    for col, what in (("dependent_ns_per_read", "random reads, dependent: ns (CPU)"),
+                      ("independent_ns_per_read", "random reads, independent: ns (CPU)")):
+        a, b, c = (med([float(r[col]) for r in rm[k]]) for k in ("off4k", "off", "always"))
+        out.append([f"{what}, {reps} reps", f"{a:.1f}", f"{b:.1f}", f"{c:.1f}", x(b / c), x(a / c),
+                    "≥ 1.3x", verdict(b / c, 1.3)])
+    # Faults: a pager fault fills a page, whatever its entries, so 4 KiB entries and 2 MiB
+    # entries at 2 MiB pages fault alike; the target is met or missed against 4 KiB pages.
+    a, b, c = (med([float(r["faults_per_gib"]) for r in rm[k]]) for k in ("off4k", "off", "always"))
+    out.append([f"faults per GiB, random reads (their fill), {reps} reps", f"{a:.0f}", f"{b:.0f}", f"{c:.0f}",
+                x(b / c, 1), x(a / c, 1), "≥ 100x (4 KiB pages ÷ 2 MiB entries)", verdict(a / c, 100)])
+    gib = {k: float(next(r["heap_bytes"] for r in walk if r["label"] == k)) / 2**30 for k in cfg}
+    for algo in ("bfs", "cc"):
+        a, b, c = (m(tool, "pager_faults", label=k, algo=algo) / gib[k] for k in cfg)
+        out.append([f"faults per GiB, `pheap-graph {algo}` (its read-ahead: prefetch_all)",
+                    f"{a:.0f}", f"{b:.0f}", f"{c:.0f}", x(b / c, 1), x(a / c, 1),
+                    "≥ 100x (4 KiB pages ÷ 2 MiB entries)", verdict(a / c, 100)])
+    for algo, name in (("bfs", "BFS"), ("cc", "CC")):
+        b, c = (m(walk, "walk_cpu_s", label=k, algo=algo) for k in ("2m-off+thp", "2m-always+thp"))
+        out.append([f"{name}: the walk, CPU, its DRAM arrays on THP too (control)", "—", s(b, 1), s(c, 1),
+                    x(b / c), "—", "", ""])
+    return table([f"measure (median of {rounds} rounds unless said)", "4 KiB pages", "2 MiB pages, 4 KiB entries",
+                  "2 MiB pages, 2 MiB entries", "4 KiB entries ÷ 2 MiB entries", "4 KiB pages ÷ 2 MiB entries",
+                  "target", "verdict"], out)
+
+
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
           "random-bfs": random_bfs, "flush": flush,
           "random-bfs-look-ahead": lambda: random_bfs("random-bfs-look-ahead",
                                                       "now with the BFS look-ahead, `O_DIRECT`"),
-          "durability": durability, "tool-ingest": tool_ingest, "python": python_}
+          "durability": durability, "tool-ingest": tool_ingest, "python": python_,
+          "huge-incore": huge_incore}
 
 MARK = re.compile(r"(<!-- table: ([a-z0-9-]+) -->\n)(.*?)(<!-- end table -->)", re.S)
 

@@ -2,12 +2,15 @@
 // (huge_pages = off) and with 2 MiB entries (huge_pages = always), in one run (not a test;
 // prints CSV and ratios).
 //
-//   huge_bench [--dir DIR] [--mib N] [--chase M] [--reads M] [--reps R]
+//   huge_bench [--dir DIR] [--mib N] [--chase M] [--reads M] [--reps R] [--modes LIST]
 //
-// A pager over a new sparse_store of 2 MiB pages in DIR (default /tmp; nothing is flushed, so
-// nothing is written there) maps N MiB (default 1024) with a buffer that holds it all. The
-// array is filled with one random cycle (Sattolo) of its 8-byte words, then, per repetition
-// and per mode (interleaved: off, always, off, always, ...):
+// A pager over a new sparse_store in DIR (default /tmp; nothing is flushed, so nothing is
+// written there) maps N MiB (default 1024) with a buffer that holds it all. LIST (default
+// off,always) names the configurations, comma-separated, in the order each repetition runs
+// them: off and always are 2 MiB pages with 4 KiB and 2 MiB entries; off4k is 4 KiB pages (4 KiB
+// entries: the page size of pheap-graph's datastores). The array is filled with one random
+// cycle (Sattolo) of its 8-byte words, then, per repetition and per mode (interleaved: off,
+// always, off, always, ...):
 //   dependent    M (default 10 million) reads, each at the index the previous one returned
 //                (pointer chasing: every TLB miss is on the critical path);
 //   independent  M (default 50 million) reads at xorshift-random indices, summed (misses
@@ -15,8 +18,9 @@
 // CPU time of the reading thread (CLOCK_THREAD_CPUTIME_ID) per read. The bytes the page tables
 // map with 2 MiB entries (pager_stats::huge_mapped_bytes, which HugePages.* in
 // tests/pager/huge_pages_test.cpp checks against /proc/self/smaps) are printed per mode, to
-// show the mapping is what it claims. The
-// ratio off/always per repetition, and its median, close the output.
+// show the mapping is what it claims, and the pager's missing faults per GiB (those of the
+// fill: the reads fault no more). The ratio off/always (and off4k/always) per repetition, and
+// its median, close the output.
 #include <time.h>
 #include <unistd.h>
 
@@ -43,17 +47,17 @@ std::uint64_t thread_cpu_ns() {
 struct result {
   double dep_ns, indep_ns;
   std::size_t huge_bytes;
+  double faults_per_gib;
 };
 
-result run(const std::string& dir, pheap::huge_pages_mode mode, std::size_t bytes,
+result run(const std::string& dir, pheap::huge_pages_mode mode, std::size_t ps, std::size_t bytes,
            std::uint64_t chase, std::uint64_t reads, int rep) {
-  constexpr std::size_t ps = std::size_t{2} << 20;
   const std::string path = dir + "/huge_bench_ds_" + std::to_string(::getpid());
   std::filesystem::remove_all(path);
   pheap::store_options so;
   so.capacity = bytes + ps;
   so.page_size = ps;
-  so.segment_size = 64 * ps;
+  so.segment_size = std::size_t{128} << 20;
   pheap::pager_options po = pheap::pager_options::from_env();
   po.buffer_size = bytes + ps;
   po.huge_pages = mode;
@@ -65,7 +69,10 @@ result run(const std::string& dir, pheap::huge_pages_mode mode, std::size_t byte
     for (std::uint64_t i = 0; i < n; ++i) a[i] = i;
     std::mt19937_64 rng(42);  // the same cycle in every run
     for (std::uint64_t i = n - 1; i > 0; --i) std::swap(a[i], a[rng() % i]);  // Sattolo
-    r.huge_bytes = pg.stats().huge_mapped_bytes;
+    const auto filled = pg.stats();
+    r.huge_bytes = filled.huge_mapped_bytes;
+    r.faults_per_gib = static_cast<double>(filled.read_faults + filled.write_faults) /
+                       (static_cast<double>(bytes) / static_cast<double>(1ull << 30));
     std::uint64_t x = static_cast<std::uint64_t>(rep) % n;
     const std::uint64_t t0 = thread_cpu_ns();
     for (std::uint64_t i = 0; i < chase; ++i) x = a[x];
@@ -99,7 +106,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "/tmp";
+  std::string dir = "/tmp", modes = "off,always";
   std::size_t mib = 1024;
   std::uint64_t chase = 10000000, reads = 50000000;
   int reps = 3;
@@ -110,27 +117,57 @@ int main(int argc, char** argv) {
     else if (k == "--chase") chase = std::stoull(v);
     else if (k == "--reads") reads = std::stoull(v);
     else if (k == "--reps") reps = std::stoi(v);
+    else if (k == "--modes") modes = v;
     else {
       std::fprintf(stderr, "huge_bench: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  const std::size_t bytes = mib << 20;
-  std::printf("rep,mode,mib,dependent_ns_per_read,independent_ns_per_read,anon_huge_mib\n");
-  std::vector<double> dep_ratio, indep_ratio;
-  for (int rep = 0; rep < reps; ++rep) {
-    result off{}, on{};
-    for (auto mode : {pheap::huge_pages_mode::off, pheap::huge_pages_mode::always}) {
-      const result r = run(dir, mode, bytes, chase, reads, rep);
-      std::printf("%d,%s,%zu,%.1f,%.2f,%zu\n", rep, pheap::to_string(mode), mib, r.dep_ns, r.indep_ns,
-                  r.huge_bytes >> 20);
-      std::fflush(stdout);
-      (mode == pheap::huge_pages_mode::off ? off : on) = r;
+  struct config {
+    std::string name;
+    pheap::huge_pages_mode mode;
+    std::size_t ps;
+  };
+  std::vector<config> configs;
+  for (std::size_t a = 0; a <= modes.size();) {
+    const std::size_t b = std::min(modes.find(',', a), modes.size());
+    const std::string m = modes.substr(a, b - a);
+    if (m == "off") configs.push_back({m, pheap::huge_pages_mode::off, std::size_t{2} << 20});
+    else if (m == "always") configs.push_back({m, pheap::huge_pages_mode::always, std::size_t{2} << 20});
+    else if (m == "off4k") configs.push_back({m, pheap::huge_pages_mode::off, 4096});
+    else {
+      std::fprintf(stderr, "huge_bench: unknown mode '%s' (off, always, off4k)\n", m.c_str());
+      return 2;
     }
-    dep_ratio.push_back(off.dep_ns / on.dep_ns);
-    indep_ratio.push_back(off.indep_ns / on.indep_ns);
+    a = b + 1;
   }
-  std::printf("# off/always per read, median of %d: dependent %.2fx, independent %.2fx\n", reps,
-              median(dep_ratio), median(indep_ratio));
+  const std::size_t bytes = mib << 20;
+  std::printf("rep,mode,page_size,mib,dependent_ns_per_read,independent_ns_per_read,anon_huge_mib,faults_per_gib\n");
+  std::vector<std::vector<result>> by_config(configs.size());
+  for (int rep = 0; rep < reps; ++rep) {
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      const result r = run(dir, configs[c].mode, configs[c].ps, bytes, chase, reads, rep);
+      std::printf("%d,%s,%zu,%zu,%.1f,%.2f,%zu,%.1f\n", rep, configs[c].name.c_str(), configs[c].ps, mib, r.dep_ns,
+                  r.indep_ns, r.huge_bytes >> 20, r.faults_per_gib);
+      std::fflush(stdout);
+      by_config[c].push_back(r);
+    }
+  }
+  std::size_t always = configs.size();
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (configs[c].name == "always") always = c;
+  }
+  if (always == configs.size()) return 0;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (c == always) continue;
+    std::vector<double> dep_ratio, indep_ratio;
+    for (int rep = 0; rep < reps; ++rep) {
+      dep_ratio.push_back(by_config[c][rep].dep_ns / by_config[always][rep].dep_ns);
+      indep_ratio.push_back(by_config[c][rep].indep_ns / by_config[always][rep].indep_ns);
+    }
+    std::printf("# %s/always per read, median of %d: dependent %.2fx, independent %.2fx; faults per GiB %.0f / %.0f\n",
+                configs[c].name.c_str(), reps, median(dep_ratio), median(indep_ratio),
+                by_config[c].back().faults_per_gib, by_config[always].back().faults_per_gib);
+  }
   return 0;
 }
