@@ -1,12 +1,16 @@
 #include "datastore.hpp"
 
 #include <pheap/pheap.hpp>
+#include <pheap/sparse_store.hpp>
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -148,8 +152,29 @@ nb::dict watermark_dict(const std::string& path, const pheap::watermark_info& w)
   return d;
 }
 
-// What `pheap info --json` prints for an open manager (tools/pheap/pheap_tool.cpp, cmd_info).
-nb::dict info_of(const pheap::manager& m, const std::string& path) {
+// The processes reading the datastore through its reader table now, oldest watermark first, as
+// `pheap info --json` lists them ("this": the process calling).
+nb::list readers_list(const std::string& path) {
+  std::vector<pheap::reader_info> rs = pheap::sparse_store::readers(path);
+  std::sort(rs.begin(), rs.end(), [](const auto& x, const auto& y) { return x.epoch < y.epoch; });
+  nb::list a;
+  for (const pheap::reader_info& r : rs) {
+    nb::dict d;
+    d["pid"] = r.pid;
+    d["epoch"] = r.epoch;
+    d["since"] = pheap::utc_time_string(r.since_unix_ns);
+    d["since_ns"] = r.since_unix_ns;
+    d["pinned_bytes"] = r.pinned_bytes;
+    d["expired"] = r.expired;
+    d["this"] = r.pid == static_cast<std::uint32_t>(::getpid());
+    a.append(d);
+  }
+  return a;
+}
+
+// What `pheap info --json` prints for an open manager (tools/pheap/pheap_tool.cpp, cmd_info);
+// huge_pages_asked: what the open asked of huge pages.
+nb::dict info_of(const pheap::manager& m, const std::string& path, pheap::huge_pages_mode huge_pages_asked) {
   const pheap::manager_stats s = m.stats();
   const pheap::watermark_info w = m.watermark();
   nb::dict d = watermark_dict(path, w);
@@ -166,6 +191,22 @@ nb::dict info_of(const pheap::manager& m, const std::string& path) {
   d["chunks"] = chunks;
   d["allocated"] = allocated;
   d["objects"] = objects;
+  if (s.store.pin_limit != 0) {  // read through the reader table (format 4)
+    d["pin_limit"] = s.store.pin_limit;
+    d["pinned_bytes"] = s.store.pinned_bytes;
+    d["readers_expired"] = s.store.readers_expired;
+  }
+  d["readers"] = readers_list(path);
+  const pheap::pager_stats& p = s.pager;
+  nb::dict huge;
+  huge["asked"] = pheap::to_string(huge_pages_asked);
+  huge["in_force"] = p.huge_pages;
+  huge["why"] = p.huge_pages_why;
+  huge["fills"] = p.huge_fills;
+  huge["fallback_fills"] = p.huge_fallback_fills;
+  huge["split"] = p.huge_fallback_split;
+  huge["mapped_bytes"] = p.huge_mapped_bytes;
+  d["huge_pages"] = huge;
   return d;
 }
 
@@ -275,7 +316,13 @@ class datastore {
 
   nb::dict info() const {
     shared_guard g(*s_);
-    return info_of(s_->manager(), s_->path());
+    return info_of(s_->manager(), s_->path(), s_->huge_pages_asked());
+  }
+
+  std::uint64_t refresh() {
+    nb::gil_scoped_release nogil;
+    std::unique_lock<std::shared_mutex> l(s_->mu());
+    return s_->refresh();
   }
 
   nb::dict names() const {
@@ -441,6 +488,12 @@ void register_datastore(nb::module_& m) {
       .def("__exit__", [](datastore& d, nb::handle, nb::handle, nb::handle) { d.close(); },
            "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none())
       .def("info", &datastore::info, "The fields of `pheap info --json` (tools/README.md).")
+      .def("refresh", &datastore::refresh,
+           "Read-only handles: moves to the datastore's newest watermark without closing, and\n"
+           "returns its epoch (the same epoch: nothing new). Pages that did not change stay in\n"
+           "memory. Refused (BufferError) while NumPy views of the datastore are alive: after the\n"
+           "move they would read whatever the newer watermark holds at their address. Take the\n"
+           "arrays again after it. pheap.InvalidArgumentError on a read-write handle.")
       .def("names", &datastore::names, "Every named object: name -> its recorded C++ type.")
       .def("__contains__", &datastore::contains, "name"_a)
       .def("create_array", &datastore::create_array, "name"_a, "shape"_a, "dtype"_a = "float64",
@@ -468,9 +521,10 @@ void register_datastore(nb::module_& m) {
   m.def("info", [](const std::string& path) {
           nb::gil_scoped_release nogil;
           try {
-            const pheap::manager mm(pheap::open_read_only, path);
+            const pheap::options o = pheap::options::from_env(pheap::options{});  // as the tool's
+            const pheap::manager mm(pheap::open_read_only, path, o);
             nb::gil_scoped_acquire gil;
-            return info_of(mm, path);
+            return info_of(mm, path, o.pager.huge_pages);
           } catch (const pheap::error& e) {
             if (e.code() != pheap::errc::locked) throw;
           }
@@ -478,6 +532,7 @@ void register_datastore(nb::module_& m) {
           nb::gil_scoped_acquire gil;
           nb::dict d = watermark_dict(path, w);
           d["source"] = "superblock";
+          d["readers"] = readers_list(path);
           return d;
         }, "path"_a,
         "`pheap info --json` of a datastore (opened read-only, beside a writer if one holds it);\n"

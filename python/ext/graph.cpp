@@ -218,6 +218,22 @@ class graph_handle {
     s_->close();
   }
 
+  std::uint64_t refresh() {
+    std::uint64_t e = 0;
+    {
+      nb::gil_scoped_release nogil;
+      std::unique_lock<std::shared_mutex> l(s_->mu());
+      e = s_->refresh();
+    }
+    cache_ = {};  // vertices and degrees may have changed
+    shared_guard g(*s_);
+    if (pheap::guard_faults([&] { return pg::find_graph_info(s_->manager(), name_); }) == nullptr) {
+      throw pheap::error(pheap::errc::not_found, s_->path(), "refresh graph " + name_,
+                         "no graph named '" + name_ + "' at watermark " + std::to_string(e));
+    }
+    return e;
+  }
+
  private:
   // vertices() and degrees(): a read-only view of the graph's degree index when it describes
   // the graph as it is (pheap/graph/degree_index.hpp: what the last ingestion job left), read
@@ -532,6 +548,12 @@ void register_graph(nb::module_& parent) {
            "the end; rerun with the same arrays after a crash, it resumes where the last watermark\n"
            "stopped. Arrays already added are not added again unless reingest=True. Returns a\n"
            "report dict (added, edges, resumed, resumed_at, already_done, watermark, flushes).")
+      .def("refresh", &graph_handle::refresh,
+           "Read-only graphs: moves to the datastore's newest watermark (the writer's last flush)\n"
+           "without closing, and returns its epoch. Pages that did not change stay in memory.\n"
+           "Refused (BufferError) while views of the datastore (neighbors(), a degree-index\n"
+           "vertices()/degrees()) are alive. Counts, arrays and queries afterwards are the new\n"
+           "watermark's.")
       .def("close", &graph_handle::close, "Flushes (read-write) and closes.")
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](graph_handle& g, nb::handle, nb::handle, nb::handle) { g.close(); },

@@ -28,9 +28,9 @@ struct view_ref {
 
 }  // namespace
 
-store::store(std::unique_ptr<pheap::manager> m, std::string path)
+store::store(std::unique_ptr<pheap::manager> m, std::string path, pheap::huge_pages_mode huge_pages_asked)
     : m_(std::move(m)), path_(std::move(path)), read_only_(m_->read_only()),
-      page_size_(m_->stats().page_size) {}
+      page_size_(m_->stats().page_size), huge_pages_asked_(huge_pages_asked) {}
 
 store::~store() {
   if (abandoned_) (void)m_.release();  // no flush, ever: see abandon()
@@ -76,6 +76,22 @@ void store::close() {
   }
   gone.reset();
   if (failed) std::rethrow_exception(failed);
+}
+
+std::uint64_t store::refresh() {
+  pheap::manager& m = manager();
+  if (!read_only_) {
+    throw pheap::error(pheap::errc::invalid_argument, path_, "refresh",
+                       "the datastore is open read-write, and a writer always reads its newest watermark; "
+                       "refresh() moves a read-only handle");
+  }
+  if (const long k = exports(); k > 0) {
+    throw nb::buffer_error(("pheap: refresh " + path_ + ": " + std::to_string(k) +
+                            " NumPy view(s) of this datastore are alive, and after the refresh they would read "
+                            "whatever the newer watermark holds at their address; delete them first")
+                               .c_str());
+  }
+  return m.refresh();
 }
 
 long store::exports(const void* key) const {
@@ -142,7 +158,7 @@ store_ptr open_store(const std::string& path, bool create, bool read_only, const
     if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
     throw pheap::error(e.code(), e.path(), e.op(), cause + hint, e.sys_errno());
   }
-  auto s = std::make_shared<store>(std::move(m), path);
+  auto s = std::make_shared<store>(std::move(m), path, o.pager.huge_pages);
   std::lock_guard<std::mutex> g(g_registry_mu);
   auto& r = registry();
   r.erase(std::remove_if(r.begin(), r.end(), [](const std::weak_ptr<store>& w) { return w.expired(); }), r.end());

@@ -17,7 +17,9 @@
 //
 // Views. exports[key] counts the live views of one object (key: the object's address): an
 // object cannot be destroyed, nor a vector reallocated, while a view of it lives (BufferError,
-// as bytearray refuses to resize while exported) — the view would point at freed memory.
+// as bytearray refuses to resize while exported) — the view would point at freed memory. For
+// the same reason a read-only handle is not refreshed while any view of it lives: after the
+// move to a newer watermark a view would read whatever the writer put at its address.
 #pragma once
 
 #include <pheap/pheap.hpp>
@@ -39,7 +41,7 @@ namespace nb = nanobind;
 
 class store {
  public:
-  store(std::unique_ptr<pheap::manager> m, std::string path);
+  store(std::unique_ptr<pheap::manager> m, std::string path, pheap::huge_pages_mode huge_pages_asked);
   ~store();
   store(const store&) = delete;
   store& operator=(const store&) = delete;
@@ -50,6 +52,8 @@ class store {
   bool read_only() const noexcept { return read_only_; }
   bool closed() const noexcept { return closed_; }
   std::uint64_t page_size() const noexcept { return page_size_; }
+  // What the open asked of huge pages (options' pager.huge_pages), for info().
+  pheap::huge_pages_mode huge_pages_asked() const noexcept { return huge_pages_asked_; }
   // The read-write manager; throws pheap.ReadOnlyError naming `op` on a read-only one.
   pheap::manager& writable(const std::string& op) const;
 
@@ -61,6 +65,12 @@ class store {
   // manager is leaked on purpose (its destructor would flush): its mapping stays, and so does
   // the datastore's lock, until the process exits. The caller holds mu exclusively.
   void abandon() noexcept;
+  // Moves a read-only handle to the datastore's newest watermark (pheap::manager::refresh) and
+  // returns its epoch. Refused while a view lives (BufferError, naming how many): a view's
+  // address would read the new watermark's bytes, whatever object is there now. A read-write
+  // handle is pheap.InvalidArgumentError (it is always at its newest watermark). The caller
+  // holds mu exclusively, without the GIL.
+  std::uint64_t refresh();
   // Live views of the object at `key`, and of every object.
   long exports(const void* key) const;
   long exports() const;
@@ -79,6 +89,7 @@ class store {
   std::atomic<bool> closed_{false};  // set under exports_mu_; read anywhere
   bool abandoned_ = false;           // under exports_mu_
   std::uint64_t page_size_;
+  pheap::huge_pages_mode huge_pages_asked_;
   std::shared_mutex mu_;
   mutable std::mutex exports_mu_;
   std::unordered_map<const void*, long> exports_;
