@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "common/test_util.hpp"
@@ -18,6 +21,19 @@ inline options small_options(std::uint64_t capacity = 256ull << 20) {
   o.segment_size = 64ull << 20;
   o.pager.buffer_size = 128ull << 20;
   return o;
+}
+
+// The length of the mapping that starts at `base`, from /proc/self/maps (0: none).
+inline std::uint64_t mapping_length_at(const void* base) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::uint64_t b = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &b, &e) == 2 && b == reinterpret_cast<std::uintptr_t>(base)) {
+      return e - b;
+    }
+  }
+  return 0;
 }
 
 class manager_test : public ::testing::Test {

@@ -43,19 +43,6 @@ std::pair<std::uint32_t, std::uint64_t> view_of(const manager& m, std::string_vi
   return {crc32c(v->data(), v->size() * sizeof(std::uint64_t)), v->size()};
 }
 
-// The length of the mapping that starts at `base`, from /proc/self/maps (0: none).
-std::uint64_t mapping_length_at(const void* base) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::uint64_t b = 0, e = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx", &b, &e) == 2 && b == reinterpret_cast<std::uintptr_t>(base)) {
-      return e - b;
-    }
-  }
-  return 0;
-}
-
 class ManagerReaders : public manager_test {};
 
 // Two vectors of 1 MiB each; the writer rewrites one of them. After the refresh the reader

@@ -65,19 +65,6 @@ TEST_F(Manager, CreatedObjectsAreFoundAfterReopenReadWriteAndReadOnly) {
   EXPECT_EQ(r.find<int>("absent").first, nullptr);
 }
 
-// The length of the mapping that starts at `base`, from /proc/self/maps (0: none).
-std::uint64_t mapping_length_at(const void* base) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::uint64_t b = 0, e = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx", &b, &e) == 2 && b == reinterpret_cast<std::uintptr_t>(base)) {
-      return e - b;
-    }
-  }
-  return 0;
-}
-
 // A read-only open reserves the whole capacity where the address space allows it (a refresh
 // may find the heap grown by a writer beside it; under an RLIMIT_AS below the capacity it maps
 // the part in use only, pager_options::read_only_map_bytes: ManagerReaders tests that). The

@@ -120,6 +120,17 @@ void expect_reopened_exact(const std::string& ds, std::shared_ptr<io::engine> en
   }
 }
 
+// A new datastore at `ds` of `pages` pages of `ps` bytes, in segments of `segment_size`.
+void create_store(const std::string& ds, std::size_t pages, std::size_t ps, std::uint64_t segment_size,
+                  std::shared_ptr<io::engine> engine) {
+  store_options o;
+  o.capacity = pages * ps;
+  o.page_size = static_cast<std::uint32_t>(ps);
+  o.segment_size = segment_size;
+  o.engine = std::move(engine);
+  sparse_store::create(ds, o);
+}
+
 TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFlush) {
   PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);
   backing bk(GetParam());
@@ -135,14 +146,7 @@ TEST_P(PagerCrash, SigkillDuringWritesAndFlushesReopensAtTheAcknowledgedOrNextFl
   for (int it = 0; it < 120; ++it) {
     temp_dir dir;
     const std::string ds = dir / "ds";
-    {
-      store_options o;
-      o.capacity = kPages * kPs;
-      o.page_size = kPs;
-      o.segment_size = 1 << 20;
-      o.engine = bk.engine();
-      sparse_store::create(ds, o);
-    }
+    create_store(ds, kPages, kPs, 1 << 20, bk.engine());
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(it);
     // Kill after a random number (0-3) of acknowledged flushes plus a random delay, so every
     // iteration dies at a different point of writes/evictions/flushes whatever the load.
@@ -182,14 +186,7 @@ TEST(PagerCrashHuge, SigkillWithHugePagesReopensAtTheAcknowledgedOrNextFlushWith
   for (int it = 0; it < 9; ++it) {
     temp_dir dir;
     const std::string ds = dir / "ds";
-    {
-      store_options o;
-      o.capacity = pages * ps;
-      o.page_size = static_cast<std::uint32_t>(ps);
-      o.segment_size = 32 * ps;
-      o.engine = io::make_posix_engine();
-      sparse_store::create(ds, o);
-    }
+    create_store(ds, pages, ps, 32 * ps, io::make_posix_engine());
     const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(it);
     const std::size_t want_acks = 1 + rng() % 3;
     killed_child k;
@@ -222,14 +219,7 @@ TEST(PagerCrashWriteBehind, SigkillWithWriteBehindReopensAtTheAcknowledgedOrNext
   for (int it = 0; it < 40; ++it) {
     temp_dir dir;
     const std::string ds = dir / "ds";
-    {
-      store_options o;
-      o.capacity = kPages * kPs;
-      o.page_size = kPs;
-      o.segment_size = 1 << 20;
-      o.engine = io::make_posix_engine();
-      sparse_store::create(ds, o);
-    }
+    create_store(ds, kPages, kPs, 1 << 20, io::make_posix_engine());
     const std::uint64_t seed = 9000 + static_cast<std::uint64_t>(it);
     // The first child lives past iteration 20, where it exits 5 if nothing was written behind.
     const std::size_t want_acks = it == 0 ? 24 : rng() % 8;
