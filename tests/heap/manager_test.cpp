@@ -22,6 +22,7 @@ namespace {
 
 using namespace pheap;
 using pheap::test::code_of;
+using pheap::test::mapping_length_at;
 using pheap::test::small_options;
 using vec_t = container::vector<std::uint64_t>;
 

@@ -922,6 +922,16 @@ TEST(PagerDiscard, ReleasedPagesLeaveTheBufferUnwrittenAndReadAsZeros) {
   auto sh = numbered_store(n);
   pager pg(mem_store::reopen(sh));
   for (std::size_t p = 0; p < n; ++p) pg.base()[p * kPs + 1] = std::byte{0x5a};  // all dirty
+  // A read-ahead window maps its pages before their words turn resident (the faulting thread
+  // runs on once its page is mapped), and a discard leaves a filling page alone
+  // (evictor::drop_released): wait for the last window to land (seen under ASan: 4 pages).
+  const auto& table = paging::test_access::core(pg).table;
+  wait_until([&] {
+    for (std::size_t p = 0; p < n; ++p) {
+      if (paging::ps::kind(table.load(p)) != paging::ps::resident) return false;
+    }
+    return true;
+  }, "every page's fill to land");
   pg.pin(20 * kPs, kPs);
   const pager_stats s0 = pg.stats();
   pg.discard(16, 32);  // pages 16-47
