@@ -231,7 +231,12 @@ chosen_slot read_superblock(io::engine& eng, io::file& f, const std::string& sup
   }
   if (best != nullptr) return {best->sb, best_slot};
 
-  std::string why = "superblock slot 0 " + slots[0].cause + ", slot 1 " + slots[1].cause;
+  // A sound slot has no cause: say what it holds (above max_epoch, or it would have won).
+  const auto what = [](const decoded_slot& s) {
+    if (s.status != slot_status::ok) return s.cause;
+    return "holds epoch " + std::to_string(s.sb.epoch) + (s.sb.prepared ? " (prepared)" : "");
+  };
+  std::string why = "superblock slot 0 " + what(slots[0]) + ", slot 1 " + what(slots[1]);
   if (above_max) {
     throw error(errc::corrupt, super_path, "open",
                 "no committed epoch at or below " + std::to_string(max_epoch) +

@@ -128,6 +128,7 @@ TEST_P(StoreTwoPhase, AcceptedPreparedEpochIsConfirmedByAReadWriteOpen) {
     EXPECT_EQ(e.code(), errc::corrupt) << e.what();
     EXPECT_NE(std::string(e.what()).find("no committed epoch at or below 1"), std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds epoch 2"), std::string::npos) << "what each slot holds: " << e.what();
   }
 }
 
