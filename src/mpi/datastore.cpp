@@ -214,17 +214,57 @@ datastore::datastore(create_only_t, MPI_Comm comm, const std::string& path, cons
 }
 
 namespace {
+void open_this_rank(datastore::state& s, const options& opt) {
+  s.man = read_manifest(s.path, s.eng);
+  if (s.man.ranks.size() != static_cast<std::size_t>(s.size)) {
+    throw error(errc::invalid_argument, s.path, "open distributed datastore",
+                "created with " + std::to_string(s.man.ranks.size()) + " ranks, opened by a job of " +
+                    std::to_string(s.size) + " (restart with the same number of ranks)");
+  }
+  s.local = open_rank(s.path, s.man, s.rank, s.ro, opt);
+}
+
 void open_state(datastore::state& s, const options& opt) {
   s.eng = detail::engine_of(opt);
-  on_all(s.comm, s.path, "open distributed datastore", [&] {
-    s.man = read_manifest(s.path, s.eng);
-    if (s.man.ranks.size() != static_cast<std::size_t>(s.size)) {
-      throw error(errc::invalid_argument, s.path, "open distributed datastore",
-                  "created with " + std::to_string(s.man.ranks.size()) + " ranks, opened by a job of " +
-                      std::to_string(s.size) + " (restart with the same number of ranks)");
+  on_all(s.comm, s.path, "open distributed datastore", [&] { open_this_rank(s, opt); });
+}
+
+// Read-only, perhaps beside a running job (FORMAT.md "Readers beside a running job"): each
+// rank reads the manifest and registers at its local epoch; then one reduction says whether
+// every rank opened and whether all read the same global epoch. Ranks that read different
+// manifests (a commit between their reads), or a failure while the manifest moved on (a rank
+// confirmed a newer global epoch before this one registered), close and try again, all of
+// them; any other failure is agreed and thrown as by open_state.
+void open_state_read_only(datastore::state& s, const options& opt) {
+  s.eng = detail::engine_of(opt);
+  std::uint64_t first = 0;
+  for (int attempt = 1;; ++attempt) {
+    std::exception_ptr failure;
+    s.man = manifest{};
+    try {
+      open_this_rank(s, opt);
+    } catch (...) {
+      failure = std::current_exception();
+      s.local.reset();
     }
-    s.local = open_rank(s.path, s.man, s.rank, s.ro, opt);
-  });
+    // max over ranks of: failed, the global epoch read, its complement (the min); a rank that
+    // could not read the manifest (epoch 0) counts in neither.
+    const std::uint64_t g = s.man.epoch;
+    const std::uint64_t mine[3] = {failure ? 1u : 0u, g, g ? ~g : 0};
+    std::uint64_t all[3] = {};
+    MPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_MAX, s.comm);
+    const std::uint64_t hi = all[1], lo = all[2] ? ~all[2] : 0;
+    if (attempt == 1) first = lo;
+    const bool split = lo != hi;
+    if (!all[0] && !split) return;
+    // Whether the job moved past what the ranks read: rank 0 looks, every rank follows it.
+    int moved = split;
+    if (!split && s.rank == 0) moved = detail::manifest_moved(s.path, s.eng, hi);
+    MPI_Bcast(&moved, 1, MPI_INT, 0, s.comm);
+    if (!moved) detail::agree(s.comm, failure, s.path, "open distributed datastore");  // throws
+    s.local.reset();
+    if (attempt == detail::reader_open_attempts) detail::throw_outpaced(s.path, first, hi);
+  }
 }
 }  // namespace
 
@@ -235,7 +275,7 @@ datastore::datastore(open_only_t, MPI_Comm comm, const std::string& path, const 
 
 datastore::datastore(open_read_only_t, MPI_Comm comm, const std::string& path, const options& opt)
     : s_(std::make_unique<state>(comm, path, true)) {
-  open_state(*s_, opt);
+  open_state_read_only(*s_, opt);
 }
 
 datastore::~datastore() = default;

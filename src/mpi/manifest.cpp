@@ -245,14 +245,46 @@ manager open_rank(const std::string& path, const manifest& man, int rank, bool r
   return m;
 }
 
-distributed_view open_read_only(const std::string& path, const options& opt) {
-  distributed_view v;
-  v.man = read_manifest(path, opt.engine);
-  v.ranks.reserve(v.man.ranks.size());
-  for (std::size_t r = 0; r < v.man.ranks.size(); ++r) {
-    v.ranks.push_back(open_rank(path, v.man, static_cast<int>(r), true, opt));
+namespace detail {
+bool manifest_moved(const std::string& path, const std::shared_ptr<io::engine>& eng, std::uint64_t epoch) {
+  try {
+    return read_manifest(path, eng).epoch > epoch;
+  } catch (const error&) {
+    return false;
   }
-  return v;
+}
+
+void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last) {
+  throw error(errc::stale, path, "open read-only",
+              "the job committed global epochs " + std::to_string(first) + " to " + std::to_string(last) +
+                  " while this reader tried " + std::to_string(reader_open_attempts) +
+                  " times to open one: every rank at one global epoch could not be registered before some "
+                  "rank moved past it; open again, or flush less often");
+}
+}  // namespace detail
+
+// Beside a running job (FORMAT.md "Readers beside a running job"): every rank is registered
+// at the manifest's local epoch as a reader of its datastore, which keeps that epoch's bytes
+// for as long as the view is open. A rank that confirmed a newer global epoch meanwhile no
+// longer offers the old one (its open fails: stale, or no epoch at or below the one asked
+// for); then the manifest names a newer global epoch, and every rank is opened at that one.
+distributed_view open_read_only(const std::string& path, const options& opt) {
+  std::uint64_t first = 0;
+  for (int attempt = 1;; ++attempt) {
+    distributed_view v;
+    v.man = read_manifest(path, opt.engine);
+    if (attempt == 1) first = v.man.epoch;
+    try {
+      v.ranks.reserve(v.man.ranks.size());
+      for (std::size_t r = 0; r < v.man.ranks.size(); ++r) {
+        v.ranks.push_back(open_rank(path, v.man, static_cast<int>(r), true, opt));
+      }
+      return v;
+    } catch (const error&) {
+      if (!detail::manifest_moved(path, opt.engine, v.man.epoch)) throw;  // not the job's progress
+      if (attempt == detail::reader_open_attempts) detail::throw_outpaced(path, first, v.man.epoch);
+    }  // the ranks opened so far are closed here (their reader slots released)
+  }
 }
 
 }  // namespace pheap::mpi

@@ -27,6 +27,14 @@ void create_manifest(io::engine& eng, const std::string& path, const manifest& m
 void commit_manifest(io::engine& eng, const std::string& path, const manifest& m);
 // Unlinks D/pheap.manifest (remove's first step).
 void remove_manifest(io::engine& eng, const std::string& path);
+// Readers beside a running job (FORMAT.md "Readers beside a running job"): whether the
+// manifest at `path` names a global epoch above `epoch` now (false also when it cannot be
+// read: the caller's own error is the one to report). A read-only open that failed at a rank
+// while this holds tries the newer global epoch, up to reader_open_attempts manifests.
+bool manifest_moved(const std::string& path, const std::shared_ptr<io::engine>& eng, std::uint64_t epoch);
+inline constexpr int reader_open_attempts = 1000;
+// The error of a read-only open that found the manifest moving at every attempt.
+[[noreturn]] void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last);
 // The engine of a datastore opened or created with `opt`.
 std::shared_ptr<io::engine> engine_of(const options& opt);
 

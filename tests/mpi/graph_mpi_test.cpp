@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "mpi_runner.hpp"
@@ -157,6 +158,45 @@ TEST_F(GraphMpi, StatsBfsCcAndExportInOneProcessAndUnderMpirunEqualTheSingleProc
     EXPECT_EQ(slurp(e2), slurp(e1));
     EXPECT_EQ(edges(d), edges(ref));
   }
+}
+
+// `pheap-graph stats` in one process beside an `mpirun pheap-graph ingest` that flushes every
+// 200 edges: each run reads one global watermark whole (src/mpi/FORMAT.md "Readers beside a
+// running job"). The edges the ranks hold together equal what the ingestion record says was
+// consumed at that watermark — a rank read at another global epoch than the others would
+// break that — and the watermarks only move forward.
+TEST_F(GraphMpi, StatsBesideAnMpirunIngestReadsOneGlobalWatermarkWholeEachRun) {
+  ok(plain({"generate", "--scale", "12", "--edge-factor", "8", "--seed", "3", "--output", input_, "-q"}));
+  const std::string d = dir_ / "live", log = dir_ / "ingest-log";
+  const pid_t ingest = spawn_mpi(2, PHEAP_GRAPH_TOOL, ingest_args(d, {"--batch-size", "100", "--flush-every", "200"}), log);
+  ASSERT_TRUE(wait_until([&] {  // a few watermarks with edges in them
+    try {
+      return pheap::mpi::read_manifest(d).epoch >= 4;
+    } catch (const pheap::error&) {
+      return false;  // not created yet
+    }
+  }, "the ingest's first flushes")) << slurp(log);
+  std::set<std::uint64_t> seen;
+  std::uint64_t last = 0;
+  int ingest_status = -1, runs = 0;
+  while (ingest_status < 0) {
+    int st = 0;
+    if (::waitpid(ingest, &st, WNOHANG) == ingest) ingest_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    const auto r = plain({"stats", "--json", "--datastore", d});
+    ASSERT_EQ(r.status, 0) << r.output;
+    const json j = parse(r);
+    ++runs;
+    const std::uint64_t w = j["watermark"].get<std::uint64_t>();
+    EXPECT_GE(w, last) << r.output;
+    last = w;
+    seen.insert(w);
+    EXPECT_EQ(j["edges"], j["ingestion"]["total_edges"]) << "run " << runs << ": " << r.output;
+  }
+  EXPECT_EQ(ingest_status, 0) << slurp(log);
+  std::printf("%d stats runs beside the ingest saw %zu global watermarks\n", runs, seen.size());
+  EXPECT_GE(seen.size(), 3u) << runs << " runs";
+  const json done = parse(plain({"stats", "--json", "--datastore", d}));
+  EXPECT_EQ(done["edges"], 32768) << done;
 }
 
 TEST_F(GraphMpi, RerunWithAnotherRankCountIsAClearError) {

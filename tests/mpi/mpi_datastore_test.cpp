@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "mpi/manifest_io.hpp"
@@ -142,6 +143,59 @@ TEST_F(Mpi, RandomKillsOfOneRankResumeExactlyOnce) {
     expect_data(d, np, epoch);
   }
   EXPECT_EQ(kills, 36);
+}
+
+// Readers beside a running job (FORMAT.md "Readers beside a running job"): while a 2-rank job
+// appends a batch and flushes every few ms, this process opens the datastore read-only again
+// and again (mpi::open_read_only, as pheap-graph does) and an MPI job of 2 readers does the
+// same collectively (datastore(open_read_only)). Every open lands on one global watermark
+// exactly: on every rank the count is the global epoch - 1 and the values are exact, never a
+// mix of a rank's newer epoch with another's older one, never an error.
+TEST_F(Mpi, ReadersBesideARunningJobSeeExactlyOneGlobalWatermarkAtEachOpen) {
+  const std::string d = dir_ / "live";
+  create(2, d);
+  EXPECT_EQ(run(2, d, 1), 1u);  // the first batch: from here on every epoch holds count and values
+  const std::string wlog = dir_ / "writer-log", rlog = dir_ / "reader-log";
+  const pid_t writer = spawn_mpi(2, job_, {"run", d, "300", std::to_string(kBatch)}, wlog,
+                                 {{"PHEAP_TEST_MPI_PAUSE_US", "1000"}});
+  const pid_t readers = spawn_mpi(2, job_, {"read", d, "60", std::to_string(kBatch)}, rlog);
+  std::set<std::uint64_t> seen;
+  int opens = 0, writer_status = -1;
+  while (writer_status < 0) {
+    int st = 0;
+    const pid_t done = ::waitpid(writer, &st, WNOHANG);
+    if (done == writer) writer_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    auto v = mpi::open_read_only(d);
+    ++opens;
+    seen.insert(v.man.epoch);
+    ASSERT_EQ(v.ranks.size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      auto& m = v.ranks[static_cast<std::size_t>(r)];
+      const auto* count = m.find<std::uint64_t>("count").first;
+      const auto* vals = m.find<values_t>("values").first;
+      ASSERT_TRUE(count != nullptr && vals != nullptr) << "rank " << r << " at global epoch " << v.man.epoch;
+      ASSERT_EQ(*count, v.man.epoch - 1) << "rank " << r << " open " << opens;
+      ASSERT_EQ(vals->size(), *count * kBatch) << "rank " << r << " open " << opens;
+      for (std::size_t i = 0; i < vals->size(); ++i) {
+        ASSERT_EQ((*vals)[i], r * 1000000000ull + i) << "rank " << r << " value " << i << " open " << opens;
+      }
+    }
+  }
+  EXPECT_EQ(writer_status, 0) << slurp(wlog);
+  const int reader_status = wait_status(readers);
+  const std::string rout = slurp(rlog);
+  EXPECT_EQ(reader_status, 0) << rout;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(rout.find("rank " + std::to_string(r) + " read 60 opens"), std::string::npos) << rout;
+  }
+  // Beside the writer, not after it: this process saw the watermark move many times.
+  std::printf("%d opens in this process saw %zu global epochs; the MPI readers: %s\n", opens, seen.size(),
+              rout.substr(0, rout.find('\n')).c_str());
+  EXPECT_GE(seen.size(), 10u) << opens << " opens";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(rout, m, std::regex(R"(read 60 opens (\d+) epochs)"))) << rout;
+  EXPECT_GE(std::stoi(m[1]), 5) << "the MPI readers ran beside the writer: " << rout;
+  expect_data(d, 2, 301);
 }
 
 TEST_F(Mpi, OpenWithAnotherRankCountFailsOnEveryRankNamingBoth) {

@@ -6,6 +6,9 @@
 //                               B values per rank and flush, until T flushes are in the data
 //   mpi_job open D [ro]         open D (read-write or read-only) and report its global epoch
 //   mpi_job snapshot D S B      open D, append one batch of B, snapshot to S
+//   mpi_job read D N B          open D read-only N times (beside a running `run`, say), each
+//                               time checking every rank's data against the global epoch as
+//                               `run` does; prints "rank R read N opens E epochs" at the end
 //   mpi_job remove D            remove D
 //
 // Rank r's values are r * 1e9 + i for i = 0, 1, ...; its heap holds them in "values" and the
@@ -84,6 +87,29 @@ std::uint64_t check_resumed(pheap::mpi::datastore& ds, std::uint64_t batch) {
   return *count;
 }
 
+// check_resumed of a read-only open: the same checks, nothing constructed.
+std::uint64_t check_read(pheap::mpi::datastore& ds, std::uint64_t batch) {
+  auto& m = ds.local();
+  const int r = ds.rank();
+  auto* count = m.find<std::uint64_t>("count").first;
+  auto* values = m.find<values_t>("values").first;
+  if (count == nullptr || values == nullptr) check_failed(r, "no count or values at global epoch " + std::to_string(ds.epoch()));
+  if (*count != ds.epoch() - 1) {
+    check_failed(r, "read count " + std::to_string(*count) + " at global epoch " + std::to_string(ds.epoch()));
+  }
+  if (values->size() != *count * batch) {
+    check_failed(r, "read " + std::to_string(values->size()) + " values for count " + std::to_string(*count));
+  }
+  for (std::uint64_t i = 0; i < values->size(); ++i) {
+    if ((*values)[i] != r * rank_base + i) check_failed(r, "read value " + std::to_string(i));
+  }
+  std::uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(count, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(count, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (lo != hi) check_failed(r, "ranks read different counts " + std::to_string(lo) + ".." + std::to_string(hi));
+  return *count;
+}
+
 void append_batch(pheap::mpi::datastore& ds, std::uint64_t batch) {
   auto& m = ds.local();
   auto* count = m.find<std::uint64_t>("count").first;
@@ -127,6 +153,19 @@ int run(int argc, char** argv, int rank) {
     check_resumed(ds, batch);
     append_batch(ds, batch);
     ds.snapshot(argv[3]);
+    return 0;
+  }
+  if (cmd == "read") {
+    const std::uint64_t opens = std::stoull(argv[3]), batch = std::stoull(argv[4]);
+    std::uint64_t last = 0, epochs = 0;
+    for (std::uint64_t i = 0; i < opens; ++i) {
+      pheap::mpi::datastore ds(pheap::open_read_only, MPI_COMM_WORLD, d, small());
+      check_read(ds, batch);
+      if (ds.epoch() != last) ++epochs;
+      last = ds.epoch();
+    }
+    std::printf("rank %d read %llu opens %llu epochs\n", rank, static_cast<unsigned long long>(opens),
+                static_cast<unsigned long long>(epochs));
     return 0;
   }
   if (cmd == "remove") {

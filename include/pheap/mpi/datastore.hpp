@@ -50,7 +50,10 @@ class datastore {
   datastore(create_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
   // Opens every rank at the manifest's global epoch, read-write (exclusive per rank).
   datastore(open_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
-  // Opens every rank read-only at the manifest's global epoch; flush() throws read_only.
+  // Opens every rank read-only at the manifest's global epoch; flush() throws read_only. May
+  // run beside a job that keeps flushing: every rank lands on one global watermark and keeps
+  // it until destroyed (FORMAT.md "Readers beside a running job"; a flush that overtakes the
+  // open sends every rank to the newer one).
   datastore(open_read_only_t, MPI_Comm comm, const std::string& path, const options& opt = options::from_env());
   ~datastore();
   datastore(const datastore&) = delete;

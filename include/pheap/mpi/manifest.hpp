@@ -55,7 +55,10 @@ std::string rank_dir(const std::string& path, int rank);
 // Through `engine` (null: io::default_engine()).
 manifest read_manifest(const std::string& path, std::shared_ptr<io::engine> engine = nullptr);
 
-// Every rank's datastore opened read-only at the global epoch, in one process (no MPI).
+// Every rank's datastore opened read-only at the global epoch, in one process (no MPI). Beside
+// a running job too: every rank at one global watermark, kept until the view is destroyed;
+// a flush that overtakes the open makes it start again at the newer one (src/mpi/FORMAT.md,
+// "Readers beside a running job"; errc::stale after 1000 such restarts).
 struct distributed_view {
   manifest man;
   std::vector<manager> ranks;  // rank order
