@@ -19,6 +19,7 @@
 // (every copy is still verified against the map's CRC). Nothing here is synced: readers are
 // processes of this boot, and a power cut ends them too.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -40,6 +41,22 @@ struct aligned_buffer {
   ~aligned_buffer() { std::free(p); }
   aligned_buffer(const aligned_buffer&) = delete;
   aligned_buffer& operator=(const aligned_buffer&) = delete;
+};
+
+// Adds the time of its scope to a counter (store_stats::reader_protect_ns).
+class timed {
+ public:
+  explicit timed(std::atomic<std::uint64_t>& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~timed() {
+    total_ += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+  }
+  timed(const timed&) = delete;
+  timed& operator=(const timed&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& total_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 const char* why_expired(reader_table::expiry e) {
@@ -141,6 +158,7 @@ void store_impl::protect_pages(std::span<const page_map::planned_write> plan) {
   if (auto s = map_->sealed_now()) sealed = *s;
   const std::vector<reader_epoch> readers = old_readers(epoch(), sealed);
   if (readers.empty()) return;
+  const timed t(stat_protect_ns_);
   std::vector<std::uint64_t> pages;
   for (const auto& w : plan) {
     if (!w.in_place) pages.push_back(w.page);
@@ -171,6 +189,7 @@ void store_impl::protect_pages(std::span<const page_map::planned_write> plan) {
 void store_impl::protect_map(const commit_state& c) {
   const std::vector<reader_epoch> readers = old_readers(epoch(), c.sealed.epoch);
   if (readers.empty() || c.sealed.blocks.empty()) return;
+  const timed t(stat_protect_ns_);
   const page_map::map_update& u = c.update;
   std::vector<overwrite> list;
   std::vector<std::uint64_t> dir_epochs;
@@ -202,6 +221,7 @@ void store_impl::protect_map(const commit_state& c) {
 void store_impl::protect_punch(std::span<const std::uint64_t> pages, std::uint64_t committed) {
   const std::vector<reader_epoch> readers = old_readers(committed, committed);
   if (readers.empty() || pages.empty()) return;
+  const timed t(stat_protect_ns_);
   const std::vector<std::uint64_t> all(pages.begin(), pages.end());
   std::map<std::pair<std::uint64_t, page_home>, std::vector<std::uint64_t>> named;
   for_each_view(readers, [&](const reader_epoch& r, page_map& v) {
@@ -252,7 +272,7 @@ void store_impl::preserve(std::vector<overwrite>& list) {
       const std::vector<reader_epoch> live = table_->active_epochs();
       const std::uint64_t oldest = live.empty() ? list[k].epochs.front() : live.front().epoch;
       table_->expire(oldest, reader_table::expiry::limit);
-      for (const pinned_run& freed : table_->reap()) punch_pinned(freed);
+      punch_pinned(table_->reap());
       for (std::size_t j = 0; j < list.size(); ++j) {
         std::erase(list[j].epochs, oldest);
         if (j < k && list[j].epochs.empty() && runs[j].grains != 0) {
@@ -280,9 +300,20 @@ void store_impl::preserve(std::vector<overwrite>& list) {
     which.push_back(k);
     at += runs[k].grains * reader_table::grain;
   }
+  // Consecutive grains and consecutive bytes of buf: one request (the runs were allocated
+  // one after another, so most of a batch's copies land in one run of pheap.pinned).
+  std::vector<io::write_request> merged;
+  for (const io::write_request& w : writes) {
+    if (!merged.empty() && merged.back().offset + merged.back().len == w.offset &&
+        static_cast<const std::byte*>(merged.back().buf) + merged.back().len == w.buf) {
+      merged.back().len += w.len;
+    } else {
+      merged.push_back(w);
+    }
+  }
   try {
     eng_->read(reads);
-    eng_->write(writes);
+    eng_->write(merged);
   } catch (const error& e) {
     // The writer goes on; the readers that needed these copies are told why at their next read.
     for (std::size_t k : which) {
@@ -297,13 +328,25 @@ void store_impl::preserve(std::vector<overwrite>& list) {
     table_->insert(list[k].kind, list[k].id, *lo, *hi, runs[k]);
   }
   stat_pins_ += which.size();
+  stat_pin_bytes_ += total;
 }
 
-void store_impl::punch_pinned(const pinned_run& r) {
-  try {
-    eng_->punch_hole(pinned_file(), r.first * reader_table::grain, std::uint64_t{r.grains} * reader_table::grain);
-  } catch (const error& e) {
-    note_pin_failure(e.what());  // space only: the grains are free in the table either way
+// Adjacent runs are punched as one hole: consecutive pins take consecutive grains (the
+// table's next fit), and on a file system mounted with `discard` every hole punched waits for
+// the device's discard (one per run made a reap of a busy reader's pins cost seconds).
+// Called under preserve_mu_: grains freed by the reap are not handed out again before their
+// hole is punched.
+void store_impl::punch_pinned(std::vector<pinned_run> runs) {
+  std::sort(runs.begin(), runs.end(), [](const pinned_run& a, const pinned_run& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < runs.size();) {
+    const std::uint64_t first = runs[i].first;
+    std::uint64_t end = first + runs[i].grains;
+    for (++i; i < runs.size() && runs[i].first == end; ++i) end += runs[i].grains;
+    try {
+      eng_->punch_hole(pinned_file(), first * reader_table::grain, (end - first) * reader_table::grain);
+    } catch (const error& e) {
+      note_pin_failure(e.what());  // space only: the grains are free in the table either way
+    }
   }
 }
 
@@ -316,7 +359,10 @@ void store_impl::note_pin_failure(const std::string& why) {
 // (their grains punched), views of epochs nobody reads any more released.
 void store_impl::reap_readers() {
   if (!table_ || read_only_) return;
-  for (const pinned_run& r : table_->reap()) punch_pinned(r);
+  {
+    std::lock_guard pl(preserve_mu_);
+    punch_pinned(table_->reap());
+  }
   const std::vector<reader_epoch> live = table_->active_epochs();
   std::lock_guard lk(views_mu_);
   std::erase_if(views_, [&](const auto& kv) {

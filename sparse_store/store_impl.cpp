@@ -69,6 +69,8 @@ store_stats store_impl::stats() const {
   s.disk_bytes = disk_bytes();
   s.pins_made = stat_pins_;
   s.pinned_reads = stat_pinned_reads_;
+  s.pin_bytes_written = stat_pin_bytes_;
+  s.reader_protect_ns = stat_protect_ns_;
   if (table_) {
     const std::vector<reader_info> live = table_->readers();
     s.readers = live.size();

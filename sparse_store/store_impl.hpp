@@ -142,7 +142,7 @@ class store_impl final : public sparse_store {
   void protect_pages(std::span<const page_map::planned_write> plan);
   void protect_punch(std::span<const std::uint64_t> pages, std::uint64_t committed);
   void preserve(std::vector<overwrite>& list);
-  void punch_pinned(const pinned_run& r);
+  void punch_pinned(std::vector<pinned_run> runs);
   void note_pin_failure(const std::string& why);
   void reap_readers();
   // open.cpp: the directory epoch r names, read like a reader reads (pins), verified.
@@ -250,7 +250,7 @@ class store_impl final : public sparse_store {
   std::mutex views_mu_;
   std::map<std::uint64_t, std::shared_ptr<page_map>> views_;
   std::string pin_failure_;  // the first failure to keep a copy (poison_mu_)
-  std::atomic<std::uint64_t> stat_pins_{0}, stat_pinned_reads_{0};
+  std::atomic<std::uint64_t> stat_pins_{0}, stat_pinned_reads_{0}, stat_pin_bytes_{0}, stat_protect_ns_{0};
 
   std::atomic<std::uint64_t> stat_pages_read_{0}, stat_read_requests_{0}, stat_zero_pages_{0}, stat_pages_written_{0},
       stat_commits_{0}, stat_map_bytes_{0}, stat_freed_pages_{0}, stat_commit_ns_{0};

@@ -9,6 +9,13 @@
 # failure (a BFS that exits non-zero after the first watermark holding the source vertex: must
 # be none).
 #
+# A form "Nc" (e.g. 1c, 4c) is the control: N readers running the same BFS loop over a copy of
+# the whole graph ingested before the rounds (untimed), never over the writer's datastore — the
+# readers' share of the CPU, memory and disk without the reader protocol. The writer's own time
+# in the protocol (store_stats::reader_protect_ns: reading the readers' views of the map and
+# copying the homes they still name, on the flush's path) is its report's "readers beside this
+# job" line, the column protect_s (and pinned_mib, the copies' bytes).
+#
 # On 2 vCPUs the readers compete with the writer for the CPU: PLACEMENT=split (the default when
 # the machine has 2 CPUs or more) runs the writer on CPU 0 and the readers on the others
 # (taskset), so the ratio shows what the readers cost the writer through the datastore (pins,
@@ -16,7 +23,7 @@
 #
 #   bench/graph/readers.sh [SCALE [REPS]]      (defaults 20 and 3)
 #
-# Environment: BUILD (default build), BENCH_DIR (default /tmp), READERS (default "0 1 4"),
+# Environment: BUILD (default build), BENCH_DIR (default /tmp), READERS (default "0 1 4 1c 4c"),
 # PLACEMENT (split|shared), OUT (a CSV to append the rows to, optional).
 set -euo pipefail
 
@@ -25,7 +32,7 @@ reps=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 tool=${BUILD:-$root/build}/bin/pheap-graph
-readers_forms=${READERS:-0 1 4}
+readers_forms=${READERS:-0 1 4 1c 4c}
 cpus=$(nproc)
 placement=${PLACEMENT:-$([ "$cpus" -ge 2 ] && echo split || echo shared)}
 dir=$(mktemp -d "${BENCH_DIR:-/tmp}/readers-bench.XXXXXX")
@@ -40,6 +47,9 @@ trap 'exit 143' TERM
 
 "$tool" generate --scale "$scale" --edge-factor 16 --scramble --format binary --output "$dir/edges.bin" -q
 source=$(od -An -t u8 -N 8 "$dir/edges.bin" | tr -d ' ')
+case " $readers_forms " in
+  *c\ *) "$tool" ingest --datastore "$dir/copy" --format binary --undirected -q "$dir/edges.bin" >/dev/null ;;
+esac
 writer_cpu=() reader_cpu=()
 if [ "$placement" = split ]; then
   writer_cpu=(taskset -c 0)
@@ -58,20 +68,23 @@ reader_loop() {
   done
 }
 
-echo "round,readers,placement,ingest_s,bfs_ok,bfs_not_yet,bfs_failed"
+echo "round,readers,placement,ingest_s,bfs_ok,bfs_not_yet,bfs_failed,protect_s,pinned_mib"
 for round in $(seq 1 "$reps"); do
-  for n in $readers_forms; do
-    ds=$dir/g-$round-$n
-    flag=$dir/done-$round-$n
+  for form in $readers_forms; do
+    n=${form%c}
+    ds=$dir/g-$round-$form
+    read_ds=$ds
+    [ "$form" != "$n" ] && read_ds=$dir/copy
+    flag=$dir/done-$round-$form
     pids=()
     t0=$(date +%s.%N)
     "${writer_cpu[@]}" "$tool" ingest --datastore "$ds" --format binary --undirected --flush-every 1s -q \
-      "$dir/edges.bin" >"$dir/ingest-$round-$n.log" 2>&1 &
+      "$dir/edges.bin" >"$dir/ingest-$round-$form.log" 2>&1 &
     writer=$!
     for k in $(seq 1 "$n"); do
       ( # wait for the datastore to exist, then loop
         while [ ! -e "$ds/pheap.super" ] && kill -0 "$writer" 2>/dev/null; do sleep 0.05; done
-        reader_loop "$ds" "$flag" "$dir/bfs-$round-$n-$k"
+        reader_loop "$read_ds" "$flag" "$dir/bfs-$round-$form-$k"
       ) &
       pids+=($!)
     done
@@ -81,19 +94,21 @@ for round in $(seq 1 "$reps"); do
     for p in "${pids[@]}"; do wait "$p" || true; done
     ok=0 notyet=0 failed=0
     for k in $(seq 1 "$n"); do
-      f=$dir/bfs-$round-$n-$k
+      f=$dir/bfs-$round-$form-$k
       [ -e "$f" ] || continue
       ok=$((ok + $(grep -c '^0$' "$f" || true)))
       # exit 2 "not a vertex of the graph" before the first watermark holding the source
       notyet=$((notyet + $(grep -c '^2$' "$f" || true)))
       failed=$((failed + $(grep -vc '^[02]$' "$f" || true)))
       if grep -qv "not a vertex" "$f.err" 2>/dev/null; then
-        echo "reader errors (round $round, $n readers, reader $k):" >&2
+        echo "reader errors (round $round, readers $form, reader $k):" >&2
         grep -v "not a vertex" "$f.err" | head -5 >&2
         failed=$((failed + 1))
       fi
     done
-    row="$round,$n,$placement,$(echo "$t1 - $t0" | bc),$ok,$notyet,$failed"
+    # "readers beside this job: S s keeping their watermarks (N copies ..., M MiB)"
+    cost=$(sed -n 's/^readers beside this job: \([0-9.]*\) s .*, \([0-9.]*\) MiB)$/\1,\2/p' "$dir/ingest-$round-$form.log")
+    row="$round,$form,$placement,$(echo "$t1 - $t0" | bc),$ok,$notyet,$failed,${cost:-0,0}"
     echo "$row"
     [ -n "${OUT:-}" ] && echo "$row" >>"$OUT"
     rm -rf "$ds"

@@ -35,6 +35,14 @@ struct store_stats {
   // pheap.pinned instead of a page's home (a reader).
   std::uint64_t pins_made = 0;
   std::uint64_t pinned_reads = 0;
+  // A writer's cost of its readers: bytes of those copies written to pheap.pinned, and the time
+  // spent before overwrites deciding which homes a reader's watermark still names (the
+  // readers' views of the map, read from disk) and copying them — the part of a writer's
+  // slowdown with readers attached that the reader protocol itself causes (the rest is the
+  // readers' share of the CPU and the disk). Both stay 0 while no reader of an older
+  // watermark is attached.
+  std::uint64_t pin_bytes_written = 0;
+  std::uint64_t reader_protect_ns = 0;
 };
 
 struct pager_stats {

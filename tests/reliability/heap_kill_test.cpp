@@ -212,8 +212,8 @@ void run_kill_campaign(const kill_campaign& k, std::uint64_t* most_huge_fills = 
         std::this_thread::sleep_for(std::chrono::microseconds(rng() % 30000));
       } else {
         const std::string want = mode < 6 ? "flushing" : "ack";
-        std::uint64_t k = 1 + rng() % (mode < 6 ? 4 : 8);
-        while (k > 0) {
+        std::uint64_t acks_left = 1 + rng() % (mode < 6 ? 4 : 8);
+        while (acks_left > 0) {
           const auto l = lines.next();
           if (!l) {
             eof = true;
@@ -221,7 +221,7 @@ void run_kill_campaign(const kill_campaign& k, std::uint64_t* most_huge_fills = 
           }
           const std::string kind = on_line(*l, ps);
           note_open(kind, t0);
-          if (kind == want) --k;
+          if (kind == want) --acks_left;
         }
         if (!eof) {
           std::this_thread::sleep_for(std::chrono::microseconds(rng() % (mode < 6 ? 2000 : 20000)));

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fcntl.h>
@@ -120,6 +121,66 @@ TEST_P(StoreReaders, PagesTheWriterDiscardsStayReadableAtTheReadersWatermark) {
   write_epoch(*w, 1024, 2048, 3);
   expect_version(*r, 0, 2048, 1);
   EXPECT_TRUE(is_zero(read_one(*w, 5)));
+}
+
+// Counts the holes punched in files named `name`, forwarding everything to `inner`.
+class punch_counter final : public io::engine {
+ public:
+  punch_counter(std::shared_ptr<io::engine> inner, std::string name) : in_(std::move(inner)), name_(std::move(name)) {}
+  std::uint64_t holes() const { return holes_.load(); }
+  std::string name() const override { return "punch_counter(" + in_->name() + ")"; }
+  std::unique_ptr<io::file> open(const std::string& p, io::open_mode m) override { return in_->open(p, m); }
+  bool exists(const std::string& p) override { return in_->exists(p); }
+  void create_dir(const std::string& p) override { in_->create_dir(p); }
+  void remove_file(const std::string& p) override { in_->remove_file(p); }
+  void remove_dir(const std::string& p) override { in_->remove_dir(p); }
+  void rename(const std::string& a, const std::string& b) override { in_->rename(a, b); }
+  std::vector<std::string> list_dir(const std::string& p) override { return in_->list_dir(p); }
+  void sync_dir(const std::string& p) override { in_->sync_dir(p); }
+  void read(std::span<const io::read_request> b) override { in_->read(b); }
+  void write(std::span<const io::write_request> b) override { in_->write(b); }
+  void sync(io::file& f) override { in_->sync(f); }
+  void sync_files(std::span<io::file* const> fs) override { in_->sync_files(fs); }
+  std::uint64_t size(io::file& f) override { return in_->size(f); }
+  void truncate(io::file& f, std::uint64_t n) override { in_->truncate(f, n); }
+  void punch_hole(io::file& f, std::uint64_t off, std::uint64_t len) override {
+    if (std::filesystem::path(f.path()).filename() == name_) ++holes_;
+    in_->punch_hole(f, off, len);
+  }
+  std::uint64_t allocated_bytes(io::file& f) override { return in_->allocated_bytes(f); }
+  bool clone_file(const std::string& a, const std::string& b) override { return in_->clone_file(a, b); }
+
+ private:
+  std::shared_ptr<io::engine> in_;
+  std::string name_;
+  std::atomic<std::uint64_t> holes_{0};
+};
+
+// On a file system mounted with `discard` every hole waits for the device: the copies kept for
+// a reader are freed in one hole per run of them, not one per page.
+TEST_P(StoreReaders, TheCopiesKeptForALeavingReaderAreFreedInOneHoleAndTheWriterCountsTheirCost) {
+  auto counter = std::make_shared<punch_counter>(engine(), "pheap.pinned");
+  store_options o = opts(2048 * kPage, kPage, 256 * kPage);
+  o.engine = counter;
+  auto w = sparse_store::create(path(), o);
+  write_epoch(*w, 0, 1024, 1);
+  EXPECT_EQ(w->stats().reader_protect_ns, 0u) << "no reader yet";
+  auto r = reader();
+  write_epoch(*w, 0, 1024, 2);
+  write_epoch(*w, 0, 1024, 3);  // the third copy goes back to the home the reader's epoch names
+  const store_stats kept = w->stats();
+  EXPECT_GE(kept.pins_made, 1024u);
+  EXPECT_GE(kept.pin_bytes_written, 1024u * kPage);
+  EXPECT_GT(kept.reader_protect_ns, 0u);
+  EXPECT_GT(kept.pinned_bytes, 0u);
+  expect_version(*r, 0, 1024, 1);
+  r.reset();
+  const std::uint64_t before = counter->holes();
+  write_epoch(*w, 1024, 1025, 4);  // a commit reaps the reader's copies
+  EXPECT_EQ(w->stats().pinned_bytes, 0u);
+  EXPECT_EQ(counter->holes() - before, 1u) << "one hole for the " << kept.pins_made << " copies";
+  auto f = engine()->open(path() + "/pheap.pinned", io::open_mode::read_only);
+  EXPECT_EQ(engine()->allocated_bytes(*f), 0u);
 }
 
 TEST_P(StoreReaders, RefreshMovesToTheNewestWatermarkAndNamesEveryPageThatChanged) {

@@ -156,6 +156,15 @@ void print_report(const pg::ingest_report& r, const std::string& name, std::uint
               static_cast<double>(f.bytes_this_run) / (1 << 20), f.bad_lines, epoch, vertices, arcs);
 }
 
+// What readers beside the job cost it through the datastore (pheap::store_stats): nothing
+// printed when none read an older watermark while it wrote.
+void print_reader_cost(const pheap::store_stats& s) {
+  if (s.reader_protect_ns == 0) return;
+  std::printf("readers beside this job: %.2f s keeping their watermarks (%" PRIu64 " copies of pages and map blocks, %.1f MiB)\n",
+              static_cast<double>(s.reader_protect_ns) / 1e9, s.pins_made,
+              static_cast<double>(s.pin_bytes_written) / (1 << 20));
+}
+
 template <class G>
 int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_options o) {
   pg::persistent_ingest_state& st = *pg::find_ingest_state(m, a.name);
@@ -208,6 +217,7 @@ int ingest_into(G& g, pheap::manager& m, const ingest_args& a, pg::ingest_option
   pr.finish();
   warn_if_unverified(r);
   print_report(r, a.name, g.num_vertices(), g.num_arcs(), m.epoch());
+  print_reader_cost(m.stats().store);
   return 0;
 }
 
