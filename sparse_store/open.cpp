@@ -226,7 +226,9 @@ void store_impl::join_readers(std::uint64_t pin_limit) {
 // registered at it in a second slot first (the old epoch stays pinned meanwhile), its
 // directory read, the pages whose copy differs found block by block, then the map swapped under
 // the exclusive view lock and the old slot released.
-refresh_result store_impl::refresh() {
+refresh_result store_impl::refresh() { return refresh_to(max_epoch_); }
+
+refresh_result store_impl::refresh_to(std::uint64_t max_epoch) {
   if (slot_ < 0) {
     throw error(errc::invalid_argument, dir_, "refresh",
                 read_only_ ? "this read-only store holds the datastore's shared flock (format 3, "
@@ -235,14 +237,20 @@ refresh_result store_impl::refresh() {
                            : "a read-write store is always at its newest watermark");
   }
   std::lock_guard rl(refresh_mu_);
+  if (max_epoch < epoch()) {
+    throw error(errc::invalid_argument, dir_, "refresh",
+                "asked to move to epoch " + std::to_string(max_epoch) + " or below, but this reader reads epoch " +
+                    std::to_string(epoch()) + " already (a reader never moves back)");
+  }
   refresh_result out;
   const int next = table_->claim(dir_, "refresh");
   try {
-    chosen_slot chosen = register_epoch(*eng_, *super_, join(dir_, super_name), max_epoch_, *table_, next, dir_);
+    chosen_slot chosen = register_epoch(*eng_, *super_, join(dir_, super_name), max_epoch, *table_, next, dir_);
     const std::uint64_t now = epoch();
     out.epoch = chosen.sb.epoch;
     if (chosen.sb.epoch == now) {
       table_->release(next);
+      max_epoch_ = max_epoch;
       return out;
     }
     const reader_epoch r = epoch_of(chosen.sb);
@@ -278,6 +286,7 @@ refresh_result store_impl::refresh() {
       slot_ = next;
     }
     table_->release(old);
+    max_epoch_ = max_epoch;
     out.moved = true;
     return out;
   } catch (...) {

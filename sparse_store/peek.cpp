@@ -28,6 +28,8 @@ refresh_result sparse_store::refresh() {
   throw error(errc::invalid_argument, path(), "refresh", "this store does not read beside a writer");
 }
 
+refresh_result sparse_store::refresh_to(std::uint64_t) { return refresh(); }
+
 std::vector<reader_info> sparse_store::readers(const std::string& dir, std::shared_ptr<io::engine> engine) {
   using namespace store;
   auto eng = engine ? engine : io::default_engine();

@@ -97,6 +97,7 @@ class store_impl final : public sparse_store {
   std::vector<direct_extent> direct_extents() override;
   std::uint64_t finish_direct_mapping(std::span<const std::byte> root) override;
   refresh_result refresh() override;
+  refresh_result refresh_to(std::uint64_t max_epoch) override;
 
   std::uint64_t epoch() const override;
   std::vector<std::byte> root() const override;
@@ -240,7 +241,7 @@ class store_impl final : public sparse_store {
   // it before taking view_mu_ (a data race TSan saw under pager::refresh).
   std::atomic<int> slot_{-1};
 
-  std::uint64_t max_epoch_ = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> max_epoch_{~std::uint64_t{0}};  // refresh_to() raises it
   bool page_cache_reads_ = false;
   mutable std::shared_mutex view_mu_;
   std::mutex refresh_mu_;

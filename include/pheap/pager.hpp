@@ -340,6 +340,9 @@ class pager {
   //     access to pheap.readers, store_options::beside_writer = false).
   //   * pager_stats::refreshes, invalidated_pages and unpoisoned_pages count what it did.
   refresh_result refresh();
+  // refresh() with the store moved to its newest watermark at or below `max_epoch`
+  // (sparse_store::refresh_to), the same caveats.
+  refresh_result refresh_to(std::uint64_t max_epoch);
   // Read-only pagers: drops the pages [first, end) of `pages` as refresh() drops those that
   // changed (resident ones, victim-cache copies, fills in flight, poisoned ones), without
   // moving the store: their next access reads the store again. Pages past size() are

@@ -279,6 +279,11 @@ class sparse_store {
   // (format 3, no write access to pheap.readers).
   // Default (stores without readers beside a writer): errc::invalid_argument.
   virtual refresh_result refresh();
+  // refresh() to the newest watermark at or below `max_epoch`, which becomes the store's
+  // max_epoch for later refreshes (a reader of one rank of a distributed datastore moves to
+  // the local epoch of the job's newer global watermark). errc::invalid_argument when
+  // max_epoch is below the epoch it reads (a reader never moves back), and as refresh().
+  virtual refresh_result refresh_to(std::uint64_t max_epoch);
 
   virtual std::uint64_t epoch() const = 0;  // last committed epoch
   virtual std::vector<std::byte> root() const = 0;  // root blob of the last commit

@@ -47,6 +47,13 @@ class two_phase {
   // Makes the prepared epoch the watermark and returns it. invalid_argument if none.
   static std::uint64_t confirm(manager& m);
   static bool prepared(const manager& m);
+  // A read-only participant opened beside a running coordinator moves to the newest durable
+  // epoch <= max_epoch, as manager::refresh() does to the newest (the same caveats: re-find
+  // every object), and later refresh() calls stop there too. Returns the epoch it reads.
+  // errc::invalid_argument when max_epoch is below it (a reader never moves back); when that
+  // epoch is no longer in the datastore (the coordinator's next round overtook it), the
+  // error of an open at it (errc::corrupt "no committed epoch at or below …").
+  static std::uint64_t refresh(manager& m, std::uint64_t max_epoch);
 };
 
 }  // namespace pheap

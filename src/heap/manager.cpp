@@ -94,12 +94,13 @@ class manager_core {
   // dropped), then the root record, the allocator and the object directory of that watermark
   // attached in place of the old ones. A failure after the region moved leaves nothing to
   // read consistently: the manager is broken (every later call throws the failure).
-  std::uint64_t refresh() {
+  // `max_epoch`: two_phase::refresh's limit (nullopt: the store's own).
+  std::uint64_t refresh(std::optional<std::uint64_t> max_epoch = std::nullopt) {
     if (!ro) {
       throw error(errc::invalid_argument, path, "refresh",
                   "a read-write manager is always at its newest watermark (refresh is for read-only ones)");
     }
-    const refresh_result r = pg->refresh();  // throws before anything moved
+    const refresh_result r = max_epoch ? pg->refresh_to(*max_epoch) : pg->refresh();  // throws before anything moved
     if (!r.moved) return r.epoch;
     try {
       heap::root_record next = heap::root_record::decode(pg->store().root(), path);
@@ -784,5 +785,7 @@ std::uint64_t two_phase::confirm(manager& m) {
 }
 
 bool two_phase::prepared(const manager& m) { return m.core().pg->store().prepared(); }
+
+std::uint64_t two_phase::refresh(manager& m, std::uint64_t max_epoch) { return m.core().refresh(max_epoch); }
 
 }  // namespace pheap

@@ -41,6 +41,8 @@ namespace {
 }
 }  // namespace
 
+refresh_result region::refresh_to(std::uint64_t) { return refresh(); }
+
 refresh_result region::refresh() {
   throw error(errc::unavailable, store().path(), "refresh",
               std::string("the ") + to_string(backend()) +
@@ -90,6 +92,7 @@ class pager_region final : public region {
     pg_.prefetch_stored(ranges);
   }
   refresh_result refresh() override { return pg_.refresh(); }
+  refresh_result refresh_to(std::uint64_t max_epoch) override { return pg_.refresh_to(max_epoch); }
   sparse_store& store() noexcept override { return pg_.store(); }
   dirty_tracking tracking() const noexcept override { return pg_.tracking(); }
   pager_stats stats() const override { return pg_.stats(); }

@@ -65,6 +65,7 @@ class region {
   // new watermark. uffd: pager::refresh. The base version throws errc::unavailable (the mmap
   // backend holds its datastore's shared flock: no writer beside it).
   virtual refresh_result refresh();
+  virtual refresh_result refresh_to(std::uint64_t max_epoch);  // pager::refresh_to; the base as refresh()
   virtual sparse_store& store() noexcept = 0;
   virtual dirty_tracking tracking() const noexcept = 0;
   virtual pager_stats stats() const = 0;

@@ -254,8 +254,8 @@ bool manifest_moved(const std::string& path, const std::shared_ptr<io::engine>& 
   }
 }
 
-void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last) {
-  throw error(errc::stale, path, "open read-only",
+void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last, const char* op) {
+  throw error(errc::stale, path, op,
               "the job committed global epochs " + std::to_string(first) + " to " + std::to_string(last) +
                   " while this reader tried " + std::to_string(reader_open_attempts) +
                   " times to open one: every rank at one global epoch could not be registered before some "
@@ -272,6 +272,8 @@ distributed_view open_read_only(const std::string& path, const options& opt) {
   std::uint64_t first = 0;
   for (int attempt = 1;; ++attempt) {
     distributed_view v;
+    v.path = path;
+    v.engine = opt.engine;
     v.man = read_manifest(path, opt.engine);
     if (attempt == 1) first = v.man.epoch;
     try {
@@ -284,6 +286,56 @@ distributed_view open_read_only(const std::string& path, const options& opt) {
       if (!detail::manifest_moved(path, opt.engine, v.man.epoch)) throw;  // not the job's progress
       if (attempt == detail::reader_open_attempts) detail::throw_outpaced(path, first, v.man.epoch);
     }  // the ranks opened so far are closed here (their reader slots released)
+  }
+}
+
+// A view moved to the newest global watermark (FORMAT.md "Readers beside a running job",
+// "Refresh"): every rank moved to the local epoch the newer manifest names for it, each by a
+// reader's refresh (two_phase::refresh: registered at the new epoch before the old one is
+// released, pages whose copy did not change kept). A rank's refresh fails when the job
+// confirmed a still newer global epoch meanwhile; then the manifest is read again and every
+// rank moves to that one (the ranks moved already move again). Any other failure after a rank
+// moved leaves ranks at different global epochs: the view is emptied (its ranks closed) and
+// the error is thrown; a failure before any rank moved leaves the view as it was.
+std::uint64_t refresh(distributed_view& v) {
+  if (v.ranks.empty() || v.ranks.size() != v.man.ranks.size()) {
+    throw error(errc::invalid_argument, v.path, "refresh",
+                "this view holds no ranks (a refresh failed on it, or it was never opened): open the "
+                "distributed datastore again");
+  }
+  const std::uint64_t first = v.man.epoch;
+  bool torn = false;  // some rank reads another global epoch than v.man's
+  for (int attempt = 1;; ++attempt) {
+    manifest next;
+    try {
+      next = read_manifest(v.path, v.engine);
+      if (next.job != v.man.job || next.ranks.size() != v.man.ranks.size() || next.epoch < v.man.epoch) {
+        throw error(errc::not_a_datastore, v.path, "refresh",
+                    "the manifest now names another job (" + std::to_string(next.ranks.size()) +
+                        " ranks, global epoch " + std::to_string(next.epoch) + "; this view read " +
+                        std::to_string(v.man.ranks.size()) + " ranks at global epoch " +
+                        std::to_string(v.man.epoch) + "): the distributed datastore was replaced");
+      }
+      if (next.epoch == v.man.epoch) return next.epoch;
+      for (std::size_t r = 0; r < v.ranks.size(); ++r) {
+        const std::uint64_t want = next.ranks[r].epoch;
+        const std::uint64_t got = two_phase::refresh(v.ranks[r], want);
+        if (got != v.man.ranks[r].epoch) torn = true;
+        if (got != want) {
+          throw error(errc::corrupt, rank_dir(v.path, static_cast<int>(r)), "refresh",
+                      "global epoch " + std::to_string(next.epoch) + " names local epoch " + std::to_string(want) +
+                          ", but the newest epoch at or below it is " + std::to_string(got));
+        }
+      }
+      v.man = std::move(next);
+      return v.man.epoch;
+    } catch (const error&) {
+      const bool moved = next.epoch != 0 && detail::manifest_moved(v.path, v.engine, next.epoch);
+      if (moved && attempt < detail::reader_open_attempts) continue;
+      if (torn) v.ranks.clear();  // ranks at different global epochs: nothing to read consistently
+      if (moved) detail::throw_outpaced(v.path, first, next.epoch, "refresh");
+      throw;
+    }
   }
 }
 

@@ -33,8 +33,10 @@ void remove_manifest(io::engine& eng, const std::string& path);
 // while this holds tries the newer global epoch, up to reader_open_attempts manifests.
 bool manifest_moved(const std::string& path, const std::shared_ptr<io::engine>& eng, std::uint64_t epoch);
 inline constexpr int reader_open_attempts = 1000;
-// The error of a read-only open that found the manifest moving at every attempt.
-[[noreturn]] void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last);
+// The error of a read-only open (op "open read-only") or refresh (op "refresh") that found the
+// manifest moving at every attempt.
+[[noreturn]] void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t last,
+                                 const char* op = "open read-only");
 // The engine of a datastore opened or created with `opt`.
 std::shared_ptr<io::engine> engine_of(const options& opt);
 

@@ -813,7 +813,8 @@ void pager::discard(std::size_t first_page, std::size_t count) { impl_->discard(
 void pager::pin(std::size_t offset, std::size_t len) { impl_->pin(offset, len); }
 void pager::unpin(std::size_t offset, std::size_t len) { impl_->unpin(offset, len); }
 pager_stats pager::stats() const { return impl_->stats(); }
-refresh_result pager::refresh() { return impl_->refresh(); }
+refresh_result pager::refresh() { return impl_->refresh(std::nullopt); }
+refresh_result pager::refresh_to(std::uint64_t max_epoch) { return impl_->refresh(max_epoch); }
 void pager::invalidate(std::span<const std::pair<std::uint64_t, std::uint64_t>> pages) {
   impl_->invalidate(pages);
 }

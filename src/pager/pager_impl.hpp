@@ -115,7 +115,7 @@ class pager_impl {
   void unpin(std::size_t offset, std::size_t len);
   // Read-only regions (refresh.cpp): the store moved to its newest watermark, then the pages
   // whose copy changed dropped (invalidate), and every poisoned page made absent again.
-  refresh_result refresh();
+  refresh_result refresh(std::optional<std::uint64_t> max_epoch);  // nullopt: the store's own limit
   // Drops the pages [first, end) of `ranges` wherever the pager holds them — resident, kept
   // in the victim cache, being read ahead, poisoned — so that the next access reads the
   // store: the protocol is refresh.cpp's.

@@ -45,13 +45,13 @@
 
 namespace pheap::paging {
 
-refresh_result pager_impl::refresh() {
+refresh_result pager_impl::refresh(std::optional<std::uint64_t> max_epoch) {
   if (!core_.ro) {
     throw error(errc::invalid_argument, core_.name, "refresh",
                 "a read-write pager is always at its newest watermark");
   }
   std::lock_guard lk(refresh_mu_);
-  refresh_result r = core_.store->refresh();  // step 1
+  refresh_result r = max_epoch ? core_.store->refresh_to(*max_epoch) : core_.store->refresh();  // step 1
   core_.c.refreshes.fetch_add(1, std::memory_order_relaxed);
   invalidate_locked(r.changed, true);
   return r;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "mpi_runner.hpp"
@@ -197,6 +198,52 @@ TEST_F(GraphMpi, StatsBesideAnMpirunIngestReadsOneGlobalWatermarkWholeEachRun) {
   EXPECT_GE(seen.size(), 3u) << runs << " runs";
   const json done = parse(plain({"stats", "--json", "--datastore", d}));
   EXPECT_EQ(done["edges"], 32768) << done;
+}
+
+// stats --follow on a distributed datastore: one line per global watermark it reaches while
+// the mpirun ingest flushes, each line every rank at that G (edges = the ingestion record's
+// total), until the job's last watermark; SIGTERM ends it with exit 0.
+TEST_F(GraphMpi, StatsFollowBesideAnMpirunIngestPrintsOneWholeGlobalWatermarkPerLineUntilTheLast) {
+  ok(plain({"generate", "--scale", "12", "--edge-factor", "8", "--seed", "3", "--output", input_, "-q"}));
+  const std::string d = dir_ / "live", log = dir_ / "ingest-log", flog = dir_ / "follow-log";
+  const pid_t ingest = spawn_mpi(2, PHEAP_GRAPH_TOOL, ingest_args(d, {"--batch-size", "100", "--flush-every", "200"}), log);
+  ASSERT_TRUE(wait_until([&] {
+    try {
+      return pheap::mpi::read_manifest(d).epoch >= 2;
+    } catch (const pheap::error&) {
+      return false;  // not created yet
+    }
+  }, "the ingest's first flush")) << slurp(log);
+  const pid_t follow = spawn_program({PHEAP_GRAPH_TOOL, "stats", "--follow", "--json", "--datastore", d}, flog);
+  EXPECT_EQ(wait_status(ingest), 0) << slurp(log);
+  const std::uint64_t last = pheap::mpi::read_manifest(d).epoch;
+  const auto lines = [&] {
+    std::vector<json> out;
+    std::istringstream in(slurp(flog));
+    for (std::string l; std::getline(in, l);) {
+      if (!l.empty() && l.front() == '{') out.push_back(json::parse(l));
+    }
+    return out;
+  };
+  EXPECT_TRUE(wait_until([&] {
+    const auto ls = lines();
+    return !ls.empty() && ls.back()["watermark"].get<std::uint64_t>() == last;
+  }, "the follower's line for the job's last watermark")) << slurp(flog);
+  ::kill(follow, SIGTERM);
+  EXPECT_EQ(wait_status(follow), 0) << slurp(flog);
+  const auto ls = lines();
+  ASSERT_FALSE(ls.empty()) << slurp(flog);
+  std::uint64_t prev = 0;
+  for (const json& j : ls) {
+    const std::uint64_t w = j["watermark"].get<std::uint64_t>();
+    EXPECT_GT(w, prev) << "one line per new global watermark: " << j;
+    prev = w;
+    EXPECT_EQ(j["edges"], j["ingestion"]["total_edges"]) << "every rank at watermark " << w << ": " << j;
+  }
+  EXPECT_EQ(ls.back()["edges"], 32768) << ls.back();
+  std::printf("stats --follow printed %zu lines for global watermarks up to %llu\n", ls.size(),
+              static_cast<unsigned long long>(last));
+  EXPECT_GE(ls.size(), 3u) << slurp(flog);
 }
 
 TEST_F(GraphMpi, RerunWithAnotherRankCountIsAClearError) {

@@ -198,6 +198,64 @@ TEST_F(Mpi, ReadersBesideARunningJobSeeExactlyOneGlobalWatermarkAtEachOpen) {
   expect_data(d, 2, 301);
 }
 
+// refresh(view) while a job flushes every ~1 ms of pause: each refresh moves every rank to the
+// local epoch of one newer (or the same) global watermark, whole, and the last one reaches the
+// job's final watermark; a view emptied by a failed refresh refuses the next.
+TEST_F(Mpi, ARefreshedViewBesideARunningJobReadsExactlyOneGlobalWatermarkAfterEveryRefresh) {
+  const std::string d = dir_ / "live";
+  create(2, d);
+  EXPECT_EQ(run(2, d, 1), 1u);
+  const std::string wlog = dir_ / "writer-log";
+  const pid_t writer = spawn_mpi(2, job_, {"run", d, "300", std::to_string(kBatch)}, wlog,
+                                 {{"PHEAP_TEST_MPI_PAUSE_US", "1000"}});
+  auto v = mpi::open_read_only(d);
+  const auto expect_exact = [&](const char* when) {
+    ASSERT_EQ(v.ranks.size(), 2u) << when;
+    for (int r = 0; r < 2; ++r) {
+      auto& m = v.ranks[static_cast<std::size_t>(r)];
+      ASSERT_EQ(m.epoch(), v.man.ranks[static_cast<std::size_t>(r)].epoch) << when << ", rank " << r;
+      const auto* count = m.find<std::uint64_t>("count").first;
+      const auto* vals = m.find<values_t>("values").first;
+      ASSERT_TRUE(count != nullptr && vals != nullptr) << when << ", rank " << r << " at global epoch " << v.man.epoch;
+      ASSERT_EQ(*count, v.man.epoch - 1) << when << ", rank " << r;
+      ASSERT_EQ(vals->size(), *count * kBatch) << when << ", rank " << r;
+      for (std::size_t i = 0; i < vals->size(); ++i) {
+        ASSERT_EQ((*vals)[i], r * 1000000000ull + i) << when << ", rank " << r << " value " << i;
+      }
+    }
+  };
+  expect_exact("at the open");
+  std::set<std::uint64_t> seen{v.man.epoch};
+  int refreshes = 0, writer_status = -1;
+  while (writer_status < 0) {
+    int st = 0;
+    if (::waitpid(writer, &st, WNOHANG) == writer) writer_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    const std::uint64_t before = v.man.epoch;
+    const std::uint64_t g = mpi::refresh(v);
+    ++refreshes;
+    ASSERT_EQ(g, v.man.epoch);
+    ASSERT_GE(g, before) << "a refresh never moves back";
+    seen.insert(g);
+    expect_exact(("refresh " + std::to_string(refreshes)).c_str());
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(writer_status, 0) << slurp(wlog);
+  EXPECT_EQ(mpi::refresh(v), 301u);  // the job's last watermark
+  expect_exact("after the job");
+  std::printf("%d refreshes beside the job saw %zu global epochs\n", refreshes, seen.size());
+  EXPECT_GE(seen.size(), 10u) << refreshes << " refreshes";
+  EXPECT_GT(v.ranks[0].stats().pager.refreshes, 0u);
+  mpi::distributed_view empty;
+  empty.path = d;
+  try {
+    mpi::refresh(empty);
+    ADD_FAILURE() << "refresh of a view without ranks";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("open the distributed datastore again"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Mpi, OpenWithAnotherRankCountFailsOnEveryRankNamingBoth) {
   const std::string d = dir_ / "d";
   create(2, d);

@@ -183,6 +183,44 @@ TEST_P(StoreReaders, TheCopiesKeptForALeavingReaderAreFreedInOneHoleAndTheWriter
   EXPECT_EQ(engine()->allocated_bytes(*f), 0u);
 }
 
+// A reader of one rank of a distributed datastore moves to the epoch the job's manifest names,
+// not past it to a prepared one (sparse_store::refresh_to).
+TEST_P(StoreReaders, RefreshToAnEpochStopsThereKeepsItAsTheLimitAndNeverMovesBack) {
+  auto w = make();
+  const auto prepare_version = [&](std::uint64_t version) {
+    std::vector<std::vector<std::uint8_t>> bufs;
+    std::vector<page_write> ws;
+    for (std::uint64_t p = 0; p < 64; ++p) bufs.push_back(pattern(kPage, 7, p, version));
+    for (std::uint64_t p = 0; p < 64; ++p) ws.push_back({p, bufs[p].data()});
+    w->write_pages(ws);
+    return w->prepare(bytes_of("v" + std::to_string(version)));
+  };
+  write_epoch(*w, 0, 64, 1);
+  EXPECT_EQ(prepare_version(2), 2u);
+  auto r = reader(1);
+  EXPECT_EQ(r->epoch(), 1u);
+  EXPECT_FALSE(r->refresh().moved) << "the open's max_epoch is the limit";
+  EXPECT_EQ(w->confirm(), 2u);  // replaces epoch 1's slot: a refresh() limited to 1 would find none
+  const refresh_result to2 = r->refresh_to(2);
+  EXPECT_TRUE(to2.moved);
+  EXPECT_EQ(to2.epoch, 2u);
+  expect_version(*r, 0, 64, 2);
+  EXPECT_EQ(prepare_version(3), 3u);
+  EXPECT_FALSE(r->refresh().moved) << "refresh_to(2) made 2 the limit";
+  expect_version(*r, 0, 64, 2);
+  try {
+    r->refresh_to(1);
+    ADD_FAILURE() << "moved back";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("never moves back"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(r->epoch(), 2u);
+  EXPECT_EQ(w->confirm(), 3u);
+  EXPECT_EQ(r->refresh_to(~std::uint64_t{0}).epoch, 3u);
+  expect_version(*r, 0, 64, 3);
+}
+
 TEST_P(StoreReaders, RefreshMovesToTheNewestWatermarkAndNamesEveryPageThatChanged) {
   auto w = make();
   write_epoch(*w, 0, 2048, 1);

@@ -162,7 +162,8 @@ void define_queries(CLI::App& app, command_line& c) {
   stats->add_flag("--follow", qa.follow,
                   "keep reading while a writer (pheap-graph ingest) runs: a line for the current "
                   "watermark, then one per new watermark (with --json, a JSON document on one "
-                  "line each), until SIGINT or SIGTERM (exit 0) or the datastore is gone");
+                  "line each), until SIGINT or SIGTERM (exit 0) or the datastore is gone; on a distributed "
+                  "datastore, the job's global watermark");
   stats->add_option("--follow-count", qa.follow_count,
                     "with --follow: stop (exit 0) after this many lines (default 0: never)")
       ->needs("--follow");

@@ -91,10 +91,54 @@ int cmd_stats(const query_args& a) {
   return 0;
 }
 
-int cmd_stats_follow(const query_args& a) {
-  if (is_distributed(a.datastore)) {
-    throw usage_error("stats --follow reads an ordinary datastore, not a distributed one (" + a.datastore + ")");
+namespace {
+
+// The loop of `stats --follow` over one reader: `line()` computes and prints the stats of the
+// watermark it reads; `newest()` the datastore's newest watermark (std::nullopt: it is gone);
+// `move()` moves the reader there and returns the watermark it reads then. SIGINT and SIGTERM
+// (blocked by the caller before any manager started its threads) end it with exit 0.
+template <class Line, class Newest, class Move>
+int follow_loop(const query_args& a, const sigset_t& stop_signals, std::uint64_t shown, Line line, Newest newest,
+                Move move) {
+  const timespec poll{0, 200'000'000};  // a look at the superblock or manifest every 200 ms
+  std::uint64_t lines = 0;
+  for (;;) {
+    // A watermark the writer released meanwhile (its copies passed the pin limit) is
+    // errc::stale from the main guard: exit 1 naming the datastore.
+    line();
+    if (a.follow_count != 0 && ++lines >= a.follow_count) return 0;
+    for (;;) {
+      if (::sigtimedwait(&stop_signals, nullptr, &poll) > 0) return 0;
+      const std::optional<std::uint64_t> n = newest();
+      if (!n) {
+        std::fprintf(stderr, "pheap-graph stats: %s is gone: stopped following\n", a.datastore.c_str());
+        return 0;
+      }
+      if (*n > shown) {
+        const std::uint64_t now = move();
+        if (now != shown) {
+          shown = now;
+          break;
+        }
+      }
+    }
   }
+}
+
+// errc::not_found / not_a_datastore from a look at a datastore being followed: it is gone.
+template <class F>
+std::optional<std::uint64_t> unless_gone(F&& f) {
+  try {
+    return f();
+  } catch (const pheap::error& e) {
+    if (e.code() != pheap::errc::not_found && e.code() != pheap::errc::not_a_datastore) throw;
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+int cmd_stats_follow(const query_args& a) {
   // SIGINT and SIGTERM end the command cleanly (exit 0): blocked here, before the manager starts
   // its threads (which inherit the mask, so no pager thread is interrupted by them), and taken
   // by sigtimedwait while the loop waits for the next watermark; one that comes while a line
@@ -107,6 +151,29 @@ int cmd_stats_follow(const query_args& a) {
   pheap::options o = pg::datastore_options();
   if (a.buffer_size) o.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
   tool_support::apply_huge_pages(a.huge_pages, o.pager);
+  const auto stats_of = [&](const auto& g, const graph_source& src) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+  };
+  if (is_distributed(a.datastore)) {
+#ifdef PHEAP_GRAPH_MPI
+    // Every rank read at one global watermark; a newer manifest moves them all (src/mpi/FORMAT.md
+    // "Readers beside a running job", "Refresh").
+    auto view = pheap::mpi::open_read_only(a.datastore, o);
+    const std::string path = std::filesystem::absolute(a.datastore).lexically_normal().string();
+    return follow_loop(
+        a, stop_signals, view.man.epoch,
+        [&] {
+          for (auto& m : view.ranks) m.prefetch_all();
+          const graph_source src{path, view.man.epoch, ingestion_json(view.ranks, a.name), view.ranks.size()};
+          print_follow_line(pgm::visit_distributed(view.ranks, a.name, [&](const auto& g) { return stats_of(g, src); }), a);
+        },
+        [&] { return unless_gone([&] { return pheap::mpi::read_manifest(a.datastore, o.engine).epoch; }); },
+        [&] { return pheap::mpi::refresh(view); });
+#else
+    no_mpi_built_in(a.datastore);
+#endif
+  }
   pheap::manager m(pheap::open_read_only, a.datastore, o);
   if (m.stats().store.pin_limit == 0) {
     // Read under the datastore's shared flock (store format 3): no writer can open meanwhile,
@@ -114,35 +181,15 @@ int cmd_stats_follow(const query_args& a) {
     throw usage_error("stats --follow reads beside a writer, which store format 3 does not allow: convert " +
                       a.datastore + " with `pheap upgrade " + a.datastore + "` first");
   }
-  const timespec poll{0, 200'000'000};  // a look at the superblock (peek) every 200 ms
-  std::uint64_t lines = 0;
-  for (;;) {
-    // A watermark the writer released meanwhile (its copies passed the pin limit) is
-    // errc::stale from the main guard: exit 1 naming the datastore.
-    m.prefetch_all();
-    const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0, {}};
-    const json j = pg::visit_graph(m, a.name, [&](const auto& g) {
-      using G = std::remove_cvref_t<decltype(g)>;
-      return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
-    });
-    print_follow_line(j, a);
-    if (a.follow_count != 0 && ++lines >= a.follow_count) break;
-    // The next watermark: the superblock says when there is one (or that the datastore is gone).
-    const std::uint64_t shown = m.epoch();
-    for (;;) {
-      if (::sigtimedwait(&stop_signals, nullptr, &poll) > 0) return 0;
-      std::uint64_t newest = 0;
-      try {
-        newest = pheap::manager::peek(a.datastore).epoch;
-      } catch (const pheap::error& e) {
-        if (e.code() != pheap::errc::not_found && e.code() != pheap::errc::not_a_datastore) throw;
-        std::fprintf(stderr, "pheap-graph stats: %s is gone: stopped following\n", a.datastore.c_str());
-        return 0;
-      }
-      if (newest > shown && m.refresh() != shown) break;
-    }
-  }
-  return 0;
+  return follow_loop(
+      a, stop_signals, m.epoch(),
+      [&] {
+        m.prefetch_all();
+        const graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0, {}};
+        print_follow_line(pg::visit_graph(m, a.name, [&](const auto& g) { return stats_of(g, src); }), a);
+      },
+      [&] { return unless_gone([&] { return pheap::manager::peek(a.datastore).epoch; }); },
+      [&] { return m.refresh(); });
 }
 
 int cmd_bfs(const query_args& a) {

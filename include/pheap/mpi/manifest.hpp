@@ -62,8 +62,24 @@ manifest read_manifest(const std::string& path, std::shared_ptr<io::engine> engi
 struct distributed_view {
   manifest man;
   std::vector<manager> ranks;  // rank order
+  std::string path;            // the distributed datastore
+  std::shared_ptr<io::engine> engine;  // options::engine of the open (null: the default)
 };
 distributed_view open_read_only(const std::string& path, const options& opt = options::from_env());
+
+// Moves every rank of `v` to the newest global watermark without closing them, and returns
+// that global epoch (v.man.epoch before the call: nothing new). Each rank is refreshed as a
+// read-only manager is (manager::refresh: pages whose copy did not change stay in memory;
+// re-find every object afterwards, every pointer into a rank's heap reads the new
+// watermark's bytes). A job that confirms a newer global epoch while the ranks move makes
+// the refresh move them to that one (errc::stale after 1000 such restarts). Caveats:
+//   * Any other failure once a rank moved (an I/O error, a rank's pin released by its writer)
+//     leaves the ranks at different global watermarks: the view is emptied — its ranks
+//     closed, `ranks` empty — before the error is thrown; open again. A failure before any
+//     rank moved (the manifest unreadable, or of another job: errc::not_a_datastore) leaves
+//     the view as it was.
+//   * No other thread may use the view's ranks meanwhile (manager::refresh's caveat).
+std::uint64_t refresh(distributed_view& v);
 
 // Opens rank `rank`'s datastore at the local epoch `man` records for it, checking its uuid
 // (the errors above). Read-write opens confirm an accepted prepared epoch.
