@@ -48,8 +48,8 @@ MANIFEST = {
               "case mib_per_s faults pages_read store_read_requests")],
     "random-bfs": [("2026-12-01-random-bfs", "bfs.csv", BFS_COLUMNS)],
     "random-bfs-look-ahead": [("2026-12-01-random-bfs-look-ahead", "bfs.csv", BFS_COLUMNS)],
-    "flush": [("2026-12-01-flush", "construct-r1.csv construct-r2.csv construct-r3.csv",
-               "system flush_s close_s pager_bytes_written")],
+    "flush": [("2026-12-05-flush", "construct.csv",
+               "label system flush_s close_s pager_bytes_written")],
     "durability": [("2026-11-25-format3", "durability.csv",
                     "label bench page_size bytes seconds")],
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
@@ -295,20 +295,27 @@ def random_bfs(name="random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_D
 
 def flush():
     rows = rows_of("flush")
+
+    def form(r):  # "flush-s20-wb250-r1" -> "250"; no write-behind -> ""
+        m = re.search(r"-wb(\d+)-", r["label"])
+        return m.group(1) if m else ""
+
     out = []
     mm = med([float(r["flush_s"]) for r in rows if r["system"] == "mmap"])
     mm_close = med([float(r["flush_s"]) + float(r["close_s"]) for r in rows if r["system"] == "mmap"])
-    for system, label in (("mmap", "mmap backend (Metall's way: msync)"), ("uffd", "pheap, per-edge build"),
-                          ("uffd-grouped", "pheap, grouped build (as `pheap-graph ingest`)")):
-        got = [r for r in rows if r["system"] == system]
+    for system, wb, label in (("mmap", "", "mmap backend (Metall's way: msync)"),
+                              ("uffd-grouped", "", "pheap, grouped build (as `pheap-graph ingest`)"),
+                              ("uffd-grouped", "1000", "the same, write-behind every 1 s"),
+                              ("uffd-grouped", "250", "the same, write-behind every 250 ms")):
+        got = [r for r in rows if r["system"] == system and form(r) == wb]
         f = med([float(r["flush_s"]) for r in got])
         fc = med([float(r["flush_s"]) + float(r["close_s"]) for r in got])
         written = med([float(r["pager_bytes_written"]) for r in got])
         out.append([label, f"{min(float(r['flush_s']) for r in got):.2f}-{max(float(r['flush_s']) for r in got):.2f} s",
                     x(f / mm), x(fc / mm_close),
-                    f"{written / f / 1e6:.0f} MB/s" if written else "—"])
+                    f"{written / 1e6:.0f} MB" if written else "—"])
     return table(["system", "flush, 3 runs", "flush ÷ mmap's (≤ 1.1x)", "flush + close ÷ mmap's",
-                  "pager write rate in the flush"], out)
+                  "pager bytes written, build + flush"], out)
 
 
 def huge_incore():
