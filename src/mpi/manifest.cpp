@@ -258,7 +258,7 @@ void throw_outpaced(const std::string& path, std::uint64_t first, std::uint64_t 
   throw error(errc::stale, path, op,
               "the job committed global epochs " + std::to_string(first) + " to " + std::to_string(last) +
                   " while this reader tried " + std::to_string(reader_open_attempts) +
-                  " times to open one: every rank at one global epoch could not be registered before some "
+                  " times to reach one: every rank at one global epoch could not be registered before some "
                   "rank moved past it; open again, or flush less often");
 }
 }  // namespace detail
