@@ -168,7 +168,14 @@ class graph_handle {
           throw pheap::error(pheap::errc::invalid_argument, s_->path(), "bfs " + name_,
                              "source " + std::to_string(source) + " is not a vertex of the graph");
         }
-        pg::bfs_result r = pg::bfs(g, source);
+        // Out of core, the walk asks for its frontier's lists ahead of it, as pheap-graph bfs.
+        pheap::manager& m = s_->manager();
+        const pheap::manager_stats st = m.stats();
+        pg::walk_hints hints;
+        if (pg::walk_read_ahead_wanted(st.store.live_bytes, st.pager.buffer_bytes)) {
+          hints.prefetch = [&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); };
+        }
+        pg::bfs_result r = pg::bfs(g, source, hints);
         level = std::move(r.level);
         parent = std::move(r.parent);
         return 0;

@@ -1,6 +1,6 @@
 // BFS, connected components, counts and degree distribution equal simple DRAM references on
-// several graphs (hand-made shapes and R-MAT, directed and undirected); the look-ahead of a walk
-// (look_ahead.hpp) touches every item once within its window and changes no BFS result.
+// several graphs (hand-made shapes and R-MAT, directed and undirected); a BFS over contiguous
+// lists looks no vertex up, and its hints ask for every visited list once and change no result.
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/rmat.hpp>
@@ -10,13 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
+#include <deque>
 #include <map>
-#include <mutex>
 #include <set>
-#include <stdexcept>
-#include <thread>
 #include <vector>
 
 using namespace pheap::graph;
@@ -177,116 +173,101 @@ TEST(GraphAlgorithms, EmptyGraphHasNoVerticesOrComponents) {
   EXPECT_TRUE(degree_distribution(g).empty());
 }
 
-// Each round's items are touched exactly once, never `window` or more items ahead of the last
-// progress() — also over many rounds (BFS levels) of different sizes, started and finished in
-// turn, with four threads.
-TEST(GraphLookAhead, EveryItemOfARoundIsTouchedOnceAndNeverAWindowAheadOfTheWalk) {
-  constexpr std::size_t window = 32;
-  look_ahead ahead(4, window);
-  for (std::size_t n : {0u, 1u, 7u, 1000u, 20000u, 3u}) {
-    std::vector<std::atomic<int>> times(n);
-    std::atomic<std::size_t> at{0}, worst{0};
-    ahead.start(n, [&](std::size_t j) {
-      times[j].fetch_add(1);
-      const std::size_t ahead_by = j - std::min(j, at.load());
-      std::size_t w = worst.load();
-      while (ahead_by > w && !worst.compare_exchange_weak(w, ahead_by)) {
-      }
-    });
-    for (std::size_t k = 0; k < n; ++k) {
-      at.store(k);
-      ahead.progress(k);
-      if (k % 64 == 0) std::this_thread::yield();
-    }
-    // The walk is at the end: wait for the touches, then end the round.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    auto all_done = [&] {
-      for (const auto& t : times) {
-        if (t.load() == 0) return false;
-      }
-      return true;
-    };
-    while (!all_done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ahead.finish();
-    for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(times[j].load(), 1) << "item " << j << " of " << n;
-    EXPECT_LT(worst.load(), window) << n << " items";
-  }
-  EXPECT_FALSE(ahead.stopped());
-}
+namespace {
 
-// A touch that throws ends the look-ahead (later rounds touch nothing) and the walk goes on.
-TEST(GraphLookAhead, ATouchThatThrowsStopsTheLookAheadForGood) {
-  look_ahead ahead(2, 8);
-  std::atomic<int> calls{0};
-  ahead.start(100, [&](std::size_t j) {
-    calls.fetch_add(1);
-    if (j == 3) throw std::runtime_error("a damaged page");
-  });
-  for (std::size_t k = 0; k < 100; ++k) ahead.progress(k);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!ahead.stopped() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ahead.finish();
-  ASSERT_TRUE(ahead.stopped());
-  const int before = calls.load();
-  ahead.start(100, [&](std::size_t) { calls.fetch_add(1); });
-  for (std::size_t k = 0; k < 100; ++k) ahead.progress(k);
-  ahead.finish();
-  EXPECT_EQ(calls.load(), before);
-}
-
-// The graph as a walk sees it out of core: a look-up on the walk's own thread waits (a fault's
-// read), look-ups on other threads do not.
-struct slow_walk_graph {
+// A graph that counts its look-ups, over contiguous lists (as adjacency_list's).
+struct counting_graph {
   using neighbor_type = G::neighbor_type;
   const G* g;
-  std::thread::id walker;
+  mutable std::size_t lookups = 0;
   static std::uint64_t dst_of(const neighbor_type& n) noexcept { return G::dst_of(n); }
   std::uint64_t num_vertices() const noexcept { return g->num_vertices(); }
   template <class F>
   void for_each_vertex(F&& f) const {
     g->for_each_vertex(std::forward<F>(f));
   }
-  const auto* neighbors(std::uint64_t u) const {
-    if (std::this_thread::get_id() == walker) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  const G::list_type* neighbors(std::uint64_t u) const {
+    ++lookups;
     return g->neighbors(u);
   }
 };
 
-// With walk_hints, BFS gives the levels and parents it gives without them, on every graph of
-// the suite; and on the R-MAT graphs a walk slower than its look-ahead (as out of core) has the
-// lists of at least 90 % of the vertices it visits asked for.
-TEST(GraphAlgorithms, BfsWithALookAheadGivesTheSameResultAndAsksForTheListsAheadOfASlowWalk) {
-  look_ahead ahead(3, 16);
+// A graph whose lists are not one array (std::deque): a walk must look each vertex up.
+struct deque_graph {
+  using neighbor_type = G::neighbor_type;
+  std::map<std::uint64_t, std::deque<neighbor_type>> lists;
+  static std::uint64_t dst_of(const neighbor_type& n) noexcept { return G::dst_of(n); }
+  std::uint64_t num_vertices() const noexcept { return lists.size(); }
+  template <class F>
+  void for_each_vertex(F&& f) const {
+    for (const auto& [u, l] : lists) f(u, l);
+  }
+  const std::deque<neighbor_type>* neighbors(std::uint64_t u) const {
+    auto it = lists.find(u);
+    return it == lists.end() ? nullptr : &it->second;
+  }
+};
+
+}  // namespace
+
+// BFS over contiguous lists reads each list where the index's pass over the vertices found it:
+// not one look-up during the walk (out of core, no fault on a vertex's hash node), and the
+// result of the look-up walk (a graph whose lists are not one array) on every graph.
+TEST(GraphAlgorithms, BfsOverContiguousListsLooksNoVertexUpAndGivesWhatTheLookUpWalkGives) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    deque_graph dq;
+    g.for_each_vertex([&](std::uint64_t u, const auto& l) { dq.lists[u].assign(l.begin(), l.end()); });
+    const std::uint64_t s = ng.edges.front().src;
+    counting_graph cg{&g};
+    const auto by_span = bfs(cg, s);
+    EXPECT_EQ(cg.lookups, 0u) << ng.name;
+    const auto looked_up = bfs(dq, s);
+    EXPECT_EQ(by_span.level, looked_up.level) << ng.name;
+    EXPECT_EQ(by_span.parent, looked_up.parent) << ng.name;
+    EXPECT_EQ(by_span.reached, looked_up.reached) << ng.name;
+  }
+}
+
+// With walk_hints, BFS asks for the list of every vertex it visits exactly once, its exact
+// bytes, and nothing else, as the walk goes (several calls, none for more than `window` lists,
+// rounded up to a batch of 64); its result is the one without hints, for every window. A graph
+// whose lists are not one array is walked without asking.
+TEST(GraphAlgorithms, BfsWithHintsAsksForEveryVisitedListOnceInBatchesOfAtMostTheWindowAndChangesNoResult) {
   for (const auto& ng : graphs()) {
     const G g = build(ng);
     const std::uint64_t s = ng.edges.front().src;
-    std::mutex mu;
-    std::set<const void*> asked;
-    walk_hints hints{&ahead, [&](std::span<const std::pair<const void*, std::size_t>> r) {
-                       std::lock_guard lk(mu);
-                       for (const auto& [p, n] : r) {
-                         EXPECT_GT(n, 0u);
-                         asked.insert(p);
-                       }
-                     }};
     const auto plain = bfs(g, s);
-    const auto hinted = bfs(g, s, hints);
-    EXPECT_EQ(hinted.level, plain.level) << ng.name;
-    EXPECT_EQ(hinted.parent, plain.parent) << ng.name;
-    EXPECT_EQ(hinted.reached, plain.reached) << ng.name;
-    asked.clear();
-    const auto slow = bfs(slow_walk_graph{&g, std::this_thread::get_id()}, s, hints);
-    EXPECT_EQ(slow.level, plain.level) << ng.name;
-    std::size_t with_arcs = 0;
+    std::map<const void*, std::size_t> want;  // the list of every reached vertex with arcs
     for (std::size_t i = 0; i < plain.index.ids.size(); ++i) {
       const auto* l = g.neighbors(plain.index.ids[i]);
-      if (plain.level[i] != kUnreached && l != nullptr && l->size() != 0) ++with_arcs;
+      if (plain.level[i] != kUnreached && l->size() != 0) want[&(*l)[0]] = l->size() * sizeof((*l)[0]);
     }
-    EXPECT_LE(asked.size(), with_arcs) << ng.name;
-    // (Levels of a few vertices are over before a thread wakes: only the larger graphs count.)
-    if (with_arcs >= 200) {
-      EXPECT_GE(asked.size() * 10, with_arcs * 9) << ng.name << ": " << asked.size() << " of " << with_arcs;
+    for (std::size_t window : {std::size_t{1}, std::size_t{64}, std::size_t{100}, std::size_t{1} << 20}) {
+      std::map<const void*, std::size_t> asked;
+      std::size_t calls = 0, most = 0;
+      walk_hints hints{[&](std::span<const std::pair<const void*, std::size_t>> r) {
+                         ++calls;
+                         most = std::max(most, r.size());
+                         for (const auto& [p, n] : r) {
+                           EXPECT_TRUE(asked.emplace(p, n).second) << ng.name << ": asked twice";
+                         }
+                       },
+                       window};
+      const auto hinted = bfs(g, s, hints);
+      EXPECT_EQ(hinted.level, plain.level) << ng.name;
+      EXPECT_EQ(hinted.parent, plain.parent) << ng.name;
+      EXPECT_EQ(asked, want) << ng.name << ", window " << window;
+      EXPECT_LE(most, std::max<std::size_t>(window, 64)) << ng.name;
+      if (want.size() > 2 * std::max<std::size_t>(window, 64)) {
+        EXPECT_GT(calls, 1u) << ng.name << ": asked in one call, not as the walk went";
+      }
     }
+    deque_graph dq;
+    g.for_each_vertex([&](std::uint64_t u, const auto& l) { dq.lists[u].assign(l.begin(), l.end()); });
+    std::size_t dq_calls = 0;
+    const auto dq_r = bfs(dq, s, walk_hints{[&](auto) { ++dq_calls; }, 64});
+    EXPECT_EQ(dq_r.level, plain.level) << ng.name;
+    EXPECT_EQ(dq_calls, 0u) << ng.name;
   }
-  EXPECT_FALSE(ahead.stopped());
 }

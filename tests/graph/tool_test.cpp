@@ -461,9 +461,9 @@ TEST(GraphTool, StatsFollowPrintsALinePerNewWatermarkWhileAnIngestFlushesAndEnds
   EXPECT_NE(last_doc.find("\"total_edges\":" + std::to_string(es.size())), std::string::npos) << last_doc;
 }
 
-// A BFS through a buffer smaller than the graph, read O_DIRECT, walks with its frontier read
-// ahead by look-ahead threads (pheap-graph.cpp, with_graph): its output, levels and parents, is
-// byte for byte the output of the same BFS in core.
+// A BFS through a buffer smaller than the graph, read O_DIRECT, walks with its frontier's lists
+// asked for ahead of it (queries.cpp, with_graph): its output, levels and parents, is byte for
+// byte the output of the same BFS in core.
 TEST(GraphTool, BfsThroughABufferSmallerThanTheGraphReadDirectWritesWhatItWritesInCore) {
   pheap::test::temp_dir d;
   write(d / "in.txt", rmat_edges(14, 8, weight_kind::none, 23), input_format::text, weight_kind::none);

@@ -5,7 +5,6 @@
 #include <pheap/fault_guard.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/edge_io.hpp>
-#include <pheap/graph/look_ahead.hpp>
 #include <pheap/graph/store.hpp>
 #include <pheap/mpi/manifest.hpp>
 #ifdef PHEAP_GRAPH_MPI
@@ -38,12 +37,6 @@ using tool_support::progress;
 
 namespace {
 
-// Out of core, a BFS's frontier is looked up and its lists prefetched by these many threads,
-// this many vertices ahead of the walk (pheap/graph/look_ahead.hpp): enough reads in flight for
-// the disk, few enough pages ahead to stay well inside any buffer such a walk is meant for.
-constexpr unsigned kLookAheadThreads = 4;
-constexpr std::size_t kLookAheadVertices = 256;
-
 // Calls f(graph, source) with graph `a.name` of the datastore, read-only: an ordinary one, or
 // (without mpirun) every rank of a distributed one through pheap::graph::mpi::distributed_graph.
 template <class F>
@@ -67,16 +60,12 @@ decltype(auto) with_graph(const query_args& a, F&& f) {
   // the buffer holds it (the walk's faults, and their read-ahead, read the rest).
   m.prefetch_all();
   graph_source src{m.path(), m.epoch(), ingestion_json(pg::find_ingest_state(m, a.name)), 0, {}};
-  // A heap larger than the buffer, read O_DIRECT: the walk's random faults would each wait
-  // alone for the disk; a BFS then has its frontier read ahead (destroyed before m: it may
-  // still be touching the heap). Through the page cache the kernel's readahead of the segment
-  // files already serves most of those faults, and the look-ahead's CPU costs more than it
-  // saves (bench/README.md, "Cold reads").
-  std::optional<pg::look_ahead> ahead;
+  // A heap larger than the buffer: the walk's faults would each wait alone for a read (or for
+  // the kernel's readahead of the segment files, which a walk in frontier order defeats); a
+  // BFS asks for its frontier's lists ahead of the walk instead.
   const pheap::manager_stats st = m.stats();
-  if (!o.read_only_cache && pg::walk_look_ahead_wanted(st.store.live_bytes, st.pager.buffer_bytes)) {
-    ahead.emplace(kLookAheadThreads, kLookAheadVertices);
-    src.hints = {&*ahead, [&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); }};
+  if (pg::walk_read_ahead_wanted(st.store.live_bytes, st.pager.buffer_bytes)) {
+    src.hints = {[&m](std::span<const std::pair<const void*, std::size_t>> r) { m.prefetch(r); }};
   }
   return pg::visit_graph(m, a.name, [&](const auto& g) -> decltype(auto) { return f(g, src); });
 }

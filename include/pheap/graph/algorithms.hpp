@@ -8,7 +8,6 @@
 #pragma once
 
 #include <pheap/error.hpp>
-#include <pheap/graph/look_ahead.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,11 +40,10 @@ struct vertex_index {
   }
 };
 
-template <class Graph>
-vertex_index build_index(const Graph& g) {
-  vertex_index ix;
-  ix.ids.reserve(g.num_vertices());
-  g.for_each_vertex([&](std::uint64_t u, const auto&) { ix.ids.push_back(u); });
+namespace detail {
+
+// The index of the ids gathered (in any order) in ix.ids: sorts them and builds the look-up.
+inline void finish_index(vertex_index& ix) {
   std::sort(ix.ids.begin(), ix.ids.end());
   const std::uint64_t n = ix.ids.size();
   if (n != 0 && ix.ids.back() < 4 * n + 4096) {
@@ -55,6 +54,57 @@ vertex_index build_index(const Graph& g) {
     ix.pos.reserve(n);
     for (std::uint64_t i = 0; i < n; ++i) ix.pos.emplace(ix.ids[i], i);
   }
+}
+
+// A graph whose adjacency lists are contiguous arrays (neighbors(u) -> a list with size() and
+// operator[] over one array): a walk can keep where each list lies and read it again without
+// looking its vertex up.
+template <class Graph>
+concept contiguous_lists = requires(const Graph& g) {
+  g.neighbors(std::uint64_t{0})->size();
+  g.neighbors(std::uint64_t{0})->data();
+  (*g.neighbors(std::uint64_t{0}))[0];
+};
+
+// Where a vertex's list lies in the heap (a graph with contiguous_lists).
+template <class Graph>
+struct list_span {
+  using neighbor = std::remove_cvref_t<decltype((*std::declval<const Graph&>().neighbors(0))[0])>;
+  const neighbor* data = nullptr;
+  std::size_t size = 0;
+  const neighbor* begin() const noexcept { return data; }
+  const neighbor* end() const noexcept { return data + size; }
+};
+
+}  // namespace detail
+
+template <class Graph>
+vertex_index build_index(const Graph& g) {
+  vertex_index ix;
+  ix.ids.reserve(g.num_vertices());
+  g.for_each_vertex([&](std::uint64_t u, const auto&) { ix.ids.push_back(u); });
+  detail::finish_index(ix);
+  return ix;
+}
+
+// build_index, keeping where each vertex's list lies (lists[index]) from the same pass over the
+// vertices: a walk then reads a list without a look-up (out of core: without the fault on the
+// vertex's hash node). 16 bytes per vertex more, in DRAM.
+template <class Graph>
+  requires detail::contiguous_lists<Graph>
+vertex_index build_index(const Graph& g, std::vector<detail::list_span<Graph>>& lists) {
+  vertex_index ix;
+  std::vector<detail::list_span<Graph>> found;
+  ix.ids.reserve(g.num_vertices());
+  found.reserve(g.num_vertices());
+  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
+    ix.ids.push_back(u);
+    found.push_back({lst.size() == 0 ? nullptr : &lst[0], static_cast<std::size_t>(lst.size())});
+  });
+  const std::vector<std::uint64_t> order = ix.ids;  // the ids in the order found
+  detail::finish_index(ix);
+  lists.assign(order.size(), {});
+  for (std::size_t i = 0; i < order.size(); ++i) lists[ix.index_of(order[i])] = found[i];
   return ix;
 }
 
@@ -96,23 +146,45 @@ struct bfs_result {
   std::uint64_t max_level = 0;
 };
 
-// Out of core, how a walk asks for what it will read before it reads it (look_ahead.hpp): for
-// each vertex of a BFS level, a look-ahead thread looks the vertex up and hands `prefetch` the
-// bytes of its list (pheap: [&m](auto r) { m.prefetch(r); }). Empty: no look-ahead.
+// Out of core, how a walk asks for what it will read before it reads it: the walk hands
+// `prefetch` the lists of the next `window` vertices of its BFS level, a batch at a time
+// (pheap: [&m](auto r) { m.prefetch(r); } — the pager's workers then read them, many reads in
+// flight, while the walk reads the lists before them). Empty: no read-ahead.
+// Whether a walk over every vertex of a heap with `live_bytes` of data through a pager buffer
+// of `buffer_bytes` gains from walk_hints: when the data does not fit in the buffer (the walk's
+// reads are then faults; a heap that fits is read ahead whole by manager::prefetch_all).
+inline bool walk_read_ahead_wanted(std::uint64_t live_bytes, std::uint64_t buffer_bytes) noexcept {
+  return buffer_bytes != 0 && live_bytes > buffer_bytes;
+}
+
 struct walk_hints {
-  look_ahead* ahead = nullptr;
   std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
-  explicit operator bool() const noexcept { return ahead != nullptr && static_cast<bool>(prefetch); }
+  // Vertices of a level whose lists are asked for ahead of the walk. 1024: at SCALE 20 through a
+  // quarter-size buffer, 256 and 1024 kept 18-26 reads in flight and 4096 only 14-15, with
+  // twice the faults (likely: a worker claims the queue 512 pages at a time in page order, so
+  // the lists the walk needs next wait behind farther ones; bench/DECISIONS.md "the BFS reads
+  // its lists where the index found them").
+  std::size_t window = 1024;
+  explicit operator bool() const noexcept { return static_cast<bool>(prefetch) && window != 0; }
 };
 
 // Breadth-first search along stored arcs (out-edges; both directions for undirected graphs).
 // Throws pheap::error(invalid_argument) when `source` is not a vertex. Contract: level[] is the
 // exact hop distance; parent[v] is a neighbour-in of v with level[parent] == level[v] - 1.
-// `hints` change no result, only which thread waits for a page first.
+// A graph with contiguous lists (adjacency_list) is walked through where each list lies, kept
+// by the index's pass over the vertices: no look-up per visit, so out of core no fault on a
+// vertex's hash node, only on its list. `hints` change no result, only which reads are in
+// flight when the walk needs them (other graphs: ignored).
 template <class Graph>
 bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {}) {
   bfs_result r;
-  r.index = build_index(g);
+  constexpr bool by_span = detail::contiguous_lists<Graph>;
+  std::vector<std::conditional_t<by_span, detail::list_span<Graph>, char>> lists;
+  if constexpr (by_span) {
+    r.index = build_index(g, lists);
+  } else {
+    r.index = build_index(g);
+  }
   const std::uint64_t s = r.index.index_of(source);
   if (s == kUnreached) {
     throw error(errc::invalid_argument, "", "bfs",
@@ -126,36 +198,45 @@ bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {
   r.parent[s] = source;
   r.reached = 1;
   std::uint64_t depth = 0;
-  // The look-ahead reads the frontier and the index while the walk writes only next and
-  // the level and parent arrays; finish() returns before the frontier is swapped.
-  auto touch = [&](std::size_t j) {
-    const auto* lst = g.neighbors(r.index.ids[frontier[j]]);
-    if constexpr (requires { lst->data(); }) {
-      if (lst != nullptr && lst->size() != 0) {
-        const std::pair<const void*, std::size_t> range{lst->data(), lst->size() * sizeof(*lst->data())};
-        hints.prefetch(std::span<const std::pair<const void*, std::size_t>>(&range, 1));
+  constexpr std::size_t batch = 64;  // vertices whose lists are asked for in one prefetch call
+  std::vector<std::pair<const void*, std::size_t>> ranges;
+  std::size_t asked = 0;  // the frontier's lists [0, asked) are asked for
+  auto ask_until = [&](std::size_t end) {
+    if constexpr (by_span) {
+      end = std::min(end, frontier.size());
+      if (end <= asked) return;
+      ranges.clear();
+      for (std::size_t j = asked; j < end; ++j) {
+        const auto& l = lists[frontier[j]];
+        if (l.size != 0) ranges.emplace_back(l.data, l.size * sizeof(*l.data));
       }
+      asked = end;
+      if (!ranges.empty()) hints.prefetch(ranges);
+    }
+  };
+  auto visit = [&](std::uint64_t u, const auto& lst) {
+    for (const auto& nb : lst) {
+      const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
+      if (vi == kUnreached || r.level[vi] != kUnreached) continue;
+      r.level[vi] = depth + 1;
+      r.parent[vi] = u;
+      ++r.reached;
+      next.push_back(vi);
     }
   };
   while (!frontier.empty()) {
     next.clear();
-    if (hints) hints.ahead->start(frontier.size(), touch);
+    asked = 0;
     for (std::size_t k = 0; k < frontier.size(); ++k) {
-      if (hints && k % 16 == 0) hints.ahead->progress(k);
+      if (hints && k % batch == 0) ask_until(k + std::max(hints.window, batch));
       const std::uint64_t ui = frontier[k];
       const std::uint64_t u = r.index.ids[ui];
-      const auto* lst = g.neighbors(u);
-      if (lst == nullptr) continue;
-      for (const auto& nb : *lst) {
-        const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
-        if (vi == kUnreached || r.level[vi] != kUnreached) continue;
-        r.level[vi] = depth + 1;
-        r.parent[vi] = u;
-        ++r.reached;
-        next.push_back(vi);
+      if constexpr (by_span) {
+        visit(u, lists[ui]);
+      } else if (const auto* lst = g.neighbors(u)) {
+        visit(u, *lst);
       }
     }
-    if (hints) hints.ahead->finish();
     if (!next.empty()) r.max_level = depth + 1;
     ++depth;
     frontier.swap(next);
