@@ -47,7 +47,7 @@ MANIFEST = {
     "scan": [("2026-12-01-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
     "random-bfs": [("2026-12-01-random-bfs", "bfs.csv", BFS_COLUMNS)],
-    "random-bfs-look-ahead": [("2026-12-01-random-bfs-look-ahead", "bfs.csv", BFS_COLUMNS)],
+    "random-bfs-lists": [("2026-12-06-random-bfs", "bfs.csv", BFS_COLUMNS)],
     "flush": [("2026-12-05-flush", "construct.csv",
                "label system flush_s close_s pager_bytes_written")],
     "durability": [("2026-11-25-format3", "durability.csv",
@@ -293,6 +293,26 @@ def random_bfs(name="random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_D
                   "reads in flight, mean"], out)
 
 
+def random_bfs_lists():
+    rows = rows_of("random-bfs-lists")
+    names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
+             "look-ahead": "4 look-ahead threads (d09d09c), `O_DIRECT`",
+             "now-direct": "lists where the index found them, 1024 asked ahead, `O_DIRECT`",
+             "now": "the same, default read-only open (through the page cache)",
+             "mmap-random": "kernel mmap, `MADV_RANDOM`, same cgroup",
+             "mmap": "kernel mmap, default advice, same cgroup"}
+    wall = {k: med([float(r["wall_s"]) for r in rows if r["system"] == k]) for k in names}
+    out = []
+    for k, label in names.items():
+        got = [r for r in rows if r["system"] == k]
+        reads = med([float(r["device_reads"]) / float(r["wall_s"]) for r in got])
+        out.append([label, str(len(got)), s(wall[k], 2), x(wall["before"] / wall[k]),
+                    x(wall["mmap-random"] / wall[k]), f"{reads / 1000:.1f} k",
+                    f"{med([float(r['avg_inflight']) for r in got]):.2f}"])
+    return table(["system", "runs", "wall, median", "vs before", "vs mmap `MADV_RANDOM`",
+                  "device reads/s", "reads in flight, mean"], out)
+
+
 def flush():
     rows = rows_of("flush")
 
@@ -372,8 +392,7 @@ def huge_incore():
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
           "random-bfs": random_bfs, "flush": flush,
-          "random-bfs-look-ahead": lambda: random_bfs("random-bfs-look-ahead",
-                                                      "now with the BFS look-ahead, `O_DIRECT`"),
+          "random-bfs-lists": random_bfs_lists,
           "durability": durability, "tool-ingest": tool_ingest, "python": python_,
           "huge-incore": huge_incore}
 
