@@ -146,10 +146,6 @@ struct bfs_result {
   std::uint64_t max_level = 0;
 };
 
-// Out of core, how a walk asks for what it will read before it reads it: the walk hands
-// `prefetch` the lists of the next `window` vertices of its BFS level, a batch at a time
-// (pheap: [&m](auto r) { m.prefetch(r); } — the pager's workers then read them, many reads in
-// flight, while the walk reads the lists before them). Empty: no read-ahead.
 // Whether a walk over every vertex of a heap with `live_bytes` of data through a pager buffer
 // of `buffer_bytes` gains from walk_hints: when the data does not fit in the buffer (the walk's
 // reads are then faults; a heap that fits is read ahead whole by manager::prefetch_all).
@@ -157,6 +153,10 @@ inline bool walk_read_ahead_wanted(std::uint64_t live_bytes, std::uint64_t buffe
   return buffer_bytes != 0 && live_bytes > buffer_bytes;
 }
 
+// Out of core, how a walk asks for what it will read before it reads it: the walk hands
+// `prefetch` the lists of the next `window` vertices of its BFS level, a batch at a time
+// (pheap: [&m](auto r) { m.prefetch(r); } — the pager's workers then read them, many reads in
+// flight, while the walk reads the lists before them). Empty: no read-ahead.
 struct walk_hints {
   std::function<void(std::span<const std::pair<const void*, std::size_t>>)> prefetch;
   // Vertices of a level whose lists are asked for ahead of the walk. 1024: at SCALE 20 through a
