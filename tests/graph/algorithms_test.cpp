@@ -1,6 +1,7 @@
 // BFS, connected components, counts and degree distribution equal simple DRAM references on
-// several graphs (hand-made shapes and R-MAT, directed and undirected); a BFS over contiguous
-// lists looks no vertex up, and its hints ask for every visited list once and change no result.
+// several graphs (hand-made shapes and R-MAT, directed and undirected); a BFS, CC or walk in id
+// order over contiguous lists looks no vertex up, and BFS hints ask for every visited list once
+// and change no result.
 #include <pheap/graph/adjacency_list.hpp>
 #include <pheap/graph/algorithms.hpp>
 #include <pheap/graph/rmat.hpp>
@@ -181,6 +182,7 @@ struct counting_graph {
   const G* g;
   mutable std::size_t lookups = 0;
   static std::uint64_t dst_of(const neighbor_type& n) noexcept { return G::dst_of(n); }
+  bool directed() const noexcept { return g->directed(); }
   std::uint64_t num_vertices() const noexcept { return g->num_vertices(); }
   template <class F>
   void for_each_vertex(F&& f) const {
@@ -196,7 +198,9 @@ struct counting_graph {
 struct deque_graph {
   using neighbor_type = G::neighbor_type;
   std::map<std::uint64_t, std::deque<neighbor_type>> lists;
+  bool directed_ = true;
   static std::uint64_t dst_of(const neighbor_type& n) noexcept { return G::dst_of(n); }
+  bool directed() const noexcept { return directed_; }
   std::uint64_t num_vertices() const noexcept { return lists.size(); }
   template <class F>
   void for_each_vertex(F&& f) const {
@@ -217,6 +221,7 @@ TEST(GraphAlgorithms, BfsOverContiguousListsLooksNoVertexUpAndGivesWhatTheLookUp
   for (const auto& ng : graphs()) {
     const G g = build(ng);
     deque_graph dq;
+    dq.directed_ = ng.directed;
     g.for_each_vertex([&](std::uint64_t u, const auto& l) { dq.lists[u].assign(l.begin(), l.end()); });
     const std::uint64_t s = ng.edges.front().src;
     counting_graph cg{&g};
@@ -269,5 +274,62 @@ TEST(GraphAlgorithms, BfsWithHintsAsksForEveryVisitedListOnceInBatchesOfAtMostTh
     const auto dq_r = bfs(dq, s, walk_hints{[&](auto) { ++dq_calls; }, 64});
     EXPECT_EQ(dq_r.level, plain.level) << ng.name;
     EXPECT_EQ(dq_calls, 0u) << ng.name;
+  }
+}
+
+// CC over contiguous lists reads each list where the index's pass found it (no look-up) and, on
+// an undirected graph, each edge from one end only; its components are those of the look-up
+// walk over every arc (a graph whose lists are not one array, read as directed: both ends) and
+// of the reference, on every graph.
+TEST(GraphAlgorithms, CcOverContiguousListsLooksNoVertexUpAndGivesWhatTheWalkOverEveryArcGives) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    counting_graph cg{&g};
+    const auto by_span = connected_components(cg);
+    EXPECT_EQ(cg.lookups, 0u) << ng.name;
+    deque_graph every_arc;  // directed: no arc skipped
+    g.for_each_vertex([&](std::uint64_t u, const auto& l) { every_arc.lists[u].assign(l.begin(), l.end()); });
+    const auto walked = connected_components(every_arc);
+    EXPECT_EQ(by_span.index.ids, walked.index.ids) << ng.name;
+    EXPECT_EQ(by_span.component, walked.component) << ng.name;
+    EXPECT_EQ(by_span.components, walked.components) << ng.name;
+    EXPECT_EQ(by_span.largest, walked.largest) << ng.name;
+    const auto want = reference_cc(reference_from_edges(ng.edges, ng.directed, false));
+    for (std::size_t i = 0; i < by_span.index.ids.size(); ++i) {
+      EXPECT_EQ(by_span.component[i], want.at(by_span.index.ids[i])) << ng.name;
+    }
+  }
+}
+
+// for_each_vertex_by_id calls f once per vertex, ids ascending, with the vertex's list (its
+// arcs in stored order), looking no vertex up over contiguous lists, and returns the index.
+TEST(GraphAlgorithms, ForEachVertexByIdGivesEveryListInIdOrderWithoutALookUpOverContiguousLists) {
+  for (const auto& ng : graphs()) {
+    const G g = build(ng);
+    std::map<std::uint64_t, std::vector<std::uint64_t>> want;
+    g.for_each_vertex([&](std::uint64_t u, const auto& l) {
+      for (const auto& nb : l) want[u].push_back(G::dst_of(nb));
+      want[u];
+    });
+    counting_graph cg{&g};
+    std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>> got;
+    const vertex_index ix = for_each_vertex_by_id(cg, [&](std::uint64_t u, const auto& l) {
+      got.emplace_back(u, std::vector<std::uint64_t>{});
+      EXPECT_EQ(l.empty(), l.size() == 0);
+      for (const auto& nb : l) got.back().second.push_back(G::dst_of(nb));
+    });
+    EXPECT_EQ(cg.lookups, 0u) << ng.name;
+    using rows = std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>>;
+    EXPECT_EQ(got, rows(want.begin(), want.end())) << ng.name;
+    ASSERT_EQ(ix.ids.size(), want.size()) << ng.name;
+    for (std::size_t i = 0; i < ix.ids.size(); ++i) EXPECT_EQ(ix.index_of(ix.ids[i]), i);
+    deque_graph dq;
+    g.for_each_vertex([&](std::uint64_t u, const auto& l) { dq.lists[u].assign(l.begin(), l.end()); });
+    std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>> dq_got;
+    for_each_vertex_by_id(dq, [&](std::uint64_t u, const auto& l) {
+      dq_got.emplace_back(u, std::vector<std::uint64_t>{});
+      for (const auto& nb : l) dq_got.back().second.push_back(G::dst_of(nb));
+    });
+    EXPECT_EQ(dq_got, got) << ng.name;
   }
 }

@@ -220,19 +220,18 @@ int cmd_export(const query_args& a) {
   with_graph(a, [&](const auto& g, const graph_source&) {
     using G = std::remove_cvref_t<decltype(g)>;
     pg::edge_writer w(out, fmt, G::kind);
-    const auto ix = pg::build_index(g);
     progress pr(progress::choose(a.quiet), "export", progress::unit::items, "vertices");
-    pr.set_total(ix.ids.size());
+    pr.set_total(g.num_vertices());
     std::uint64_t done = 0;
-    for (std::uint64_t u : ix.ids) {
-      for (const auto& nb : *g.neighbors(u)) {
+    pg::for_each_vertex_by_id(g, [&](std::uint64_t u, const auto& lst) {
+      for (const auto& nb : lst) {
         const std::uint64_t v = G::dst_of(nb);
         if (!g.directed() && v < u) continue;
         w.write(pg::edge{u, v, G::weight_bits_of(nb)});
         ++n;
       }
       if ((++done & 0xfff) == 0) pr.update(done);
-    }
+    });
     w.close();
     pr.update(done);
     pr.finish();

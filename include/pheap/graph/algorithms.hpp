@@ -66,14 +66,18 @@ concept contiguous_lists = requires(const Graph& g) {
   (*g.neighbors(std::uint64_t{0}))[0];
 };
 
-// Where a vertex's list lies in the heap (a graph with contiguous_lists).
+// Where a vertex's list lies in the heap (a graph with contiguous_lists): a range over it.
 template <class Graph>
 struct list_span {
   using neighbor = std::remove_cvref_t<decltype((*std::declval<const Graph&>().neighbors(0))[0])>;
-  const neighbor* data = nullptr;
-  std::size_t size = 0;
-  const neighbor* begin() const noexcept { return data; }
-  const neighbor* end() const noexcept { return data + size; }
+  const neighbor* first = nullptr;
+  std::size_t count = 0;
+  const neighbor* data() const noexcept { return first; }
+  std::size_t size() const noexcept { return count; }
+  bool empty() const noexcept { return count == 0; }
+  const neighbor* begin() const noexcept { return first; }
+  const neighbor* end() const noexcept { return first + count; }
+  const neighbor& operator[](std::size_t i) const noexcept { return first[i]; }
 };
 
 }  // namespace detail
@@ -106,6 +110,28 @@ vertex_index build_index(const Graph& g, std::vector<detail::list_span<Graph>>& 
   lists.assign(order.size(), {});
   for (std::size_t i = 0; i < order.size(); ++i) lists[ix.index_of(order[i])] = found[i];
   return ix;
+}
+
+// Calls f(id, list) for every vertex, ids ascending, and returns the index of the ids. A graph
+// with contiguous lists is passed once (build_index's pass) and each list read where that pass
+// found it, with no look-up per vertex (f gets a detail::list_span: begin(), end(), size(),
+// empty(), data(), operator[]); other graphs look each vertex up (f gets its list). For walks
+// in id order that read every list: pheap-graph export.
+template <class Graph, class F>
+vertex_index for_each_vertex_by_id(const Graph& g, F&& f) {
+  if constexpr (detail::contiguous_lists<Graph>) {
+    std::vector<detail::list_span<Graph>> lists;
+    vertex_index ix = build_index(g, lists);
+    for (std::size_t i = 0; i < ix.ids.size(); ++i) {
+      if (i + 8 < lists.size()) __builtin_prefetch(lists[i + 8].data());  // lists lie at random
+      f(ix.ids[i], lists[i]);
+    }
+    return ix;
+  } else {
+    vertex_index ix = build_index(g);
+    for (const std::uint64_t u : ix.ids) f(u, *g.neighbors(u));
+    return ix;
+  }
 }
 
 struct graph_counts {
@@ -208,7 +234,7 @@ bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {
       ranges.clear();
       for (std::size_t j = asked; j < end; ++j) {
         const auto& l = lists[frontier[j]];
-        if (l.size != 0) ranges.emplace_back(l.data, l.size * sizeof(*l.data));
+        if (!l.empty()) ranges.emplace_back(l.data(), l.size() * sizeof(l[0]));
       }
       asked = end;
       if (!ranges.empty()) hints.prefetch(ranges);
@@ -232,6 +258,10 @@ bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {
       const std::uint64_t ui = frontier[k];
       const std::uint64_t u = r.index.ids[ui];
       if constexpr (by_span) {
+        // The frontier's lists lie at random in the heap: have the CPU fetch ahead of the walk
+        // where the lists 16 ahead lie, and the first bytes of those 8 ahead.
+        if (k + 16 < frontier.size()) __builtin_prefetch(&lists[frontier[k + 16]]);
+        if (k + 8 < frontier.size()) __builtin_prefetch(lists[frontier[k + 8]].data());
         visit(u, lists[ui]);
       } else if (const auto* lst = g.neighbors(u)) {
         visit(u, *lst);
@@ -251,41 +281,118 @@ struct cc_result {
   std::uint64_t largest = 0;             // size of the largest component
 };
 
-// Connected components; for directed graphs weakly connected (arc direction ignored).
-// Labels are canonical (smallest member id), so two runs — or a run and a reference — can be
-// compared element by element.
-template <class Graph>
-cc_result connected_components(const Graph& g) {
-  cc_result r;
-  r.index = build_index(g);
-  const std::size_t n = r.index.ids.size();
-  std::vector<std::uint64_t> parent(n);
-  for (std::size_t i = 0; i < n; ++i) parent[i] = i;
-  auto find = [&](std::uint64_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];  // path halving
-      x = parent[x];
+namespace detail {
+
+// The union-find of connected_components over keys 0..n-1, in words of W (uint32_t when the
+// keys fit: half the DRAM the walk reads at random). Union by smaller key: a root is the
+// smallest key of its set.
+template <class W>
+class key_union_find {
+ public:
+  explicit key_union_find(std::size_t n) : parent_(n) {
+    for (std::size_t i = 0; i < n; ++i) parent_[i] = static_cast<W>(i);
+  }
+  W find(W x) noexcept {
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[x]];  // path halving
+      x = parent_[x];
     }
     return x;
+  }
+  // Joins the set of root a with the set of key k; returns the joint root.
+  W join(W a, W k) noexcept {
+    const W b = find(k);
+    if (a == b) return a;
+    if (a < b) {
+      parent_[b] = a;
+      return a;
+    }
+    parent_[a] = b;
+    return b;
+  }
+
+ private:
+  std::vector<W> parent_;
+};
+
+// connected_components over the vertices' lists (for_each_list(f) calls f(id, list) for every
+// vertex) with union-find keys of word W: a vertex's id itself when the index is dense (ids
+// below dense.size(); which are vertices, a bit each), so an arc costs no look-up in the
+// index; its index otherwise.
+template <class W, class Graph, class ForEachList>
+void components_by_key(const Graph& g, cc_result& r, ForEachList&& for_each_list) {
+  const vertex_index& ix = r.index;
+  const std::size_t n = ix.ids.size();
+  const std::size_t keys = ix.is_dense ? ix.dense.size() : n;
+  std::vector<std::uint64_t> is_vertex;  // dense: one bit per id below keys
+  if (ix.is_dense) {
+    is_vertex.assign((keys + 63) / 64, 0);
+    for (const std::uint64_t id : ix.ids) is_vertex[id / 64] |= std::uint64_t{1} << (id % 64);
+  }
+  auto key_of = [&](std::uint64_t id) -> std::uint64_t {
+    if (ix.is_dense) {
+      return id < keys && (is_vertex[id / 64] >> (id % 64) & 1) != 0 ? id : kUnreached;
+    }
+    return ix.index_of(id);
   };
-  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
-    const std::uint64_t ui = r.index.index_of(u);
+  key_union_find<W> uf(keys);
+  const bool each_edge_twice = !g.directed();
+  for_each_list([&](std::uint64_t u, const auto& lst) {
+    W a = uf.find(static_cast<W>(key_of(u)));  // the root of u's set, kept as the list is read
     for (const auto& nb : lst) {
-      const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
-      if (vi == kUnreached) continue;
-      std::uint64_t a = find(ui), b = find(vi);
-      if (a == b) continue;
-      if (a > b) std::swap(a, b);
-      parent[b] = a;  // union by smaller index: the root is the component's smallest index
+      const std::uint64_t v = Graph::dst_of(nb);
+      if (each_edge_twice && v <= u) continue;  // read at v's end (v < u), or a loop
+      const std::uint64_t k = key_of(v);
+      if (k != kUnreached) a = uf.join(a, static_cast<W>(k));
     }
   });
+  // Keys ascend with ids (an index, or the id), so a root is its set's smallest id.
   r.component.resize(n);
   std::vector<std::uint64_t> size(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t root = find(i);
-    r.component[i] = r.index.ids[root];  // ids ascending => smallest index is the smallest id
-    if (size[root]++ == 0) ++r.components;
-    r.largest = std::max(r.largest, size[root]);
+    const std::uint64_t root = uf.find(static_cast<W>(key_of(ix.ids[i])));
+    const std::uint64_t root_index = ix.is_dense ? ix.dense[root] : root;
+    r.component[i] = ix.ids[root_index];
+    if (size[root_index]++ == 0) ++r.components;
+    r.largest = std::max(r.largest, size[root_index]);
+  }
+}
+
+}  // namespace detail
+
+// Connected components; for directed graphs weakly connected (arc direction ignored).
+// Labels are canonical (smallest member id), so two runs — or a run and a reference — can be
+// compared element by element. The walk's cost is its union-find (random reads of DRAM per
+// arc), so: an undirected graph stores each edge at both ends (adjacency_list's invariant) and
+// each is read once, from its smaller end; dense ids are their own keys (no look-up in the
+// index per arc), in 32-bit words when they fit. A graph with contiguous lists is read through
+// where the index's pass found each list (no second pass over the vertices' hash table).
+// The Graph gives directed().
+template <class Graph>
+cc_result connected_components(const Graph& g) {
+  cc_result r;
+  constexpr bool by_span = detail::contiguous_lists<Graph>;
+  std::vector<std::conditional_t<by_span, detail::list_span<Graph>, char>> lists;
+  if constexpr (by_span) {
+    r.index = build_index(g, lists);
+  } else {
+    r.index = build_index(g);
+  }
+  auto for_each_list = [&](auto&& f) {
+    if constexpr (by_span) {
+      for (std::size_t i = 0; i < lists.size(); ++i) {
+        if (i + 8 < lists.size()) __builtin_prefetch(lists[i + 8].data());  // lists lie at random
+        f(r.index.ids[i], lists[i]);
+      }
+    } else {
+      g.for_each_vertex(f);
+    }
+  };
+  const std::size_t keys = r.index.is_dense ? r.index.dense.size() : r.index.ids.size();
+  if (keys <= std::numeric_limits<std::uint32_t>::max()) {
+    detail::components_by_key<std::uint32_t>(g, r, for_each_list);
+  } else {
+    detail::components_by_key<std::uint64_t>(g, r, for_each_list);
   }
   return r;
 }
