@@ -46,7 +46,6 @@ MANIFEST = {
                    "scale command system state wall_s vs_mmap vs_cat")],
     "scan": [("2026-12-01-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
-    "random-bfs": [("2026-12-01-random-bfs", "bfs.csv", BFS_COLUMNS)],
     "random-bfs-lists": [("2026-12-06-random-bfs", "bfs.csv", BFS_COLUMNS)],
     "flush": [("2026-12-05-flush", "construct.csv",
                "label system flush_s close_s pager_bytes_written")],
@@ -275,24 +274,6 @@ def python_():
     return table(["case", "measure (median of 3)", "value", "target", ""], out)
 
 
-def random_bfs(name="random-bfs", direct="now, `PHEAP_READ_ONLY_CACHE=off` (`O_DIRECT`)"):
-    rows = rows_of(name)
-    names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
-             "now-direct": direct,
-             "now": "now, default read-only open (through the page cache)"}
-    wall = {k: med([float(r["wall_s"]) for r in rows if r["system"] == k]) for k in names}
-    out = []
-    for k, label in names.items():
-        got = [r for r in rows if r["system"] == k]
-        reads = med([float(r["device_reads"]) / float(r["wall_s"]) for r in got])
-        faults = [float(r["faults"]) / float(r["wall_s"]) for r in got if r["faults"]]
-        out.append([label, s(wall[k], 2), x(wall["before"] / wall[k]), f"{reads / 1000:.1f} k",
-                    f"{med(faults) / 1000:.1f} k" if faults else "—",
-                    f"{med([float(r['avg_inflight']) for r in got]):.2f}"])
-    return table(["system", "wall, median of 3", "speed-up", "device reads/s", "faults/s",
-                  "reads in flight, mean"], out)
-
-
 def random_bfs_lists():
     rows = rows_of("random-bfs-lists")
     names = {"before": "the pager before the cold-read work (671f42c), `O_DIRECT`",
@@ -391,7 +372,7 @@ def huge_incore():
 
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
-          "random-bfs": random_bfs, "flush": flush,
+          "flush": flush,
           "random-bfs-lists": random_bfs_lists,
           "durability": durability, "tool-ingest": tool_ingest, "python": python_,
           "huge-incore": huge_incore}
