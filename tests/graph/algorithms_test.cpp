@@ -167,6 +167,28 @@ TEST(GraphAlgorithms, CountsAndDegreeDistributionEqualReference) {
   }
 }
 
+// profile() is count() and degree_distribution() from one pass, degrees of 1024 and more too.
+TEST(GraphAlgorithms, ProfileGivesTheCountsAndDegreeDistributionOfTheirOwnPasses) {
+  std::vector<named_graph> gs = graphs();
+  named_graph hub{"hub of degree 1500 and one of 1023", false, {}};
+  for (std::uint64_t v = 1; v <= 1500; ++v) hub.edges.push_back({0, v});
+  for (std::uint64_t v = 1; v <= 1023; ++v) hub.edges.push_back({5000, 5000 + v});
+  gs.push_back(hub);
+  gs.push_back({"empty", true, {}});
+  for (const auto& ng : gs) {
+    const G g = build(ng);
+    const graph_profile p = profile(g);
+    const graph_counts c = count(g);
+    EXPECT_EQ(p.counts.vertices, c.vertices) << ng.name;
+    EXPECT_EQ(p.counts.arcs, c.arcs) << ng.name;
+    EXPECT_EQ(p.counts.max_degree, c.max_degree) << ng.name;
+    EXPECT_EQ(p.counts.isolated, c.isolated) << ng.name;
+    EXPECT_EQ(p.counts.self_loops, c.self_loops) << ng.name;
+    EXPECT_EQ(p.degrees, degree_distribution(g)) << ng.name;
+  }
+  EXPECT_EQ(profile(build(gs[gs.size() - 2])).degrees.at(1500), 1u);
+}
+
 TEST(GraphAlgorithms, EmptyGraphHasNoVerticesOrComponents) {
   const G g(true, 8, {});
   EXPECT_EQ(count(g).vertices, 0u);

@@ -75,7 +75,8 @@ decltype(auto) with_graph(const query_args& a, F&& f) {
 int cmd_stats(const query_args& a) {
   print_stats_or_json(with_graph(a, [&](const auto& g, const graph_source& src) {
     using G = std::remove_cvref_t<decltype(g)>;
-    return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+    const pg::graph_profile p = pg::profile(g);
+    return stats_json(p.counts, p.degrees, g.directed(), G::kind, g.num_banks(), src, a);
   }), a);
   return 0;
 }
@@ -142,7 +143,8 @@ int cmd_stats_follow(const query_args& a) {
   tool_support::apply_huge_pages(a.huge_pages, o.pager);
   const auto stats_of = [&](const auto& g, const graph_source& src) {
     using G = std::remove_cvref_t<decltype(g)>;
-    return stats_json(pg::count(g), pg::degree_distribution(g), g.directed(), G::kind, g.num_banks(), src, a);
+    const pg::graph_profile p = pg::profile(g);
+    return stats_json(p.counts, p.degrees, g.directed(), G::kind, g.num_banks(), src, a);
   };
   if (is_distributed(a.datastore)) {
 #ifdef PHEAP_GRAPH_MPI

@@ -164,6 +164,38 @@ std::map<std::uint64_t, std::uint64_t> degree_distribution(const Graph& g) {
   return h;
 }
 
+// count() and degree_distribution() from one pass over the vertices (pheap-graph stats: out of
+// core each pass reads the heap). Degrees below 1024 are counted in an array, the rest in the
+// map, merged at the end.
+struct graph_profile {
+  graph_counts counts;
+  std::map<std::uint64_t, std::uint64_t> degrees;
+};
+
+template <class Graph>
+graph_profile profile(const Graph& g) {
+  graph_profile p;
+  graph_counts& c = p.counts;
+  std::vector<std::uint64_t> small(1024, 0);
+  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
+    const std::uint64_t d = lst.size();
+    ++c.vertices;
+    c.arcs += d;
+    c.max_degree = std::max(c.max_degree, d);
+    if (d < small.size()) {
+      ++small[d];
+    } else {
+      ++p.degrees[d];
+    }
+    for (const auto& n : lst)
+      if (Graph::dst_of(n) == u) ++c.self_loops;
+  });
+  c.isolated = small[0];
+  for (std::size_t d = 0; d < small.size(); ++d)
+    if (small[d] != 0) p.degrees.emplace(d, small[d]);
+  return p;
+}
+
 struct bfs_result {
   vertex_index index;
   std::vector<std::uint64_t> level;   // kUnreached when not reached; source has level 0
