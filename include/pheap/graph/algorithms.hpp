@@ -272,14 +272,40 @@ bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {
       if (!ranges.empty()) hints.prefetch(ranges);
     }
   };
+  // Dense ids: which ids need no visit (reached, or not a vertex), a bit per id, so an arc to a
+  // vertex already reached — most arcs — costs a read of a bitmap of max id / 8 bytes (in the
+  // CPU's caches far longer than the index and the levels, 8 bytes a vertex each) and no look-up.
+  const vertex_index& ix = r.index;
+  std::vector<std::uint64_t> done_ids;
+  if (ix.is_dense) {
+    done_ids.assign((ix.dense.size() + 63) / 64, ~std::uint64_t{0});
+    for (const std::uint64_t id : ix.ids) done_ids[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+    done_ids[source / 64] |= std::uint64_t{1} << (source % 64);
+  }
+  auto reach = [&](std::uint64_t u, std::uint64_t vi) {
+    r.level[vi] = depth + 1;
+    r.parent[vi] = u;
+    ++r.reached;
+    next.push_back(vi);
+  };
   auto visit = [&](std::uint64_t u, const auto& lst) {
+    if (ix.is_dense) {
+      const std::uint64_t ids = ix.dense.size();
+      for (const auto& nb : lst) {
+        const std::uint64_t v = Graph::dst_of(nb);
+        if (v >= ids) continue;
+        std::uint64_t& word = done_ids[v / 64];
+        const std::uint64_t bit = std::uint64_t{1} << (v % 64);
+        if ((word & bit) != 0) continue;
+        word |= bit;
+        reach(u, ix.dense[v]);
+      }
+      return;
+    }
     for (const auto& nb : lst) {
-      const std::uint64_t vi = r.index.index_of(Graph::dst_of(nb));
+      const std::uint64_t vi = ix.index_of(Graph::dst_of(nb));
       if (vi == kUnreached || r.level[vi] != kUnreached) continue;
-      r.level[vi] = depth + 1;
-      r.parent[vi] = u;
-      ++r.reached;
-      next.push_back(vi);
+      reach(u, vi);
     }
   };
   while (!frontier.empty()) {
