@@ -42,7 +42,7 @@ MANIFEST = {
                 "label mode status ingest_s arcs_per_s pager_pages_read")],
     "tiny": [("2026-11-29-mechanism-floor", "floor.csv",
               "page buffer_pages pheap_s disk2_s floor2_s")],
-    "cold-read": [("2026-12-06-cold-read", "summary.csv",
+    "cold-read": [("2026-12-06-cold-read-2", "summary.csv",
                    "scale command system state wall_s vs_mmap vs_cat")],
     "scan": [("2026-12-01-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
