@@ -54,7 +54,7 @@ MANIFEST = {
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
                      "column 1 (budget), 2 (form), 3 (seconds)")],
     "python": [("2026-12-03-python", "summary.csv", "case measure value target met")],
-    "huge-incore": [("2026-12-04-huge-incore", "walk.csv tool.csv random.csv",
+    "huge-incore": [("2026-12-06-huge-incore", "walk.csv tool.csv random.csv",
                      "label algo walk_s walk_cpu_s wall_s pager_faults heap_bytes mode "
                      "dependent_ns_per_read independent_ns_per_read faults_per_gib")],
 }
@@ -322,6 +322,7 @@ def flush():
 def huge_incore():
     (folder, _, _), = MANIFEST["huge-incore"]
     walk, tool, rand = read(folder, "walk.csv"), read(folder, "tool.csv"), read(folder, "random.csv")
+    rand = [r for r in rand if not r["rep"].startswith("#")]  # huge_bench's summary lines
     rounds = len({r["round"] for r in walk})
     reps = len({r["rep"] for r in rand})
     cfg = ("4k-off", "2m-off", "2m-always")
