@@ -112,6 +112,24 @@ vertex_index build_index(const Graph& g, std::vector<detail::list_span<Graph>>& 
   return ix;
 }
 
+namespace detail {
+
+// What a walk keeps of the index's pass: where each list lies (a graph with contiguous_lists),
+// else nothing.
+template <class Graph>
+using kept_lists = std::vector<std::conditional_t<contiguous_lists<Graph>, list_span<Graph>, char>>;
+
+template <class Graph>
+vertex_index index_keeping_lists(const Graph& g, kept_lists<Graph>& lists) {
+  if constexpr (contiguous_lists<Graph>) {
+    return build_index(g, lists);
+  } else {
+    return build_index(g);
+  }
+}
+
+}  // namespace detail
+
 // Calls f(id, list) for every vertex, ids ascending, and returns the index of the ids. A graph
 // with contiguous lists is passed once (build_index's pass) and each list read where that pass
 // found it, with no look-up per vertex (f gets a detail::list_span: begin(), end(), size(),
@@ -237,12 +255,8 @@ template <class Graph>
 bfs_result bfs(const Graph& g, std::uint64_t source, const walk_hints& hints = {}) {
   bfs_result r;
   constexpr bool by_span = detail::contiguous_lists<Graph>;
-  std::vector<std::conditional_t<by_span, detail::list_span<Graph>, char>> lists;
-  if constexpr (by_span) {
-    r.index = build_index(g, lists);
-  } else {
-    r.index = build_index(g);
-  }
+  detail::kept_lists<Graph> lists;
+  r.index = detail::index_keeping_lists(g, lists);
   const std::uint64_t s = r.index.index_of(source);
   if (s == kUnreached) {
     throw error(errc::invalid_argument, "", "bfs",
@@ -430,12 +444,8 @@ template <class Graph>
 cc_result connected_components(const Graph& g) {
   cc_result r;
   constexpr bool by_span = detail::contiguous_lists<Graph>;
-  std::vector<std::conditional_t<by_span, detail::list_span<Graph>, char>> lists;
-  if constexpr (by_span) {
-    r.index = build_index(g, lists);
-  } else {
-    r.index = build_index(g);
-  }
+  detail::kept_lists<Graph> lists;
+  r.index = detail::index_keeping_lists(g, lists);
   auto for_each_list = [&](auto&& f) {
     if constexpr (by_span) {
       for (std::size_t i = 0; i < lists.size(); ++i) {
