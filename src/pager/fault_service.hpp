@@ -182,6 +182,9 @@ class fault_service {
 
   pager_core& core_;
   evictor& evictions_;
+  // A read ahead of any access (read-ahead, prefetch) failed and was said on stderr: said once
+  // per pager, so a failing disk is reported even when no access ever needs that page.
+  std::atomic<bool> said_read_ahead_failed_{false};
   std::vector<std::thread> workers_;
   read_ahead read_ahead_;  // the fault streams and their windows (configured by set_geometry)
   std::size_t zero_ahead_pages_ = 1;  // set_geometry: 64 KiB / page size, 1..kMaxZeroAhead

@@ -742,11 +742,19 @@ std::vector<const std::byte*> fault_service::read_fills(const std::size_t* pages
       try {
         core_.store->read_pages(std::span<const page_read>(&one, 1));
         core_.c.pages_read.fetch_add(1, std::memory_order_relaxed);
-      } catch (const std::exception&) {
+      } catch (const std::exception& e) {
         src[i] = nullptr;
         if (fault && i == 0) {
           core_.errors.record(std::current_exception());
           poison_page(pages[i], tid, std::current_exception());
+        } else if (!said_read_ahead_failed_.exchange(true, std::memory_order_relaxed)) {
+          // Read ahead of any access: the page is dropped and read again if it is accessed
+          // (and poisoned then if that read fails too). A failing disk is said even when no
+          // access ever needs the page; once per pager.
+          std::fprintf(stderr,
+                       "pheap: pager %s: page %zu (offset %zu) could not be read ahead: %s; it is read "
+                       "again if accessed (further read-ahead failures are not reported)\n",
+                       core_.name.c_str(), pages[i], pages[i] * core_.ps, e.what());
         }
       }
     }

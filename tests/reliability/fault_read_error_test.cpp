@@ -18,7 +18,8 @@
 //       naming the datastore and carrying the injected cause;
 //     * completion of every step, for a transient error (the pager retries a failed fault read
 //       page by page) — but a sticky error that was hit is never swallowed silently: then
-//       stderr must report it.
+//       stderr must report it (a read ahead of any access that failed, whose page no access
+//       needed afterwards, is said once per pager: "could not be read ahead").
 //   It must never hang (every line is awaited with a timeout). Afterwards the datastore opens
 //   read-only at step W or W+1 (W = last acknowledged step) with the exact digest of the
 //   reference, manager::check() clean (`pheap check` every 3rd iteration), and a clean rerun
