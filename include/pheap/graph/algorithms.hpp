@@ -160,31 +160,9 @@ struct graph_counts {
   std::uint64_t self_loops = 0;
 };
 
-template <class Graph>
-graph_counts count(const Graph& g) {
-  graph_counts c;
-  g.for_each_vertex([&](std::uint64_t u, const auto& lst) {
-    ++c.vertices;
-    c.arcs += lst.size();
-    c.max_degree = std::max<std::uint64_t>(c.max_degree, lst.size());
-    if (lst.empty()) ++c.isolated;
-    for (const auto& n : lst)
-      if (Graph::dst_of(n) == u) ++c.self_loops;
-  });
-  return c;
-}
-
-// Exact out-degree histogram: degree -> number of vertices with that degree.
-template <class Graph>
-std::map<std::uint64_t, std::uint64_t> degree_distribution(const Graph& g) {
-  std::map<std::uint64_t, std::uint64_t> h;
-  g.for_each_vertex([&](std::uint64_t, const auto& lst) { ++h[lst.size()]; });
-  return h;
-}
-
-// count() and degree_distribution() from one pass over the vertices (pheap-graph stats: out of
-// core each pass reads the heap). Degrees below 1024 are counted in an array, the rest in the
-// map, merged at the end.
+// The counts and the exact out-degree histogram (degree -> number of vertices with that degree)
+// from one pass over the vertices (pheap-graph stats: out of core each pass reads the heap).
+// Degrees below 1024 are counted in an array, the rest in the map, merged at the end.
 struct graph_profile {
   graph_counts counts;
   std::map<std::uint64_t, std::uint64_t> degrees;
@@ -212,6 +190,17 @@ graph_profile profile(const Graph& g) {
   for (std::size_t d = 0; d < small.size(); ++d)
     if (small[d] != 0) p.degrees.emplace(d, small[d]);
   return p;
+}
+
+template <class Graph>
+graph_counts count(const Graph& g) {
+  return profile(g).counts;
+}
+
+// Exact out-degree histogram: degree -> number of vertices with that degree.
+template <class Graph>
+std::map<std::uint64_t, std::uint64_t> degree_distribution(const Graph& g) {
+  return profile(g).degrees;
 }
 
 struct bfs_result {
