@@ -428,10 +428,11 @@ inline void clean_run(const std::string& bin, const std::string& dir, mix_tracke
   ASSERT_TRUE(o.r.exited(0) && ps.empty()) << "base run: " << o.r.describe();
 }
 
-// A new job of `t0` (seed from `rng`): a datastore `dir` at step `steps`, written cleanly.
+// A new job of `t0` (seed from `rng`; an even one with `even_seed`: its victims run without
+// the victim cache, rel_heap_child's rule) — a datastore `dir` at step `steps`, written cleanly.
 inline void make_base(const std::string& bin, const std::string& dir, std::mt19937_64& rng, mix_tracker& t0,
-                      std::uint64_t steps) {
-  t0.reset(rng());
+                      std::uint64_t steps, bool even_seed = false) {
+  t0.reset(even_seed ? rng() & ~std::uint64_t{1} : rng());
   ASSERT_NO_FATAL_FAILURE(clean_run(bin, dir, t0, steps));
   ASSERT_EQ(t0.W, static_cast<std::int64_t>(steps));
 }
