@@ -24,7 +24,10 @@
 #   bench/graph/readers.sh [SCALE [REPS]]      (defaults 20 and 3)
 #
 # Environment: BUILD (default build), BENCH_DIR (default /tmp), READERS (default "0 1 4 1c 4c"),
-# PLACEMENT (split|shared), OUT (a CSV to append the rows to, optional).
+# PLACEMENT (split|shared), OUT (a CSV to append the rows to, optional), PROFILE (a directory:
+# the writer runs under bench/offcpu.py, and each run's time-weighted off-CPU profile is written
+# there as offcpu-ROUND-FORM.txt after the rounds; perf's recording slows the writer, so compare
+# the forms of such a run with each other, not with a run without PROFILE).
 set -euo pipefail
 
 scale=${1:-20}
@@ -77,8 +80,10 @@ for round in $(seq 1 "$reps"); do
     [ "$form" != "$n" ] && read_ds=$dir/copy
     flag=$dir/done-$round-$form
     pids=()
+    wrap=()
+    [ -n "${PROFILE:-}" ] && wrap=(python3 "$root/bench/offcpu.py" --no-report --data "$dir/offcpu-$round-$form.data" --)
     t0=$(date +%s.%N)
-    "${writer_cpu[@]}" "$tool" ingest --datastore "$ds" --format binary --undirected --flush-every 1s -q \
+    "${writer_cpu[@]}" "${wrap[@]}" "$tool" ingest --datastore "$ds" --format binary --undirected --flush-every 1s -q \
       "$dir/edges.bin" >"$dir/ingest-$round-$form.log" 2>&1 &
     writer=$!
     for k in $(seq 1 "$n"); do
@@ -114,3 +119,9 @@ for round in $(seq 1 "$reps"); do
     rm -rf "$ds"
   done
 done
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  for f in "$dir"/offcpu-*.data; do
+    python3 "$root/bench/offcpu.py" --report "$f" >"$PROFILE/$(basename "$f" .data).txt"
+  done
+fi
