@@ -18,8 +18,9 @@ pheap-fault1 are one role; io_uring workers `iou-wrk-N` are `iou-wrk-`), its tot
 and the sites that took it, largest first. A site is the kind of wait and where:
   - `preempted`: the thread was runnable and another took the CPU (machine contention);
   - otherwise the state (S sleep, D disk), the system call or fault the kernel was serving,
-    the first kernel frame that is not scheduler plumbing (the wait itself:
-    `blkdev_issue_discard`, `folio_wait_bit`, `futex_wait`, `handle_userfault`, ...), and the
+    the first kernel frame that is not scheduler plumbing (the wait itself: `submit_bio_wait`
+    for a discard or a sync waiting for the device, `folio_wait_bit`, `futex_do_wait`,
+    `io_cqring_wait`, `ext4_fallocate` for its inode lock, ...), and the
     innermost frames of pheap's own code (`pheap::`) in the user call chain.
 Caveats: dwarf unwinding copies 8 KiB of stack per switch-out, so deep user chains are cut
 (the innermost pheap frames survive, the callers may not); the recording is large (tens of MB
@@ -31,6 +32,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,10 +69,19 @@ def site_of(state, frames):
     return f'[{state[0]}] {call}: {wait}' + (' < ' + ' < '.join(ours) if ours else '')
 
 
+def fail(why):
+    print(f'offcpu.py: {why}', file=sys.stderr)
+    sys.exit(1)
+
+
 def report(data, top, out=sys.stdout):
-    script = subprocess.run(
+    p = subprocess.run(
         ['perf', 'script', '-i', data, '--show-switch-events', '-F', 'comm,tid,time,event,trace,ip,sym'],
-        check=True, capture_output=True, text=True).stdout
+        capture_output=True, text=True)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ['no message'])[-1]
+        fail(f'perf script could not read {data} (exit {p.returncode}): {last}')
+    script = p.stdout
     names = {}                      # tid -> comm
     left = {}                       # tid -> (time, site): off CPU since
     pending = None                  # the switch-out whose call chain is being read
@@ -132,6 +143,8 @@ def main():
     ap.add_argument('--no-report', action='store_true', help='record only (needs --data)')
     ap.add_argument('command', nargs=argparse.REMAINDER)
     a = ap.parse_args()
+    if shutil.which('perf') is None:
+        fail('perf is not on PATH (Debian: linux-perf)')
     if a.report:
         report(a.report, a.top)
         return 0
