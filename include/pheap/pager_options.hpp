@@ -146,7 +146,9 @@ struct pager_options {
   //    needs wp_async: src/pager/huge_pool.hpp, "Tracking"), at times under wp_sync (not
   //    explained yet; such a page can leave a 4 KiB frame behind, and the next fill of it is
   //    refused and falls back to 4 KiB copies: huge_fallback_move, 11 of 1022 fills once in
-  //    PagerRoundTrip's wp_sync huge case). The data stays correct; the page stays split
+  //    PagerRoundTrip's wp_sync huge case; and once under all_resident, which never
+  //    write-protects, in 1 of 59 fills of HugePages' eviction case, with other tests running
+  //    beside it). The data stays correct; the page stays split
   //    until it is evicted (it is then dropped, not recycled: huge_evicted_split, which also
   //    counts the kernel's fallbacks above). The page table it leaves behind is freed by the
   //    next huge fill of that page (MADV_DONTNEED of the empty page, with the kernel's

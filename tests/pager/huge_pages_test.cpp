@@ -118,7 +118,12 @@ TEST(HugePages, EvictionUnderASmallBufferKeepsEveryByteAndRecyclesTheHugePages) 
       EXPECT_GT(s.huge_evictions, 0u) << s;
       EXPECT_GT(s.huge_recycled, 0u) << s;
       EXPECT_LT(s.huge_fresh, s.huge_fills) << "no fill took a recycled huge page: " << s;
-      EXPECT_EQ(s.huge_fallback_fills, s.huge_fallback_split) << s;
+      // Every fallback is one of the two counted kinds, and a refused move only ever follows
+      // a page that was evicted split (pheap/pager_options.hpp: the fresh-clone CI's
+      // unprivileged stage saw 1 of 59 fills refused under all_resident, which never
+      // write-protects, after 1 page of 58 evicted split; the bytes were right).
+      EXPECT_EQ(s.huge_fallback_fills, s.huge_fallback_split + s.huge_fallback_move) << s;
+      EXPECT_LE(s.huge_fallback_move, s.huge_evicted_split) << s;
       EXPECT_LE(s.peak_resident_pages, buffer) << s;
       paging::test_access::impl(pg).wait_evictor_idle();
       EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
