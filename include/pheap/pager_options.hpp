@@ -138,7 +138,9 @@ struct pager_options {
   //    take the kernel's huge zero page path and are not affected.
   //  * A huge fill counts as a write: the next flush or eviction writes the whole page back,
   //    even when it was only read (out of core, every eviction of a read page is a write;
-  //    not on a read-only open, which writes nothing).
+  //    not on a read-only open, which writes nothing). Not the never-written pages a write
+  //    fault fills ahead of the heap's growth under wp_sync (up to 3 after the faulting one:
+  //    src/pager/huge_pool.hpp, "zero-ahead"): those are clean until written.
   //  * A write after the page was write-protected again (by a flush, or wp_async's write
   //    scan in the evictor) can split its 2 MiB mapping into 4 KiB entries: always under
   //    wp_async (the kernel's write-protect resolution; so automatic tracking resolves to

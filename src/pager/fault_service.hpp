@@ -35,6 +35,10 @@ class fault_service {
   fault_service(pager_core& core, evictor& evictions) noexcept : core_(core), evictions_(evictions) {}
 
   static constexpr std::size_t kMaxZeroAhead = 16;  // pages of one fault's zero fill, at most
+  // Huge pages: never-written pages a write fault fills after its own (claim_huge_zero_ahead);
+  // only under wp_sync tracking, which sees a clean page's first write (install_huge).
+  static constexpr std::size_t kHugeZeroAhead = 3;
+  static_assert(kHugeZeroAhead + 1 <= kMaxZeroAhead);
   // Bytes of one claimed read-ahead batch (a read step's share of a window), and of the
   // automatic read-ahead ceiling (pager_options::read_ahead_auto): a window is read by
   // several workers at once, each installing its batch while the others' reads are in flight.
@@ -104,7 +108,11 @@ class fault_service {
   // (install_huge); a page whose block cannot be had is filled at 4 KiB (fill_small).
   void fill_huge(const std::size_t* pages, std::size_t n, bool write, bool fault,
                  std::uint32_t tid, std::byte* bounce);
-  void install_huge(std::size_t p, std::byte* block);
+  // `clean`: a zero-ahead page under wp_sync (claim_huge_zero_ahead), moved in without
+  // waking its faults, write-protected, then installed clean and woken, as a small read fill
+  // is (its first write is a wp_sync fault, whose un-protect keeps the PMD mapping); without
+  // it a page nobody writes would be written back whole by the next flush. Dirty otherwise.
+  void install_huge(std::size_t p, std::byte* block, bool clean = false);
   // Read-only region (pager_core::ro_wp): write-protects page p, just installed and not yet
   // woken (I10); PROT_READ where the write-protection is refused.
   void protect_installed(std::size_t p);
@@ -135,6 +143,12 @@ class fault_service {
   // never waiting; skips pages the store has data for and pages not absent) into out[], in
   // page order, and returns how many.
   std::size_t claim_zero_ahead(std::size_t page, std::size_t* out);
+  // Huge fills (huge_pool.hpp): a write fault on a never-written page fills up to
+  // kHugeZeroAhead never-written absent pages after it too, so that the heap's growth does
+  // not fault on them: the kernel zeroes a 2 MiB page of its own for every missing write
+  // fault in a MADV_HUGEPAGE range and throws it away before the pager sees the fault
+  // (DECISIONS.md, "huge zero-ahead"). Stops at the first page that is not one.
+  std::size_t claim_huge_zero_ahead(std::size_t page, std::size_t* out);
   // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, on any worker;
   // else up to prefetch_depth_ pages of the prefetch queue (below) claimed, by at most
   // pf_max_active_ workers at once. Read with one store batch (runs of consecutive pages are

@@ -207,8 +207,12 @@ fault_service::missing_outcome fault_service::handle_missing(std::size_t page, b
   std::size_t pages[kMaxZeroAhead];
   pages[0] = page;
   const bool stored = core_.store->may_have_data(page);
-  const std::size_t n = stored ? 1 : 1 + claim_zero_ahead(page, pages + 1);
-  assert(n <= thread_bounce_pages());  // a faulting thread's bounce slot holds them all
+  const std::size_t n = stored               ? 1
+                        : core_.huge_on && write && core_.mode == dirty_tracking::wp_sync && !core_.ro
+                            ? 1 + claim_huge_zero_ahead(page, pages + 1)
+                                                 : 1 + claim_zero_ahead(page, pages + 1);
+  // A faulting thread's bounce slot holds them all (huge fills read into pool blocks).
+  assert(core_.huge_on || n <= thread_bounce_pages());
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
   // this fill wakes the faulting thread (whose next access then waits for the window's read
   // instead of faulting on its pages one by one), and read by the workers while this thread
@@ -411,6 +415,22 @@ void fault_service::drop_claimed() noexcept {
   }
 }
 
+std::size_t fault_service::claim_huge_zero_ahead(std::size_t page, std::size_t* out) {
+  const std::size_t end = std::min(core_.npages, page + 1 + kHugeZeroAhead);
+  std::size_t n = 0;
+  for (std::size_t p = page + 1; p < end; ++p) {
+    if (ps::kind(core_.table.load(p)) != ps::absent || core_.store->may_have_data(p)) break;
+    if (!core_.budget.try_reserve_below_target()) break;
+    if (!core_.table.claim_fill(p)) {
+      core_.budget.release(1);
+      break;
+    }
+    out[n++] = p;
+  }
+  core_.c.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
 std::size_t fault_service::claim_zero_ahead(std::size_t page, std::size_t* out) {
   const std::size_t first = page / zero_ahead_pages_ * zero_ahead_pages_;
   const std::size_t end = std::min(core_.npages, first + zero_ahead_pages_);
@@ -572,15 +592,19 @@ void fault_service::fill_huge(const std::size_t* pages, std::size_t n, bool writ
       if (!faulted) forget_fill(pages[i]);
       continue;
     }
-    if (src[0] == core_.zero.data()) {
+    const bool zero = src[0] == core_.zero.data();
+    if (zero) {
       std::memset(block, 0, core_.ps);  // a recycled block holds an older page's bytes
       core_.c.zero_fills.fetch_add(1, std::memory_order_relaxed);
     }
-    install_huge(pages[i], block);
+    // A fault's pages after its own are zero-ahead pages (handle_missing), wp_sync only.
+    install_huge(pages[i], block, fault && i > 0 && zero);
   }
 }
 
-void fault_service::install_huge(std::size_t p, std::byte* block) {
+void fault_service::install_huge(std::size_t p, std::byte* block, bool clean) {
+  assert(!clean || (core_.mode == dirty_tracking::wp_sync && !core_.ro));
+  const bool protect = core_.ro_wp || clean;
   // Counted before the move, which wakes the faulting thread (it may read the statistics at
   // once); taken back if the move is refused.
   core_.c.huge_fills.fetch_add(1, std::memory_order_relaxed);
@@ -588,7 +612,7 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
   std::size_t moved = 0;
   // A read-only region's page is moved in without waking its faults: they sleep on until it
   // is write-protected (protect_installed, I10), then wake_page below wakes them.
-  const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved, !core_.ro_wp);
+  const int rc = uffd_move_whole(core_.uffd, core_.page_addr(p), block, core_.ps, &moved, !protect);
   if (rc == 0) {
     core_.huge.give_empty(block);
     if (!is_pmd_mapped(p)) {
@@ -606,7 +630,7 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
     core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
     core_.c.huge_fallback_move.fetch_add(1, std::memory_order_relaxed);
     const std::size_t frame = os_page_size();
-    const std::uint64_t mode = core_.ro_wp ? UFFDIO_COPY_MODE_WP : 0;  // I10
+    const std::uint64_t mode = protect ? UFFDIO_COPY_MODE_WP : 0;  // I10, I5
     for (std::size_t off = moved / frame * frame; off < core_.ps; off += frame) {
       const int r = uffd_copy(core_.uffd, core_.page_addr(p) + off, block + off, frame, mode);
       if (r != 0 && r != EEXIST) {
@@ -621,8 +645,11 @@ void fault_service::install_huge(std::size_t p, std::byte* block) {
     }
   }
   if (core_.ro_wp) protect_installed(p);
+  // A zero-ahead page is clean once protected (I5); if the protection is refused it is
+  // writable, so dirty (written back at the next flush, as any huge fill).
+  if (clean && uffd_writeprotect(core_.uffd, core_.page_addr(p), core_.ps, true) != 0) clean = false;
   // A read-only region's page is never written back: clean.
-  core_.table.install(p, ps::ref | (core_.ro ? 0u : ps::dirty));
+  core_.table.install(p, ps::ref | (core_.ro || clean ? 0u : ps::dirty));
   core_.clock.publish(p);  // C1
   core_.wake_page(p);  // the copies woke their frames' faults; a fault on another frame too
   core_.wake_fill_sleepers(p);

@@ -21,6 +21,15 @@
 //             PMD-mapped, then registered); the fill writes every byte of the page into it
 //             (store read, victim cache, write-back copy or zeros), moves it into the region
 //             with uffd_move_whole, and gives the block back empty (give_empty).
+//   zero-ahead a missing write fault on a never-written page (the heap growing) fills up to
+//             fault_service::kHugeZeroAhead never-written pages after it as well, under
+//             wp_sync only: the kernel zeroes a huge page of its own for every missing write
+//             fault in a MADV_HUGEPAGE range and frees it again before the pager sees the
+//             fault (do_huge_pmd_anonymous_page; 7 % of an in-core SCALE-20 build's CPU), so
+//             the pages filled ahead save that and a fault round trip each. They are moved in
+//             without waking, write-protected, installed clean and then woken, as a small read
+//             fill is, so that a flush does not write 2 MiB of zeros for a page nobody wrote;
+//             the first write is a wp_sync fault, which keeps the PMD mapping (below).
 //   eviction  the evictor's protocol is unchanged (evictor.cpp): victims are moved out whole
 //             into its (huge) staging range, judged, written; when staging drops a slot, its
 //             huge page is moved into an empty block (take_empty, one more 0.5 us move), which

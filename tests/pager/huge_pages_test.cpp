@@ -50,6 +50,15 @@ bool page_is(const std::byte* p, std::uint64_t seed, std::size_t page, std::uint
   return std::memcmp(p, want.data(), kHuge) == 0;
 }
 
+// The fault that filled `first` woke its thread once its own page was in: the pages it
+// filled ahead may still be moving in. A read of each waits for its install (a fault on a
+// page being filled sleeps until then; on one installed it is no fault at all).
+void wait_for_pages(const pager& pg, std::size_t first, std::size_t n) {
+  for (std::size_t p = first; p < first + n; ++p) {
+    (void)*reinterpret_cast<volatile const std::uint8_t*>(pg.base() + p * kHuge);
+  }
+}
+
 bool page_is_zero(const std::byte* p) {
   static const std::vector<std::byte> zeros(kHuge);
   return std::memcmp(p, zeros.data(), kHuge) == 0;
@@ -183,13 +192,18 @@ TEST(HugePages, AutomaticTrackingKeepsAPageWrittenAfterAFlushOnePmdMapping) {
     pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
     ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
     EXPECT_EQ(pg.tracking(), dirty_tracking::wp_sync);
+    // (The first write also fills pages 1-3 ahead, clean: the test below. Each fill is one
+    // PMD mapping, page 0's too after every write after a flush.)
     for (std::uint64_t k = 1; k <= 3; ++k) {
       fill_pattern(pg.base(), kHuge, 13, 0, k);  // after the first round: a write after a flush
+      wait_for_pages(pg, 1, npages - 1);
       pg.flush({});
-      EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), kHuge) << "round " << k << ": " << pg.stats();
+      EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), pg.stats().huge_fills * kHuge)
+          << "round " << k << ": " << pg.stats();
     }
     const auto s = pg.stats();
-    EXPECT_EQ(s.huge_mapped_bytes, kHuge) << s;
+    EXPECT_EQ(s.huge_fills, 1u + s.zero_ahead_pages) << s;
+    EXPECT_EQ(s.huge_mapped_bytes, s.huge_fills * kHuge) << s;
     EXPECT_GE(s.wp_faults, 2u) << "the writes after the flushes were not seen: " << s;
     EXPECT_EQ(s.huge_fallback_fills, 0u) << s;
   }
@@ -204,6 +218,58 @@ TEST(HugePages, AutomaticTrackingKeepsAPageWrittenAfterAFlushOnePmdMapping) {
   EXPECT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
 }
 
+// A write fault on a never-written page fills the never-written pages after it ahead
+// (fault_service::claim_huge_zero_ahead: the kernel zeroes a huge page of its own for every
+// missing write fault and throws it away, so a heap growing page by page pays that once per
+// kHugeZeroAhead + 1 pages, not per page). They are installed clean and write-protected: a
+// flush writes only the page written, the first write into one of them is a wp_sync fault
+// that keeps its PMD mapping, and what was written is what reopens.
+TEST(HugePages, AWriteFaultFillsTheNextNeverWrittenPagesAheadCleanAndTheirFirstWriteIsSeen) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 8;
+  constexpr std::size_t ahead = paging::fault_service::kHugeZeroAhead;
+  static_assert(ahead >= 2 && ahead + 1 < npages);
+  backing bk("posix");
+  {
+    pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+    ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+    ASSERT_EQ(pg.tracking(), dirty_tracking::wp_sync);
+    fill_pattern(pg.base(), kHuge, 17, 0, 1);
+    wait_for_pages(pg, 1, ahead);
+    auto s = pg.stats();
+    EXPECT_EQ(s.read_faults, 0u) << s;
+    EXPECT_EQ(s.write_faults, 1u) << s;
+    EXPECT_EQ(s.zero_ahead_pages, ahead) << s;
+    expect_fills_mapped(pg, 1 + ahead);
+    pg.flush({});
+    s = pg.stats();
+    EXPECT_EQ(s.dirty_pages_written, 1u) << "a page filled ahead and never written was written: " << s;
+    // A page filled ahead: resident, so no missing fault; its first write is seen.
+    const std::uint64_t wp_before = s.wp_faults;
+    fill_pattern(pg.base() + 2 * kHuge, kHuge, 17, 2, 1);
+    s = pg.stats();
+    EXPECT_EQ(s.write_faults, 1u) << s;
+    EXPECT_EQ(s.wp_faults, wp_before + 1) << "the write into a clean page filled ahead was not seen: " << s;
+    EXPECT_EQ(anon_huge_bytes(pg.base(), pg.size()), (1 + ahead) * kHuge) << "the write split it: " << s;
+    pg.flush({});
+    s = pg.stats();
+    EXPECT_EQ(s.dirty_pages_written, 2u) << s;
+    // A read fault fills nothing ahead.
+    EXPECT_TRUE(page_is_zero(pg.base() + (ahead + 1) * kHuge));
+    EXPECT_EQ(pg.stats().zero_ahead_pages, ahead) << pg.stats();
+    paging::test_access::impl(pg).wait_evictor_idle();
+    EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+  }
+  pager pg(bk.reopen(), huge_options(npages));
+  for (std::size_t p = 0; p < npages; ++p) {
+    if (p == 0 || p == 2) {
+      EXPECT_TRUE(page_is(pg.base() + p * kHuge, 17, p, 1)) << p;
+    } else {
+      EXPECT_TRUE(page_is_zero(pg.base() + p * kHuge)) << p;
+    }
+  }
+}
+
 TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) {
   PHEAP_REQUIRE_HUGE();
   backing bk("mem");
@@ -211,7 +277,8 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
   {
     pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
     ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
-    fill_pattern(pg.base() + 1 * kHuge, kHuge, 9, 1, 1);
+    // The last page, so that its write fault fills no page ahead of it.
+    fill_pattern(pg.base() + 3 * kHuge, kHuge, 9, 3, 1);
     // A stray 4 KiB frame (zeros, as the never-written page 2 reads) in page 2, put there
     // behind the pager's back: the huge move of page 2's fill must be refused.
     auto& core = paging::test_access::core(pg);
@@ -221,12 +288,12 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
     const auto s = pg.stats();
     EXPECT_EQ(s.huge_fallback_move, 1u) << s;
     EXPECT_EQ(s.huge_fallback_fills, 1u + s.huge_fallback_split) << s;
-    expect_fills_mapped(pg, 1);  // page 1 only
+    expect_fills_mapped(pg, 1);  // page 3 only
     fill_pattern(pg.base() + 2 * kHuge, kHuge, 9, 2, 1);
     pg.flush({});
   }
   pager pg(bk.reopen(), huge_options(npages));
-  EXPECT_TRUE(page_is(pg.base() + 1 * kHuge, 9, 1, 1));
+  EXPECT_TRUE(page_is(pg.base() + 3 * kHuge, 9, 3, 1));
   EXPECT_TRUE(page_is(pg.base() + 2 * kHuge, 9, 2, 1));
   EXPECT_EQ(pg.stats().huge_fallback_move, 0u) << pg.stats();
 }
