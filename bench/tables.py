@@ -44,7 +44,7 @@ MANIFEST = {
               "page buffer_pages pheap_s disk2_s floor2_s")],
     "cold-read": [("2026-12-06-cold-read-2", "summary.csv",
                    "scale command system state wall_s vs_mmap vs_cat")],
-    "scan": [("2026-12-01-scan", "scan.csv",
+    "scan": [("2026-12-07-scan", "scan.csv",
               "case mib_per_s faults pages_read store_read_requests")],
     "random-bfs-lists": [("2026-12-06-random-bfs", "bfs.csv", BFS_COLUMNS)],
     "flush": [("2026-12-05-flush", "construct.csv",
@@ -54,6 +54,8 @@ MANIFEST = {
     "tool-ingest": [("2026-11-26-tool-ingest", "tool-ingest.csv",
                      "column 1 (budget), 2 (form), 3 (seconds)")],
     "python": [("2026-12-03-python", "summary.csv", "case measure value target met")],
+    "huge-construct": [("2026-12-07-huge-construct", "construct.csv",
+                        "label status ingest_s flush_s pager_faults")],
     "huge-incore": [("2026-12-06-huge-incore", "walk.csv tool.csv random.csv",
                      "label algo walk_s walk_cpu_s wall_s pager_faults heap_bytes mode "
                      "dependent_ns_per_read independent_ns_per_read faults_per_gib")],
@@ -213,7 +215,8 @@ def scan():
         out.append([label, f"{rate:.0f}", f"{rate / dd:.2f}",
                     f"{med(col(case, 'faults')):.0f}" if pheap else "—",
                     f"{per:.0f}" if pheap else "—"])
-    return table(["case (1 GiB, cold)", "MiB/s, median of 3", "of dd's", "faults",
+    rounds = len({r["round"] for r in rows})
+    return table(["case (1 GiB, cold)", f"MiB/s, median of {rounds}", "of dd's", "faults",
                   "pages per store request"], out)
 
 
@@ -371,12 +374,34 @@ def huge_incore():
                   "target", "verdict"], out)
 
 
+def huge_construct():
+    rows = rows_of("huge-construct")
+    assert all(r["status"] == "ok" for r in rows)
+    form = lambda r: r["label"].split("-", 1)[1]  # "r2-2m-always" -> "2m-always"
+    rounds = len({r["label"].split("-", 1)[0] for r in rows})
+
+    def m(f, col):  # (one row kept only its first 13 columns: NOTES.md)
+        return med([float(r[col]) for r in rows if form(r) == f and r[col] != ""])
+
+    off, k4 = m("2m-off", "ingest_s"), m("4k", "ingest_s")
+    out = []
+    for f, label in (("4k", "4 KiB pages"), ("2m-off", "2 MiB pages, `--huge-pages off` (4 KiB entries)"),
+                     ("2m-always-old", "2 MiB pages, `always`, before zero-ahead (666d127)"),
+                     ("2m-always", "2 MiB pages, `always`, with zero-ahead"),
+                     ("dram", "`std::allocator` (no persistence)")):
+        i = m(f, "ingest_s")
+        faults = "—" if f == "dram" else f"{m(f, 'pager_faults'):.0f}"
+        out.append([label, s(i), s(m(f, "flush_s")) if f != "dram" else "—", x(off / i), x(k4 / i), faults])
+    return table([f"construction in core (median of {rounds})", "ingest", "flush", "2 MiB `off` ÷ this",
+                  "4 KiB pages ÷ this", "pager faults"], out)
+
+
 MAKERS = {"incore-peers": incore_peers, "incore-pagesize": incore_pagesize, "ooc-kernel": ooc_kernel,
           "ooc-ab": ooc_ab, "tiny": tiny, "cold-read": cold_read, "scan": scan,
           "flush": flush,
           "random-bfs-lists": random_bfs_lists,
           "durability": durability, "tool-ingest": tool_ingest, "python": python_,
-          "huge-incore": huge_incore}
+          "huge-incore": huge_incore, "huge-construct": huge_construct}
 
 MARK = re.compile(r"(<!-- table: ([a-z0-9-]+) -->\n)(.*?)(<!-- end table -->)", re.S)
 
