@@ -149,6 +149,11 @@ class fault_service {
   // fault in a MADV_HUGEPAGE range and throws it away before the pager sees the fault
   // (DECISIONS.md, "huge zero-ahead"). Stops at the first page that is not one.
   std::size_t claim_huge_zero_ahead(std::size_t page, std::size_t* out);
+  // Both: page p claimed for a zero fill (absent, no data in the store, a slot below the
+  // target taken), skipped (resident, being filled, or written once), or no slot below the
+  // target (nothing further is claimed).
+  enum class zero_claim { claimed, skipped, no_room };
+  zero_claim claim_for_zeros(std::size_t p);
   // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, on any worker;
   // else up to prefetch_depth_ pages of the prefetch queue (below) claimed, by at most
   // pf_max_active_ workers at once. Read with one store batch (runs of consecutive pages are

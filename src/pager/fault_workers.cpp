@@ -415,18 +415,19 @@ void fault_service::drop_claimed() noexcept {
   }
 }
 
+fault_service::zero_claim fault_service::claim_for_zeros(std::size_t p) {
+  if (ps::kind(core_.table.load(p)) != ps::absent) return zero_claim::skipped;
+  if (core_.store->may_have_data(p)) return zero_claim::skipped;  // written once: in the store
+  if (!core_.budget.try_reserve_below_target()) return zero_claim::no_room;
+  if (core_.table.claim_fill(p)) return zero_claim::claimed;
+  core_.budget.release(1);
+  return zero_claim::skipped;
+}
+
 std::size_t fault_service::claim_huge_zero_ahead(std::size_t page, std::size_t* out) {
   const std::size_t end = std::min(core_.npages, page + 1 + kHugeZeroAhead);
   std::size_t n = 0;
-  for (std::size_t p = page + 1; p < end; ++p) {
-    if (ps::kind(core_.table.load(p)) != ps::absent || core_.store->may_have_data(p)) break;
-    if (!core_.budget.try_reserve_below_target()) break;
-    if (!core_.table.claim_fill(p)) {
-      core_.budget.release(1);
-      break;
-    }
-    out[n++] = p;
-  }
+  for (std::size_t p = page + 1; p < end && claim_for_zeros(p) == zero_claim::claimed; ++p) out[n++] = p;
   core_.c.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
   return n;
 }
@@ -436,14 +437,10 @@ std::size_t fault_service::claim_zero_ahead(std::size_t page, std::size_t* out) 
   const std::size_t end = std::min(core_.npages, first + zero_ahead_pages_);
   std::size_t n = 0;
   for (std::size_t p = first; p < end && n + 1 < kMaxZeroAhead; ++p) {
-    if (p == page || ps::kind(core_.table.load(p)) != ps::absent) continue;
-    if (core_.store->may_have_data(p)) continue;  // written once: its bytes are in the store
-    if (!core_.budget.try_reserve_below_target()) break;
-    if (!core_.table.claim_fill(p)) {
-      core_.budget.release(1);
-      continue;
-    }
-    out[n++] = p;
+    if (p == page) continue;
+    const zero_claim c = claim_for_zeros(p);
+    if (c == zero_claim::no_room) break;
+    if (c == zero_claim::claimed) out[n++] = p;
   }
   core_.c.zero_ahead_pages.fetch_add(n, std::memory_order_relaxed);
   return n;
