@@ -79,6 +79,7 @@ class fault_service {
   bounce_pool& thread_bounce() noexcept { return thread_bounce_; }  // white-box tests
 
  private:
+  friend struct test_access;  // install_huge, for the zero-ahead check's test
   void worker_main(unsigned index);
   // What a missing fault came to: this call filled the page (or poisoned it: its read
   // failed); the page is in already, so the access may be retried now; someone else fills or

@@ -599,6 +599,17 @@ void fault_service::fill_huge(const std::size_t* pages, std::size_t n, bool writ
   }
 }
 
+namespace {
+// Whether the n bytes at p (n a multiple of 64) are all zeros; reads each once.
+bool all_zero(const std::byte* p, std::size_t n) {
+  const auto* w = reinterpret_cast<const std::uint64_t*>(p);
+  for (std::size_t i = 0; i < n / 8; i += 8) {
+    if ((w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] | w[i + 5] | w[i + 6] | w[i + 7]) != 0) return false;
+  }
+  return true;
+}
+}  // namespace
+
 void fault_service::install_huge(std::size_t p, std::byte* block, bool clean) {
   assert(!clean || (core_.mode == dirty_tracking::wp_sync && !core_.ro));
   const bool protect = core_.ro_wp || clean;
@@ -642,9 +653,15 @@ void fault_service::install_huge(std::size_t p, std::byte* block, bool clean) {
     }
   }
   if (core_.ro_wp) protect_installed(p);
-  // A zero-ahead page is clean once protected (I5); if the protection is refused it is
-  // writable, so dirty (written back at the next flush, as any huge fill).
-  if (clean && uffd_writeprotect(core_.uffd, core_.page_addr(p), core_.ps, true) != 0) clean = false;
+  // A zero-ahead page is clean once protected (I5). Between the move and the protection it
+  // was mapped writable: a thread that had not faulted on it could write it then without a
+  // fault, so it is clean only if it still reads as zeros once protected (the protection's
+  // TLB flush has made any such store visible; a store of zeros changes nothing). If the
+  // protection is refused it stays writable: dirty, written back as any huge fill.
+  if (clean && (uffd_writeprotect(core_.uffd, core_.page_addr(p), core_.ps, true) != 0 ||
+                !all_zero(core_.page_addr(p), core_.ps))) {
+    clean = false;
+  }
   // A read-only region's page is never written back: clean.
   core_.table.install(p, ps::ref | (core_.ro || clean ? 0u : ps::dirty));
   core_.clock.publish(p);  // C1

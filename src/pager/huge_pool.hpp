@@ -29,7 +29,10 @@
 //             the pages filled ahead save that and a fault round trip each. They are moved in
 //             without waking, write-protected, installed clean and then woken, as a small read
 //             fill is, so that a flush does not write 2 MiB of zeros for a page nobody wrote;
-//             the first write is a wp_sync fault, which keeps the PMD mapping (below).
+//             the first write is a wp_sync fault, which keeps the PMD mapping (below). The
+//             move maps the page writable one ioctl before its protection, so a thread that
+//             had not faulted on it could write it unseen in between: such a page is checked
+//             to read as zeros once protected, and installed dirty if it does not.
 //   eviction  the evictor's protocol is unchanged (evictor.cpp): victims are moved out whole
 //             into its (huge) staging range, judged, written; when staging drops a slot, its
 //             huge page is moved into an empty block (take_empty, one more 0.5 us move), which

@@ -15,6 +15,11 @@ struct test_access {
   static pager_core& core(pheap::pager& p) noexcept { return p.impl_->core_; }
   static paging::evictor& evictor(pheap::pager& p) noexcept { return p.impl_->evictor_; }
   static fault_service& faults(pheap::pager& p) noexcept { return p.impl_->faults_; }
+  // A zero-ahead fill's install (fault_workers.cpp install_huge, clean) of page p, claimed by
+  // the caller, from `block` (a pool block holding the bytes the page is to have).
+  static void install_huge_clean(pheap::pager& p, std::size_t page, std::byte* block) {
+    p.impl_->faults_.install_huge(page, block, true);
+  }
   // One write-behind round now, on the calling thread (write_behind.cpp steps 1-4).
   static void write_behind_round(pheap::pager& p) { p.impl_->write_behind_.round(); }
 };

@@ -270,6 +270,39 @@ TEST(HugePages, AWriteFaultFillsTheNextNeverWrittenPagesAheadCleanAndTheirFirstW
   }
 }
 
+// The move maps a page filled ahead writable one ioctl before its protection: a thread that
+// had not faulted on it could write it unseen in between. Such a page (here: a block that
+// does not read as zeros, which is what that write leaves) is installed dirty, and its bytes
+// reach the store; one that reads as zeros is installed clean and written by no flush.
+TEST(HugePages, APageFilledAheadThatWasWrittenBeforeItsProtectionIsInstalledDirty) {
+  PHEAP_REQUIRE_HUGE();
+  constexpr std::size_t npages = 4;
+  backing bk("posix");
+  {
+    pager pg(bk.create(npages * kHuge, kHuge), huge_options(npages));
+    ASSERT_TRUE(pg.stats().huge_pages) << pg.stats().huge_pages_why;
+    ASSERT_EQ(pg.tracking(), dirty_tracking::wp_sync);
+    auto& core = paging::test_access::core(pg);
+    for (const std::size_t p : {std::size_t{1}, std::size_t{2}}) {
+      ASSERT_TRUE(core.budget.reserve());
+      ASSERT_TRUE(core.table.claim_fill(p));
+      std::byte* block = core.huge.take_full();
+      ASSERT_NE(block, nullptr);
+      std::memset(block, 0, kHuge);
+      if (p == 2) block[4096 * 7 + 100] = std::byte{0x5a};  // the write in the window
+      paging::test_access::install_huge_clean(pg, p, block);
+    }
+    EXPECT_EQ(static_cast<std::uint8_t>(pg.base()[2 * kHuge + 4096 * 7 + 100]), 0x5a);
+    pg.flush({});
+    EXPECT_EQ(pg.stats().dirty_pages_written, 1u) << "page 2 is dirty, page 1 clean: " << pg.stats();
+    paging::test_access::impl(pg).wait_evictor_idle();
+    EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+  }
+  pager pg(bk.reopen(), huge_options(npages));
+  EXPECT_EQ(static_cast<std::uint8_t>(pg.base()[2 * kHuge + 4096 * 7 + 100]), 0x5a);
+  EXPECT_TRUE(page_is_zero(pg.base() + 1 * kHuge));
+}
+
 TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) {
   PHEAP_REQUIRE_HUGE();
   backing bk("mem");
