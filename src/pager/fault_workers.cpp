@@ -207,10 +207,13 @@ fault_service::missing_outcome fault_service::handle_missing(std::size_t page, b
   std::size_t pages[kMaxZeroAhead];
   pages[0] = page;
   const bool stored = core_.store->may_have_data(page);
-  const std::size_t n = stored               ? 1
-                        : core_.huge_on && write && core_.mode == dirty_tracking::wp_sync && !core_.ro
-                            ? 1 + claim_huge_zero_ahead(page, pages + 1)
-                                                 : 1 + claim_zero_ahead(page, pages + 1);
+  std::size_t n = 1;
+  if (!stored && core_.huge_on) {
+    // Huge pages: only a write fills ahead, only under wp_sync (claim_huge_zero_ahead).
+    if (write && core_.mode == dirty_tracking::wp_sync && !core_.ro) n += claim_huge_zero_ahead(page, pages + 1);
+  } else if (!stored) {
+    n += claim_zero_ahead(page, pages + 1);
+  }
   // A faulting thread's bounce slot holds them all (huge fills read into pool blocks).
   assert(core_.huge_on || n <= thread_bounce_pages());
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
