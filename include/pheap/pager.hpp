@@ -301,13 +301,17 @@ class pager {
   // 2 MiB of pages (at most 512) per store batch, each run of consecutive pages one request,
   // taking buffer slots below the high watermark; at it the queue waits for the evictor to
   // make room. At most half the buffer's pages wait in the queue: older requests beyond that
-  // are dropped (pager_stats::prefetch_dropped). A hint: faults never wait for it. Never-written
-  // pages are filled with zeros. Out-of-range parts are ignored.
+  // are dropped (pager_stats::prefetch_dropped). A hint: faults never wait for it (one worker
+  // stays free for them); a fault on a page still queued reads it at once and, in the same
+  // batch, the range's next pages, up to 1 MiB (the access has caught up with the range).
+  // Never-written pages are filled with zeros. Out-of-range parts are ignored.
   void prefetch(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   // A scan's prefetch: as prefetch(), but only the pages the store holds data for (nothing is
   // filled with zeros) and only as far as the buffer has room below its low watermark: what
   // does not fit is dropped, and no eviction round starts for it. For a walk over all of a
-  // heap that fits the buffer (manager::prefetch_all).
+  // heap that fits the buffer (manager::prefetch_all). Its ranges are read by every fault
+  // worker at once, at the disk's rate: a fault elsewhere meanwhile may wait for one worker's
+  // step (up to 2 MiB of the range's runs, a few large reads).
   void prefetch_stored(std::span<const std::pair<std::size_t, std::size_t>> ranges);
   // Releases pages [first_page, first_page + count), which nothing may access until they are
   // written again: the store discards their data (sparse_store::discard: they read as zeros,

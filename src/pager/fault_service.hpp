@@ -79,7 +79,7 @@ class fault_service {
   bounce_pool& thread_bounce() noexcept { return thread_bounce_; }  // white-box tests
 
  private:
-  friend struct test_access;  // install_huge, for the zero-ahead check's test
+  friend struct test_access;  // install_huge (the zero-ahead check's test), queue_range
   void worker_main(unsigned index);
   // What a missing fault came to: this call filled the page (or poisoned it: its read
   // failed); the page is in already, so the access may be retried now; someone else fills or
@@ -150,6 +150,21 @@ class fault_service {
   // fault in a MADV_HUGEPAGE range and throws it away before the pager sees the fault
   // (DECISIONS.md, "huge zero-ahead"). Stops at the first page that is not one.
   std::size_t claim_huge_zero_ahead(std::size_t page, std::size_t* out);
+  // A fault on a page with data inside a queued range (the prefetch queue, below) takes that
+  // range from its page on: the page and the range's next pages, up to `cap` (read_batch_pages_
+  // where a worker fills, the bounce slot's pages where the faulting thread does), claimed as a
+  // range step claims them (claim_queued: absent, with data unless a fill range, a slot below
+  // the step's watermark) and cut out of the range, which goes on after them. A scan that
+  // overtakes its own prefetch (manager::prefetch_all, then the pass) then reads a batch at
+  // each fault at the range's head, in the range's runs, instead of a page plus a read-ahead
+  // window claimed out of the middle of the range, whose holes split the range steps'
+  // requests (bench/DECISIONS.md, "a scan's prefetch read at the disk's rate"). Appends
+  // `page` (claimed by the fault) and those pages to `run`, in page order, and returns true; false
+  // when the page is in no queued range (its fault may then start a read-ahead window: with
+  // true, the range is its read-ahead). Looks at the first kPullLook ranges only: a scan's
+  // fault is at the queue's head.
+  static constexpr std::size_t kPullLook = 8;
+  bool pull_queued(std::size_t page, std::size_t cap, std::vector<std::size_t>& run);
   // Both: page p claimed for a zero fill (absent, no data in the store, a slot below the
   // target taken), skipped (resident, being filled, or written once), or no slot below the
   // target (nothing further is claimed).
@@ -157,15 +172,17 @@ class fault_service {
   zero_claim claim_for_zeros(std::size_t p);
   // One read step of a worker: a claimed read-ahead batch (ra_q_) if one waits, on any worker;
   // else up to prefetch_depth_ pages of the prefetch queue (below) claimed, by at most
-  // pf_max_active_ workers at once. Read with one store batch (runs of consecutive pages are
-  // one request each) and installed a run per UFFDIO_COPY.
-  // False when it filled nothing (nothing queued, pf_max_active_ range steps running already,
+  // pf_max_active_ workers at once (pf_scan_max_active_ when a scan's range is at the queue's
+  // head). Read with one store batch (runs of consecutive pages are one request each) and
+  // installed a run per UFFDIO_COPY.
+  // False when it filled nothing (nothing queued, the limit's range steps running already,
   // or no room below the high watermark: then the evictor is asked for room and wakes the
   // workers when it made some) and nothing it could take waits: a range queued while the step
   // ran, whose worker the limit turned away, is taken by the next step of this one. A claimed
   // batch is never turned away: the worker that takes the wake-up of its queuer reads it.
   bool prefetch_step(std::byte* bounce);
   bool take_claimed(std::vector<std::size_t>& got);  // a batch of ra_q_, if any
+  bool front_is_scan();  // the queue's head is a scan's range (pf_scan_max_active_)
   void claim_queued(std::vector<std::size_t>& got);  // pages of pf_q_
   // `why`: the store's error, logged with the registration for guard_faults.
   void poison_page(std::size_t page, std::uint32_t tid, std::exception_ptr why);
@@ -174,7 +191,11 @@ class fault_service {
   // prefetch() appends page ranges; idle fault workers take them prefetch_depth_ pages at a
   // time (one store read batch: runs of consecutive pages are one request each, several in
   // flight), up to pf_max_active_ workers at once (all of them when faults fill on the faulting
-  // thread, else all but one, which stays free for faults). Claimed read-ahead batches are
+  // thread, else all but one, which stays free for faults), and every worker for a scan's
+  // range (pf_scan_max_active_): one worker's 2 MiB at a time left the disk idle while it
+  // checked and installed them (a fault elsewhere then waits for one step: a scan's range is
+  // runs of stored pages, a few large requests, not the scattered pages of a fill range's
+  // step, whose 512 random reads would keep it waiting for milliseconds). Claimed read-ahead batches are
   // read by every worker that is free: they are the pages a followed stream faults on next,
   // and a window read by one worker at a time left the disk idle while each batch was
   // checked and installed (bench/DECISIONS.md "read-ahead windows read by every worker").
@@ -190,7 +211,8 @@ class fault_service {
   //               eviction round).
   // The fill ranges hold at most pf_max_pages_ pages (half the buffer): older requests beyond
   // that are dropped, as a hint the application has moved past. Claimed read-ahead batches
-  // (ra_q_) go before every range.
+  // (ra_q_) go before every range. A fault on a queued page takes the range from there on
+  // (pull_queued): the access has caught up with the range.
   enum class pf_kind : unsigned char { fill, read_ahead, scan };
   struct pf_range {
     std::size_t first, end;  // [first page, end page)
@@ -215,7 +237,8 @@ class fault_service {
   std::atomic<std::size_t> pf_queued_{0};  // pages in pf_q_ and ra_q_ (written under pf_mu_)
   std::size_t prefetch_depth_ = 1, pf_max_pages_ = 1;     // set_geometry
   std::size_t read_batch_pages_ = 1;                      // set_geometry: kReadBatchBytes of pages
-  unsigned pf_max_active_ = 1;                            // start_threads: range steps at once
+  unsigned pf_max_active_ = 1;       // start_threads: range steps at once
+  unsigned pf_scan_max_active_ = 1;  // the same, a scan's range at the queue's head
   std::atomic<unsigned> pf_active_{0};        // read steps running (read_steps_idle)
   std::atomic<unsigned> pf_range_active_{0};  // of which range steps (at most pf_max_active_)
   std::atomic<bool> pf_wants_room_{false};

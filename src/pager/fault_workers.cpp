@@ -61,6 +61,7 @@ std::vector<std::thread>& fault_service::start(unsigned fault_threads) {
   // have nothing else to do), else all but one, which stays free for faults. Claimed
   // read-ahead batches: every worker (fault_service.hpp, the prefetch queue).
   pf_max_active_ = core_.thread_fill ? fault_threads : std::max(1u, fault_threads - 1);
+  pf_scan_max_active_ = fault_threads;
   for (unsigned i = 0; i < fault_threads; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
     ::pthread_setname_np(workers_.back().native_handle(), ("pheap-fault" + std::to_string(i)).c_str());
@@ -208,22 +209,30 @@ fault_service::missing_outcome fault_service::handle_missing(std::size_t page, b
   pages[0] = page;
   const bool stored = core_.store->may_have_data(page);
   std::size_t n = 1;
-  if (!stored && core_.huge_on) {
+  // A page of a queued range: the fault reads the range from here on (pull_queued), as many
+  // pages as its bounce holds (huge fills: one page, nothing to pull).
+  std::vector<std::size_t> run;
+  const std::size_t pull_cap = core_.thread_fill ? thread_bounce_pages() : read_batch_pages_;
+  const bool pulled = stored && pull_cap > 1 && pf_queued_.load(std::memory_order_relaxed) != 0 &&
+                      pull_queued(page, pull_cap, run);
+  if (pulled) {
+    n = run.size();
+  } else if (!stored && core_.huge_on) {
     // Huge pages: only a write fills ahead, only under wp_sync (claim_huge_zero_ahead).
     if (write && core_.mode == dirty_tracking::wp_sync && !core_.ro) n += claim_huge_zero_ahead(page, pages + 1);
   } else if (!stored) {
     n += claim_zero_ahead(page, pages + 1);
   }
   // A faulting thread's bounce slot holds them all (huge fills read into pool blocks).
-  assert(core_.huge_on || n <= thread_bounce_pages());
+  assert(core_.huge_on || n <= (core_.thread_fill ? thread_bounce_pages() : worker_bounce_pages()));
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
   // this fill wakes the faulting thread (whose next access then waits for the window's read
   // instead of faulting on its pages one by one), and read by the workers while this thread
   // reads its own page.
-  if (stored && read_ahead_.on()) {
+  if (stored && !pulled && read_ahead_.on()) {
     if (const auto w = read_ahead_.on_fault(page, tid)) start_read_ahead(*w);
   }
-  fill_pages(pages, n, write, true, tid, bounce);
+  fill_pages(pulled ? run.data() : pages, n, write, true, tid, bounce);
   core_.c.fault_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   return missing_outcome::filled;
 }
@@ -418,6 +427,46 @@ void fault_service::drop_claimed() noexcept {
   }
 }
 
+bool fault_service::pull_queued(std::size_t page, std::size_t cap, std::vector<std::size_t>& run) {
+  std::lock_guard lk(pf_mu_);
+  const std::size_t look = std::min(pf_q_.size(), kPullLook);
+  for (std::size_t k = 0; k < look; ++k) {
+    pf_range& r = pf_q_[k];
+    if (page < r.first || page >= r.end) continue;
+    const pf_kind kind = r.kind;
+    run.reserve(cap);
+    run.push_back(page);
+    // Claimed as claim_queued claims a range step's pages; the first page that is not one
+    // ends the pull (it stays queued, as does the rest of the range).
+    std::size_t q = page + 1;
+    for (; q < r.end && run.size() < cap; ++q) {
+      if (ps::kind(core_.table.load(q)) != ps::absent) break;
+      if (kind != pf_kind::fill && !core_.store->may_have_data(q)) break;
+      const bool room = kind == pf_kind::scan ? core_.budget.try_reserve_below_low()
+                                              : core_.budget.try_reserve_below_high();
+      if (!room) break;
+      if (!core_.table.claim_fill(q)) {
+        core_.budget.release(1);
+        break;
+      }
+      run.push_back(q);
+    }
+    // [page, q) leaves the range: its head moves past them, or it splits around them.
+    pf_queued_ -= q - page;
+    const std::size_t end = r.end;
+    if (page == r.first) {
+      r.first = q;
+    } else {
+      r.end = page;
+      if (q < end) pf_q_.insert(pf_q_.begin() + static_cast<std::ptrdiff_t>(k) + 1, pf_range{q, end, kind});
+    }
+    (kind == pf_kind::read_ahead ? core_.c.read_ahead_pages : core_.c.prefetched_pages)
+        .fetch_add(run.size() - 1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
 fault_service::zero_claim fault_service::claim_for_zeros(std::size_t p) {
   if (ps::kind(core_.table.load(p)) != ps::absent) return zero_claim::skipped;
   if (core_.store->may_have_data(p)) return zero_claim::skipped;  // written once: in the store
@@ -457,13 +506,15 @@ bool fault_service::prefetch_step(std::byte* bounce) {
   pf_active_.fetch_add(1, std::memory_order_acquire);
   bool range_step = false;
   if (!take_claimed(got)) {
-    // A range: at most pf_max_active_ such steps at once (one worker stays free for faults).
+    // A range: at most pf_max_active_ such steps at once (one worker stays free for faults),
+    // every worker for a scan's range.
+    const unsigned limit = front_is_scan() ? pf_scan_max_active_ : pf_max_active_;
     unsigned active = pf_range_active_.load(std::memory_order_relaxed);
-    while (active < pf_max_active_ &&
+    while (active < limit &&
            !pf_range_active_.compare_exchange_weak(active, active + 1, std::memory_order_acquire,
                                                    std::memory_order_relaxed)) {
     }
-    range_step = active < pf_max_active_;
+    range_step = active < limit;
     if (!range_step) {
       pf_active_.fetch_sub(1, std::memory_order_seq_cst);
       return false;  // the others' (the look below is theirs)
@@ -486,6 +537,11 @@ bool fault_service::prefetch_step(std::byte* bounce) {
   // room is the evictor's to wake (pf_wants_room_), not this look's.
   std::lock_guard lk(pf_mu_);
   return !ra_q_.empty() || (!pf_q_.empty() && !pf_wants_room_.load(std::memory_order_relaxed));
+}
+
+bool fault_service::front_is_scan() {
+  std::lock_guard lk(pf_mu_);
+  return !pf_q_.empty() && pf_q_.front().kind == pf_kind::scan;
 }
 
 bool fault_service::take_claimed(std::vector<std::size_t>& got) {

@@ -20,6 +20,13 @@ struct test_access {
   static void install_huge_clean(pheap::pager& p, std::size_t page, std::byte* block) {
     p.impl_->faults_.install_huge(page, block, true);
   }
+  // Queues pages [first, end) as a scan range (prefetch_stored's kind) without waking the
+  // fault workers: asleep, they leave it for a fault to find.
+  static void queue_scan_quietly(pheap::pager& p, std::size_t first, std::size_t end) {
+    fault_service& f = p.impl_->faults_;
+    std::lock_guard lk(f.pf_mu_);
+    f.queue_range(first, end, fault_service::pf_kind::scan);
+  }
   // One write-behind round now, on the calling thread (write_behind.cpp steps 1-4).
   static void write_behind_round(pheap::pager& p) { p.impl_->write_behind_.round(); }
 };

@@ -737,6 +737,32 @@ TEST(PagerHints, PrefetchReadsDozensOfPagesPerStoreBatch) {
   EXPECT_EQ(pg.stats().read_faults + pg.stats().write_faults, 0u) << pg.stats();
 }
 
+// A scan that overtakes its own prefetch faults at the head of the queued range: that fault
+// reads the range's next pages with its own (a batch of 1 MiB, one store read) instead of one
+// page and a read-ahead window cut out of the range. Here the range is queued with the
+// workers asleep, and the pass starts in its middle: 256 pages, one fault, one store batch.
+TEST(PagerHints, AFaultInsideAQueuedScanRangeReadsTheRangesNextPagesWithItsOwn) {
+  PHEAP_REQUIRE_UFFD(dirty_tracking::automatic);
+  constexpr std::size_t n = 4096, from = 2048, batch = (std::size_t{1} << 20) / kPs;
+  auto sh = numbered_store(2 * n);  // the pass stays below the buffer's watermarks (wait_evictor_idle)
+  pager_options o;
+  o.fault_fill = fault_filling::workers;  // a faulting thread's own fill would take 16 pages, not 256
+  pager pg(mem_store::reopen(sh), o);
+  paging::test_access::queue_scan_quietly(pg, 0, n);
+  const std::uint64_t batches0 = sh->read_batches.load();
+  for (std::size_t p = from; p < from + batch; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
+  const auto st = pg.stats();
+  EXPECT_EQ(st.read_faults, 1u) << st;
+  EXPECT_EQ(st.read_ahead_windows, 0u) << "the range is the fault's read-ahead: " << st;
+  EXPECT_GE(st.prefetched_pages, batch - 1) << st;
+  // The rest of the range, split around the fault's pages, comes in by range steps and by the
+  // pulls of the pass's own faults where it overtakes them: 64 pages a batch at the least.
+  for (std::size_t p = 0; p < n; ++p) ASSERT_EQ(pg.base()[p * kPs], std::byte(p & 0xff));
+  EXPECT_LE(sh->read_batches.load() - batches0, n / 64) << pg.stats();
+  paging::test_access::impl(pg).wait_evictor_idle();
+  EXPECT_EQ(paging::test_access::impl(pg).check_invariants(), "");
+}
+
 // Out of core the buffer sits near its high watermark: a prefetch then waits for the evictor to
 // make room instead of dropping its queue, and every queued page arrives.
 TEST(PagerHints, PrefetchAtAFullBufferWaitsForRoomInsteadOfDroppingTheQueue) {
