@@ -195,10 +195,11 @@ class fault_service {
   // range (pf_scan_max_active_): one worker's 2 MiB at a time left the disk idle while it
   // checked and installed them (a fault elsewhere then waits for one step: a scan's range is
   // runs of stored pages, a few large requests, not the scattered pages of a fill range's
-  // step, whose 512 random reads would keep it waiting for milliseconds). Claimed read-ahead batches are
-  // read by every worker that is free: they are the pages a followed stream faults on next,
-  // and a window read by one worker at a time left the disk idle while each batch was
-  // checked and installed (bench/DECISIONS.md "read-ahead windows read by every worker").
+  // step, whose 512 random reads would keep it waiting for milliseconds). Claimed read-ahead
+  // batches are read by every worker that is free: they are the pages a followed stream
+  // faults on next, and a window read by one worker at a time left the disk idle while each
+  // batch was checked and installed (bench/DECISIONS.md "read-ahead windows read by every
+  // worker").
   // With faults filled by the workers, a fault elsewhere may then wait for one batch's read
   // and install (kReadBatchBytes). Ranges are of three kinds:
   //   fill        prefetch(): every page (never-written ones as zeros); at the high watermark

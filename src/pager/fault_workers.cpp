@@ -458,7 +458,8 @@ bool fault_service::pull_queued(std::size_t page, std::size_t cap, std::vector<s
       r.first = q;
     } else {
       r.end = page;
-      if (q < end) pf_q_.insert(pf_q_.begin() + static_cast<std::ptrdiff_t>(k) + 1, pf_range{q, end, kind});
+      const auto after = pf_q_.begin() + static_cast<std::ptrdiff_t>(k) + 1;
+      if (q < end) pf_q_.insert(after, pf_range{q, end, kind});
     }
     (kind == pf_kind::read_ahead ? core_.c.read_ahead_pages : core_.c.prefetched_pages)
         .fetch_add(run.size() - 1, std::memory_order_relaxed);
