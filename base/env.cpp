@@ -27,7 +27,7 @@ constexpr spelling kBackend[] = {{"uffd"}, {"mmap"}};
 constexpr spelling kAdvice[] = {{"normal"}, {"random"}};
 constexpr spelling kVictimCache[] = {{"automatic", "auto"}, {"on"}, {"off"}};
 constexpr spelling kFaultFill[] = {{"workers"}, {"faulting_thread"}, {"automatic"}};
-constexpr spelling kHugePages[] = {{"off"}, {"always"}};
+constexpr spelling kHugePages[] = {{"off"}, {"always"}, {"auto", "automatic"}};
 constexpr spelling kOnOff[] = {{"on"}, {"off"}};
 
 // The order of the rows is the order of `var` (checked below).

@@ -28,7 +28,7 @@ enum class victim_caching { automatic, on, off };
 const char* to_string(victim_caching v) noexcept;
 
 // Whether the region's pages are mapped with 2 MiB (PMD) entries (pager_options::huge_pages).
-enum class huge_pages_mode { off, always };
+enum class huge_pages_mode { off, always, automatic };  // automatic spells "auto"
 const char* to_string(huge_pages_mode h) noexcept;
 
 struct pager_options {
@@ -120,8 +120,27 @@ struct pager_options {
   // 2 MiB or a multiple of it maps every fill with 2 MiB (PMD) entries, one TLB entry per
   // 2 MiB instead of 512: the page is read into a recycled 2 MiB-aligned transparent huge page
   // of a pool and moved into the region whole (UFFDIO_MOVE); eviction moves it out whole and
-  // recycles it. off (the default): 4 KiB entries, as before. auto (promotion of 4 KiB-filled
-  // ranges in the background) is not implemented yet.
+  // recycles it. off (the default): 4 KiB entries, as before. auto (huge_pages_mode::automatic,
+  // spelled "auto"): fills stay 4 KiB (as off: no huge page is zeroed or moved at a fault), and
+  // a promoter thread moves a page that has stayed resident, whole and 4 KiB-mapped, for a
+  // whole huge_promote_ms period without an eviction in between into a pool huge page, so
+  // that what stays in core ends up one PMD mapping each (src/pager/promoter.hpp has the
+  // protocol and its costs): a clean page whenever a round finds it (a query's heap, a
+  // read-only open), a dirty one only within 5 % of a core (a heap being built is written all
+  // over, and a promotion is a 2 MiB copy: promoting all of it cost an in-core build 6-14 %).
+  // Out of core (evictions since the last round) it promotes nothing.
+  // Any tracking mode, read-only opens too; unlike always it leaves automatic tracking to
+  // resolve as it would (wp_async where the kernel has it), and under wp_async it promotes
+  // only dirty pages (a clean page would need its writers to fault, promoter.hpp): a
+  // writable open that only reads promotes nothing there (dirty_tracking wp_sync does). It
+  // promotes again the pages that writes after a flush split (wp_async).
+  // Caveats of auto:
+  //  * a promotion stalls the faults on that page for its duration (~0.5 ms per 2 MiB: two
+  //    moves and a 2 MiB copy; huge_promote_ns); other pages are not held up.
+  //  * a clean page is compared with its old frames once protected again (a thread that had
+  //    not faulted on it could write it in the one ioctl between its move and its
+  //    protection): a page that differs is installed dirty, so nothing is lost and at worst a
+  //    clean page is written once more.
   // Caveats of always:
   //  * It falls back to 4 KiB fills for the whole region, and says why in
   //    pager_stats::huge_pages_why, on a page size below 2 MiB or not a multiple of it, a
@@ -155,7 +174,7 @@ struct pager_options {
   //    counts the kernel's fallbacks above). The page table it leaves behind is freed by the
   //    next huge fill of that page (MADV_DONTNEED of the empty page, with the kernel's
   //    CONFIG_PT_RECLAIM; without it that fill too is 4 KiB-mapped: huge_fallback_split).
-  //    Re-promotion of split pages is not implemented.
+  //    Under `always` a split page is not promoted again (auto's promoter does that).
   //  * A read-only open maps its region writable (UFFDIO_MOVE needs it) and keeps it
   //    read-only with userfaultfd write-protection (src/pager/huge_pool.hpp, "Read-only
   //    opens"): a write still dies of SIGSEGV with the same line, but a write by a thread that
@@ -167,6 +186,10 @@ struct pager_options {
   //  * The pool holds up to 4 huge pages outside the buffer (8 MiB at 2 MiB pages), counted in
   //    pheap's own memory; huge_pool_blocks says how many it holds now.
   huge_pages_mode huge_pages = huge_pages_mode::off;
+  // auto: the promoter's period. A page 4 KiB-mapped at two rounds in a row, with no eviction
+  // between them, is promoted at the second. 0: no promoter thread (white-box tests run
+  // rounds by hand).
+  unsigned huge_promote_ms = 100;
   bool debug = false;  // stderr: a line at construction (the buffer and its source), the statistics at close
 
   // Overrides fields of `base` from the PHEAP_* variables above that are set. A malformed or

@@ -109,7 +109,7 @@ struct pager_stats {
   std::uint64_t evict_waits = 0;
   bool victim_cache = false;       // the victim cache is on
   // Huge pages (pheap/pager_options.hpp huge_pages, src/pager/huge_pool.hpp). huge_pages: in
-  // force (always asked, and the region, kernel and THP allow it); huge_pages_why: why not,
+  // force (always or auto asked, and the region, kernel and THP allow it); huge_pages_why: why not,
   // when asked ("" otherwise).
   bool huge_pages = false;
   std::string huge_pages_why;
@@ -134,6 +134,15 @@ struct pager_stats {
   std::uint64_t huge_evicted_split = 0;
   std::uint64_t huge_fresh = 0;       // fresh huge pages the pool made (each ~0.2 ms CPU)
   std::uint64_t huge_pool_blocks = 0; // huge pages waiting in the pool now
+  // auto (src/pager/promoter.hpp): pages filled at 4 KiB moved into huge pages by the
+  // promoter and mapped by one PMD entry; promotions that could not be made or did not end
+  // PMD-mapped (no huge page to be had, a move refused, a fault's page table in the way: the
+  // page stays small, a later round tries again); the time the promotions held their pages
+  // (faults on a page wait for its promotion); the promoter's rounds.
+  std::uint64_t huge_promotions = 0;
+  std::uint64_t huge_promote_failed = 0;
+  std::uint64_t huge_promote_ns = 0;
+  std::uint64_t huge_promote_rounds = 0;
   std::uint64_t dirty_pages_written = 0;  // by flushes
   std::uint64_t bytes_written = 0;        // eviction + flush
   std::uint64_t flushes = 0;

@@ -205,6 +205,7 @@ nb::dict info_of(const pheap::manager& m, const std::string& path, pheap::huge_p
   huge["fills"] = p.huge_fills;
   huge["fallback_fills"] = p.huge_fallback_fills;
   huge["split"] = p.huge_fallback_split;
+  huge["promotions"] = p.huge_promotions;
   huge["mapped_bytes"] = p.huge_mapped_bytes;
   d["huge_pages"] = huge;
   return d;

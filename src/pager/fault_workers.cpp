@@ -217,14 +217,14 @@ fault_service::missing_outcome fault_service::handle_missing(std::size_t page, b
                       pull_queued(page, pull_cap, run);
   if (pulled) {
     n = run.size();
-  } else if (!stored && core_.huge_on) {
+  } else if (!stored && core_.huge_fill) {
     // Huge pages: only a write fills ahead, only under wp_sync (claim_huge_zero_ahead).
     if (write && core_.mode == dirty_tracking::wp_sync && !core_.ro) n += claim_huge_zero_ahead(page, pages + 1);
   } else if (!stored) {
     n += claim_zero_ahead(page, pages + 1);
   }
   // A faulting thread's bounce slot holds them all (huge fills read into pool blocks).
-  assert(core_.huge_on || n <= (core_.thread_fill ? thread_bounce_pages() : worker_bounce_pages()));
+  assert(core_.huge_fill || n <= (core_.thread_fill ? thread_bounce_pages() : worker_bounce_pages()));
   // A page with data may continue a stream (read_ahead.hpp): its window is claimed before
   // this fill wakes the faulting thread (whose next access then waits for the window's read
   // instead of faulting on its pages one by one), and read by the workers while this thread
@@ -616,11 +616,12 @@ void fault_service::wake_prefetch_if_waiting() {
 
 void fault_service::fill_pages(const std::size_t* pages, std::size_t n, bool write, bool fault,
                             std::uint32_t tid, std::byte* bounce) {
-  if (core_.huge_on) {
+  if (core_.huge_fill) {
     fill_huge(pages, n, write, fault, tid, bounce);
   } else {
     // Asked for but not possible here (pager_stats::huge_pages_why): counted as fallbacks.
-    if (core_.huge_asked) core_.c.huge_fallback_fills.fetch_add(n, std::memory_order_relaxed);
+    // (auto's fills are 4 KiB by design: its promoter maps them huge later.)
+    if (core_.huge_asked && !core_.huge_on) core_.c.huge_fallback_fills.fetch_add(n, std::memory_order_relaxed);
     fill_small(pages, n, write, fault, tid, bounce);
   }
   core_.budget.note_peak();

@@ -33,6 +33,8 @@ class flusher {
     tracker_.configure(batch_pages);
   }
   void lend_bounce(bool on) noexcept { lends_bounce_ = on; }
+  // The lock every flush holds: the promoter's too (promoter.hpp, "Ownership").
+  ranked_mutex<lock_rank::flush>& lock() noexcept { return mu_; }
   std::size_t batch_pages() const noexcept { return batch_pages_; }
   // map_buffers, writable regions only: the staging range (`move`: where UFFDIO_MOVE exists)
   // and the bounce buffer.

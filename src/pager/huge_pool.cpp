@@ -102,6 +102,18 @@ std::byte* huge_pool::take_empty() {
   return make_block(false);
 }
 
+std::byte* huge_pool::take_scratch() {
+  {
+    std::lock_guard lk(mu_);
+    if (!empty_.empty()) {
+      std::byte* b = empty_.back();
+      empty_.pop_back();
+      return b;
+    }
+  }
+  return make_block(false);
+}
+
 void huge_pool::give_full(std::byte* b) noexcept {
   {
     std::lock_guard lk(mu_);

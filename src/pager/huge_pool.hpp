@@ -1,6 +1,6 @@
 // src/pager/huge_pool.hpp — the huge pool: recycled 2 MiB-aligned transparent huge pages, in
 // which huge fills are read and into which huge evictions are moved
-// (pager_options::huge_pages = always).
+// (pager_options::huge_pages = always), and which auto's promotions move in (promoter.hpp).
 //
 // Why. UFFDIO_COPY never makes a PMD mapping: a pheap page of 2 MiB filled by a copy is 512
 // 4 KiB entries, and a heap larger than the TLB's reach pays a page walk per random access
@@ -37,6 +37,10 @@
 //             into its (huge) staging range, judged, written; when staging drops a slot, its
 //             huge page is moved into an empty block (take_empty, one more 0.5 us move), which
 //             goes back full (give_full), so that the next fill needs no fresh huge page.
+//   promotion auto (promoter.hpp): the region stays MADV_NOHUGEPAGE and fills stay 4 KiB; a
+//             promotion moves a page's frames into an empty block (take_scratch), copies
+//             them into a full one (take_full) and moves that into the region whole (a move
+//             keeps the PMD entry whatever the destination's advice), then drops the scratch.
 // A fresh huge page costs ~0.2 ms of CPU to zero and 14-24 ms of wall time on this VM, whose
 // balloon hands freed 2 MiB blocks back to the host: without the recycling, an out-of-core
 // workload would pay that on every fill. At most `keep` full blocks stay in the pool; more go
@@ -52,9 +56,9 @@
 // resolves to wp_sync on a writable region with huge pages in force: the price is one fault
 // round trip per page and flush epoch, tens of microseconds per 2 MiB. Where fault_fill asks
 // for faulting_thread (which wp_sync's SIGBUS write faults rule out) it stays wp_async, splits
-// and all. Re-promotion of split pages and 4 KiB dirty tracking inside a huge page (a flush
-// writes the whole 2 MiB page for one dirty word; the store's unit is the page, with one
-// checksum) are not implemented.
+// and all. Under `auto` the promoter (promoter.hpp) maps a split page huge again; 4 KiB dirty
+// tracking inside a huge page (a flush writes the whole 2 MiB page for one dirty word; the
+// store's unit is the page, with one checksum) is not implemented.
 //
 // Read-only opens. UFFDIO_MOVE moves only between writable mappings (the kernel refuses a
 // PROT_READ destination), so a read-only region with huge pages is mapped writable and kept
@@ -93,8 +97,9 @@
 //     which every tracking mode but all_resident does.
 //   * MADV_COLLAPSE of 4 KiB-filled ranges: works on a registered range only when all 512
 //     pages are present and none is write-protected, takes 0.5 ms per 2 MiB and the mm write
-//     lock (every fault stalls meanwhile). It is what a future `auto` (promotion) would
-//     compete with; `always` fills huge from the start and needs none of it.
+//     lock (every fault stalls meanwhile), and it refuses write-protected pages, which every
+//     clean page under wp_sync is. `auto`'s promoter (promoter.hpp) moves the frames out and
+//     a pool huge page in instead: two moves and a copy, holding only its own page.
 //
 // Caveats:
 //   * Each full block is 2 MiB (a UPage) of pheap's own memory outside the buffer, at most
@@ -142,6 +147,10 @@ class huge_pool {
   // An empty block to move an evicted page into, or nullptr when the pool holds `keep` full
   // blocks already (the page is then dropped) or none can be mapped.
   std::byte* take_empty();
+  // An empty block whatever the pool holds (address space registered with the uffd): the
+  // promoter's scratch, into which a page's 4 KiB frames are moved out (promoter.hpp); given
+  // back with give_empty once dropped.
+  std::byte* take_scratch();
   // A block holding a huge page again (an eviction moved one in).
   void give_full(std::byte* b) noexcept;
   // A block in an unknown state (a move that failed half-way): unmapped.

@@ -26,7 +26,8 @@
 // Invariants (checked by pager_impl::check_invariants when the pager is quiescent, and by
 // assertions on transitions in debug builds):
 //   I1  absent ⇔ no page-table entry for the page in the region (filling: being installed).
-//   I2  evict, flush and wpclear are mutually exclusive and only set on resident pages.
+//   I2  evict, flush and wpclear are mutually exclusive and only set on resident pages. (flush
+//       is also the promoter's owner bit, claim_promote: it holds the lock the flushes hold.)
 //   I3  a page with evict or flush set is never filled by a fault worker: faults on it set
 //       wanted and wait for the owner.
 //   I4  pinned (pin count > 0) and resident ⇒ never claimed by the evictor. (A read-only
@@ -63,9 +64,11 @@
 //   I10 a read-only region kept read-only by write-protection (huge pages on a read-only open,
 //       pager_core::ro_wp): every frame present in the region is write-protected by
 //       userfaultfd, but for a huge fill between its move and its protect, before the page is
-//       resident (fault_service::protect_installed); a page a write was refused on is
-//       PROT_READ besides (refuse_write). A write into the region is never let through by the
-//       pager: it is a write-protect fault, answered by the kernel's SIGSEGV.
+//       resident (fault_service::protect_installed), and a promotion's page between its move
+//       (or back) and its protect, while the promoter owns it (promoter.cpp P4-P5); a page a
+//       write was refused on is PROT_READ besides (refuse_write). A write into the region is
+//       never let through by the pager: it is a write-protect fault, answered by the kernel's
+//       SIGSEGV.
 //
 // Every change of a word is one of the named transitions of page_table below; each says which
 // invariants it keeps and what its caller must do around it (the page-table operation that
@@ -398,6 +401,21 @@ class page_table {
       if (dirty_only && !(s & ps::dirty)) return flush_claim::skipped;
       if (cas(i, s, (s & ~ps::dirty) | ps::flush)) return flush_claim::claimed;
     }
+  }
+
+  // ---- the promoter (promoter.hpp), holding the lock of the flush bit's other owners ------
+  // resident → flush, nothing else changed (dirty stays: the promotion writes nothing), for a
+  // page no one owns (I2), not pinned (I4) and not in an eviction's write-back (I8). `was`:
+  // the word before. Faults on the page set `wanted` and wait (I3); release() lets it go.
+  bool claim_promote(std::size_t i, std::uint32_t& was) noexcept {
+    std::uint32_t s = load(i);
+    while (ps::evictable(s)) {
+      if (cas(i, s, s | ps::flush)) {
+        was = s;
+        return true;
+      }
+    }
+    return false;
   }
 
   // Waits until page i is not `filling` (a fill takes one store read).

@@ -118,7 +118,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
      << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
      << s.huge_fallback_move << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
-     << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks
+     << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks << " promotions " << s.huge_promotions
+     << " (failed " << s.huge_promote_failed << ", " << s.huge_promote_ns / 1000 << " us, rounds "
+     << s.huge_promote_rounds << ")"
      << (s.huge_pages_why.empty() ? "" : " (" + s.huge_pages_why + ")")
      << " | written " << s.bytes_written << " B"
      << " | resident " << s.resident_pages << " peak " << s.peak_resident_pages << " pinned "
@@ -214,7 +216,9 @@ void pager_impl::set_geometry(const pager_options& opt) {
   fault_threads_ = opt.fault_threads;
   victim_caching_ = opt.victim_cache;
   fill_asked_ = opt.fault_fill;  // thread_fill is resolved with the tracking (choose_tracking)
-  core_.huge_asked = opt.huge_pages == huge_pages_mode::always;  // resolved by choose_tracking
+  huge_mode_ = opt.huge_pages;  // resolved by choose_tracking
+  core_.huge_asked = opt.huge_pages != huge_pages_mode::off;
+  promoter_.configure(opt.huge_promote_ms);
   faults_.configure(opt.read_ahead);
   write_behind_.configure(opt.write_behind_ms);  // before the buffer: its bounce is memory outside it
   choose_buffer(opt, limit, clamped);
@@ -376,7 +380,8 @@ std::uint64_t pager_impl::own_bytes_outside_buffer() const {
   return (flusher_.batch_pages() + evictor_.batch_pages() + evictor_.retain_pages() +
           fault_threads_ * faults_.worker_bounce_pages() + faults_.zero_ahead_pages() +
           write_behind_.bounce_pages() +
-          (core_.huge_asked ? kHugeKeep : 0)) *
+          (core_.huge_asked ? kHugeKeep : 0) +
+          (huge_mode_ == huge_pages_mode::automatic ? 1 : 0)) *  // a promotion's second copy
          std::uint64_t(core_.ps);
 }
 
@@ -398,9 +403,12 @@ void pager_impl::choose_tracking(dirty_tracking asked, const uffd_features& f) {
   // protect (every flush's) in the kernel, which splits the page's 2 MiB mapping into 4 KiB
   // entries until its eviction; wp_sync's fault un-protects the whole page, which stays one
   // PMD mapping (huge_pool.hpp, "Tracking"). Not where faulting-thread fills were asked for
-  // (wp_sync's write faults would be SIGBUS too).
-  const bool huge_sync = core_.huge_asked && !core_.ro && can_sync && huge_refusal(f).empty() &&
-                         fill_asked_ != fault_filling::faulting_thread;
+  // (wp_sync's write faults would be SIGBUS too). Not for auto, whose fills are 4 KiB and whose
+  // promoter maps pages split that way huge again: it keeps wp_async and the faulting-thread
+  // fills that go with it (with wp_sync's worker fills an in-core build took 0.93x of off's
+  // time; bench/DECISIONS.md "auto's policy").
+  const bool huge_sync = huge_mode_ == huge_pages_mode::always && !core_.ro && can_sync &&
+                         huge_refusal(f).empty() && fill_asked_ != fault_filling::faulting_thread;
   switch (asked) {
     case dirty_tracking::automatic:
       if (huge_sync) core_.mode = dirty_tracking::wp_sync;
@@ -465,10 +473,14 @@ void pager_impl::choose_huge_pages(const uffd_features& f) {
   } else if (core_.ro && core_.thread_fill && !kSigbusTellsWrites) {
     core_.huge_why = "read-only open with faulting-thread fills: this architecture's SIGBUS does not say "
                      "whether the access was a write: 4 KiB fills";
+  } else if (huge_mode_ == huge_pages_mode::automatic && !f.pagemap_scan) {
+    core_.huge_why = "auto needs PAGEMAP_SCAN (Linux 6.7) to find the pages to promote: 4 KiB fills";
   } else {
     // A read-only region is mapped writable and kept read-only by write-protection
     // (huge_pool.hpp, "Read-only opens").
     core_.huge_on = true;
+    core_.huge_fill = huge_mode_ == huge_pages_mode::always;
+    core_.promote = huge_mode_ == huge_pages_mode::automatic;
     core_.ro_wp = core_.ro;
   }
 }
@@ -506,11 +518,11 @@ void pager_impl::map_region() {
   // and without THP advice: huge fills of a read-only region need a writable one (ro_wp).
   if (core_.region_map.p && core_.ro_wp) core_.region_map = anon_map{};
   void* p = core_.region_map.p ? core_.region_map.p
-                               : os::reserve_aligned(core_.cap, core_.ps, !core_.ro || core_.ro_wp, core_.huge_on);
+                               : os::reserve_aligned(core_.cap, core_.ps, !core_.ro || core_.ro_wp, core_.huge_fill);
   if (!p && errno == ENOMEM && core_.ro_wp) {
     // A writable private mapping is charged to the commit limit where overcommit is strict
     // (vm.overcommit_memory=2), a read-only one is not: 4 KiB fills of a read-only region.
-    core_.huge_on = core_.ro_wp = false;
+    core_.huge_on = core_.huge_fill = core_.promote = core_.ro_wp = false;
     core_.huge_why = "read-only open: the kernel refused a writable reservation of " + gib_or_mib(core_.cap) +
                      " (commit limit?), which huge fills need: 4 KiB fills";
     p = os::reserve_aligned(core_.cap, core_.ps, false, false);
@@ -586,6 +598,8 @@ void pager_impl::start_threads(unsigned fault_threads) {
   for (std::thread& t : faults_.start(fault_threads)) add_cpu_clock(t, worker_clocks_);
   add_cpu_clock(evictor_.start(), evict_clocks_);
   write_behind_.start();
+  promoter_.set_lock(core_.ro ? &refresh_mu_ : &flusher_.lock());
+  promoter_.start();
 }
 
 // Sets the stop flag and wakes every thread where it may sleep (the uffd poll, the evictor's
@@ -596,7 +610,9 @@ void pager_impl::stop_threads() noexcept {
   // Each worker passes the wake-up on as it leaves (fault_workers.cpp).
   if (core_.wake_fd >= 0) core_.wake_workers();
   core_.budget.wake_all();
-  // Write-behind first: a claim may wait for a page's fill, which the workers finish.
+  // Write-behind and the promoter first: a claim may wait for a page's fill, which the
+  // workers finish.
+  promoter_.join();
   write_behind_.join();
   faults_.join();
   evictor_.join();
@@ -756,6 +772,10 @@ pager_stats pager_impl::stats() const {
   s.huge_recycled = g(core_.c.huge_recycled);
   s.huge_evicted_split = g(core_.c.huge_evicted_split);
   s.huge_fresh = core_.huge.fresh();
+  s.huge_promotions = g(core_.c.huge_promotions);
+  s.huge_promote_failed = g(core_.c.huge_promote_failed);
+  s.huge_promote_ns = g(core_.c.huge_promote_ns);
+  s.huge_promote_rounds = g(core_.c.huge_promote_rounds);
   s.huge_pool_blocks = core_.huge.is_open() ? core_.huge.full_blocks() : 0;
   s.dirty_pages_written = g(core_.c.dirty_pages_written);
   s.bytes_written = g(core_.c.bytes_written);

@@ -41,6 +41,7 @@ struct counters {
       flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0},
       huge_fills{0}, huge_recycled{0}, huge_fallback_fills{0}, huge_fallback_no_block{0},
       huge_fallback_move{0}, huge_fallback_split{0}, huge_evictions{0}, huge_evicted_split{0},
+      huge_promotions{0}, huge_promote_failed{0}, huge_promote_ns{0}, huge_promote_rounds{0},
       refreshes{0}, invalidated_pages{0}, unpoisoned_pages{0},
       released_pages_dropped{0}, write_behind_pages{0}, write_behind_rounds{0}, write_behind_ns{0};
 };
@@ -66,9 +67,11 @@ struct pager_core {
   bool wp_registered = false;  // region registered with MODE_WP
   bool thread_fill = false;    // fills on the faulting thread (UFFD_FEATURE_SIGBUS)
   bool have_poison = false;    // UFFDIO_POISON (else read errors are signalled with tgkill)
-  // pager_options::huge_pages: asked for (always), and in force (huge_pool.hpp: fills move
-  // 2 MiB pages in whole); huge_why says why not when asked but not in force.
-  bool huge_asked = false, huge_on = false;
+  // pager_options::huge_pages: asked for (always or auto), and in force (huge_pool.hpp: the
+  // pool, huge staging and eviction; huge_why says why not when asked but not in force). Where
+  // in force, huge_fill (always: fills move 2 MiB pages in whole) or promote (auto: fills are
+  // 4 KiB, the promoter moves the pages that stay in core into huge pages; promoter.hpp).
+  bool huge_asked = false, huge_on = false, huge_fill = false, promote = false;
   std::string huge_why;
   // Huge pages on a read-only open (huge_pool.hpp, "Read-only opens"): the region is mapped
   // writable, as UFFDIO_MOVE needs, registered MODE_WP (synchronous, never WP_ASYNC) and every

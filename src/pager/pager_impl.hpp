@@ -15,6 +15,9 @@
 //   dirty_tracker.{hpp,cpp}  per tracking mode: the pages to flush and their tear-free copy
 //   write_behind.{hpp,cpp}   actor: writes pages idle for a period into the working epoch in
 //                            the background (wp_async), through the flusher
+//   promoter.{hpp,cpp}       actor: huge_pages auto, moves pages that stay in core and were
+//                            filled at 4 KiB into huge pages in the background
+//   huge_pool.{hpp,cpp}      the recycled 2 MiB pages of huge fills, evictions and promotions
 //   invariants.cpp           check_invariants, the quiescent self-check
 //   refresh.cpp              a read-only region moved to a newer watermark: what changed dropped
 //   lock_rank.hpp            the lock order below, checked in debug builds
@@ -26,7 +29,7 @@
 //                            the region's reservation, madvise and process_madvise
 //     threads.{hpp,cpp}      the wake-up eventfd, futexes, the fault workers' wait, tgkill
 //     files.{hpp,cpp}        /proc and cgroup files, the limit pool's shared file
-//   page_table.hpp           the page word, its invariants I1-I9 and its named transitions
+//   page_table.hpp           the page word, its invariants I1-I10 and its named transitions
 //   buffer_budget.{hpp,cpp}  buffer slots, faults waiting for one, the evictor's wake-up (B1-B7)
 //   memory_limit.{hpp,cpp}   the memory the process may use (cgroup v2/v1, RAM), the follower
 //   limit_pool.{hpp,cpp}     the limit the automatic buffers of one process share (P1-P4)
@@ -42,8 +45,10 @@
 //   test_access.hpp          the white-box tests' way in
 //
 // Threads: `fault_threads` workers (the fault service), one evictor, write-behind's where it
-// is on, and whoever calls flush/pin/prefetch/stats. Write-behind takes the flusher's lock
-// per chunk and then the locks a flush takes, in the same order.
+// is on, the promoter's where it is on, and whoever calls flush/pin/prefetch/stats.
+// Write-behind takes the flusher's lock per chunk and then the locks a flush takes, in the
+// same order; the promoter takes the flusher's lock (refresh's on a read-only region) per
+// page and nothing under it but the huge pool's leaf.
 // Lock order (never the other way): the flusher's mu_ → the evictor's batch_mu_ →
 // pager_core::scan_mu → the error channel's; the resident clock's, the buffer budget's, the
 // evictor's write_back_mu_ and the fault service's pf_mu_ are leaves. lock_rank.hpp gives
@@ -77,6 +82,7 @@
 #include "pager/memory_limit.hpp"
 #include "pager/pager_core.hpp"
 #include "pager/os/uffd.hpp"
+#include "pager/promoter.hpp"
 #include "pager/write_behind.hpp"
 #include "pheap/pager.hpp"
 
@@ -175,10 +181,12 @@ class pager_impl {
   evictor evictor_{core_, faults_};
   flusher flusher_{core_, evictor_};
   write_behind write_behind_{core_, flusher_};
+  promoter promoter_{core_};
 
   // --- configuration (set_geometry, choose_tracking) -------------------------------------------
   bool debug_ = false;  // pager_options::debug: a line at open and the statistics at close
   fault_filling fill_asked_ = fault_filling::workers;  // pager_options::fault_fill
+  huge_pages_mode huge_mode_ = huge_pages_mode::off;   // pager_options::huge_pages
   victim_caching victim_caching_ = victim_caching::automatic;  // the option
   bool limit_is_cgroup_ = false;  // an automatic buffer's limit comes from a memory cgroup
   unsigned fault_threads_ = 0;

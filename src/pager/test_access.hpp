@@ -29,6 +29,8 @@ struct test_access {
   }
   // One write-behind round now, on the calling thread (write_behind.cpp steps 1-4).
   static void write_behind_round(pheap::pager& p) { p.impl_->write_behind_.round(); }
+  // One promoter round now, on the calling thread (promoter.cpp steps 1-3); pages promoted.
+  static std::size_t promote_round(pheap::pager& p) { return p.impl_->promoter_.round(); }
 };
 
 }  // namespace pheap::paging

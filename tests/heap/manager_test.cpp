@@ -630,7 +630,7 @@ TEST(ManagerOptions, EveryVariableOfTheTableSetsItsFieldThroughFromEnv) {
     ::setenv("PHEAP_FAULT_FILL", to_string(f), 1);
     EXPECT_EQ(options::from_env().pager.fault_fill, f) << to_string(f);
   }
-  for (huge_pages_mode h : {huge_pages_mode::off, huge_pages_mode::always}) {
+  for (huge_pages_mode h : {huge_pages_mode::off, huge_pages_mode::always, huge_pages_mode::automatic}) {
     ::setenv("PHEAP_HUGE_PAGES", to_string(h), 1);
     EXPECT_EQ(options::from_env().pager.huge_pages, h) << to_string(h);
   }

@@ -367,6 +367,20 @@ TEST_F(PheapTool, InfoSaysHowManyPagesItsOpenMappedWithHugePagesAndWhyNotWhereNo
                        " fills with 2 MiB entries, 0 at 4 KiB"),
             std::string::npos)
       << r.out;
+  // auto: in force, fills at 4 KiB (a short command ends before its promoter's rounds).
+  r = tool({"info", "--json", "--huge-pages", "auto", huge_ds});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  j = parse_json(r.out, &why);
+  ASSERT_FALSE(j.is_null()) << why << "\n" << r.out;
+  h = j["huge_pages"];
+  EXPECT_EQ(h["asked"], "auto") << h.dump();
+  EXPECT_EQ(h["in_force"], true) << h.dump();
+  EXPECT_EQ(h["fills"], 0) << h.dump();
+  EXPECT_EQ(h["fallback_fills"], 0) << h.dump();
+  EXPECT_TRUE(h.contains("promotions")) << h.dump();
+  r = tool({"info", "--huge-pages", "auto", huge_ds});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("huge pages:      auto: fills at 4 KiB, "), std::string::npos) << r.out;
   r = tool({"info", huge_ds});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   EXPECT_NE(r.out.find("huge pages:      off (--huge-pages always maps these pages with 2 MiB entries)"),

@@ -235,6 +235,10 @@ void print_huge_pages(const json& j) {
   } else if (!h["in_force"].get<bool>()) {
     std::printf("huge pages:      %s, not in force: %s\n", h["asked"].get<std::string>().c_str(),
                 h["why"].get<std::string>().c_str());
+  } else if (h["asked"] == "auto") {
+    std::printf("huge pages:      auto: fills at 4 KiB, %llu promoted to 2 MiB pages so far; %s mapped with 2 MiB "
+                "entries now\n",
+                h["promotions"].get<unsigned long long>(), human_bytes(h["mapped_bytes"].get<std::uint64_t>()).c_str());
   } else {
     std::printf("huge pages:      %s: %llu fills with 2 MiB entries, %llu at 4 KiB (%llu split by the kernel); "
                 "%s mapped with 2 MiB entries now\n",
@@ -275,6 +279,7 @@ int cmd_info(const common_args& a) {
                        {"fills", p.huge_fills},
                        {"fallback_fills", p.huge_fallback_fills},
                        {"split", p.huge_fallback_split},
+                       {"promotions", p.huge_promotions},
                        {"mapped_bytes", p.huge_mapped_bytes}};
   } catch (const pheap::error& e) {
     if (e.code() != pheap::errc::locked) throw;

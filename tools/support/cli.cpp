@@ -208,14 +208,16 @@ namespace tool_support {
 CLI::Option* add_huge_pages_option(CLI::App& app, std::string& out) {
   return app
       .add_option("--huge-pages", out,
-                  "off or always: map pages of 2 MiB or more with 2 MiB page-table entries "
+                  "off, always or auto: map pages of 2 MiB or more with 2 MiB page-table entries, "
+                  "always at every fill, auto by promoting the pages that stay in core "
                   "(default off, or PHEAP_HUGE_PAGES), read-only opens too; smaller pages stay at 4 KiB")
-      ->check(CLI::IsMember({"off", "always"}));
+      ->check(CLI::IsMember({"off", "always", "auto"}));
 }
 
 void apply_huge_pages(const std::string& given, pheap::pager_options& o) {
   if (given == "always") o.huge_pages = pheap::huge_pages_mode::always;
   if (given == "off") o.huge_pages = pheap::huge_pages_mode::off;
+  if (given == "auto") o.huge_pages = pheap::huge_pages_mode::automatic;
 }
 
 }  // namespace tool_support

@@ -52,7 +52,7 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, std::uint64
                              const std::string& help);
 CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::uint64_t& out,
                               const std::string& help);
-// --huge-pages off|always (pheap::pager_options::huge_pages); `out` stays "" when not given.
+// --huge-pages off|always|auto (pheap::pager_options::huge_pages); `out` stays "" when not given.
 CLI::Option* add_huge_pages_option(CLI::App& app, std::string& out);
 // Sets o.huge_pages from what add_huge_pages_option read ("" leaves it as it is).
 void apply_huge_pages(const std::string& given, pheap::pager_options& o);
