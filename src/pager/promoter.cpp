@@ -8,10 +8,11 @@
 //   3. the pages this scan and the last one both found (4 KiB-mapped for a whole period) are
 //      promoted one at a time, while no eviction starts and the pager is not stopping: a clean
 //      page always (data read, not written: what a query or a read-only open keeps in core),
-//      a dirty one only while the round's CPU credit lasts (kDirtyShare of the thread's
-//      period, spent by the promotions of dirty pages: a heap still being built keeps being
-//      written, its TLB misses are not what it waits for, and each promotion is a 2 MiB copy
-//      taken from the application's cores; bench/DECISIONS.md "auto's policy").
+//      a dirty one only while the thread's CPU credit lasts. The credit is kShare of each
+//      period; scans (O(resident frames): ~13 ms a round for 2 GiB of 4 KiB-mapped heap) and
+//      promotions of dirty pages spend it, and a round in debt is skipped: a heap still being
+//      built is written all over, its TLB misses are not what it waits for, and the thread's
+//      work is taken from the application's cores (bench/DECISIONS.md "auto's policy").
 // A promotion of page p, with a scratch block (empty) and a full pool block H taken first
 // (a fresh huge page may take milliseconds: never under the lock):
 //   P1 claim: under the lock of the flush bit's other owners, page_table::claim_promote (the
@@ -99,22 +100,29 @@ std::size_t promoter::round() {
     seen_.clear();
     return 0;
   }
+  // The thread's CPU credit (step 3): a share of each period, at most four periods' worth;
+  // a round in debt is skipped. Rounds by hand (no period) have none and are never skipped.
+  const auto grant = static_cast<std::int64_t>(std::chrono::nanoseconds(period_).count() * kShare);
+  if (period_.count() > 0) {
+    credit_ns_ = std::min(credit_ns_ + grant, 4 * grant);
+    if (credit_ns_ <= 0) return 0;
+  }
   // 2. Dense and small now.
+  const std::uint64_t t_scan = now_ns();
   std::vector<std::size_t> now = scan_small();
+  credit_ns_ -= static_cast<std::int64_t>(now_ns() - t_scan);
   // 3. Dense and small at the last round too.
   std::vector<std::size_t> both;
   std::set_intersection(seen_.begin(), seen_.end(), now.begin(), now.end(), std::back_inserter(both));
   seen_.swap(now);
   std::vector<std::size_t> promoted_pages;
-  // The credit of dirty promotions: a share of each period, at most four periods' worth.
-  const auto grant = static_cast<std::int64_t>(std::chrono::nanoseconds(period_).count() * kDirtyShare);
-  credit_ns_ = std::min(credit_ns_ + grant, 4 * grant);
   for (const std::size_t p : both) {
     if (core_.stop.load(std::memory_order_relaxed) ||
         core_.c.evictions.load(std::memory_order_relaxed) != evictions_seen_) {
       break;
     }
-    const bool dirty = (core_.table.load(p) & ps::dirty) != 0 && !core_.ro;
+    // (Under wp_async every candidate is dirty: scan_small found its frames written.)
+    const bool dirty = !core_.ro && (core_.mode == dirty_tracking::wp_async || (core_.table.load(p) & ps::dirty) != 0);
     if (dirty && period_.count() > 0 && credit_ns_ <= 0) continue;  // (by hand: no credit)
     const std::uint64_t t0 = now_ns();
     if (promote(p)) promoted_pages.push_back(p);
@@ -131,36 +139,26 @@ std::size_t promoter::round() {
 std::vector<std::size_t> promoter::scan_small() {
   std::vector<std::size_t> found;
   if (core_.pagemap_fd < 0) return found;
-  // Present bytes per page, less every page with a PMD mapping or a zero-page frame.
+  // One walk over the present frames, each region with its categories: present bytes per
+  // page, and the pages with a PMD mapping, a zero-page frame or (wp_async) a written frame.
+  const bool async = core_.mode == dirty_tracking::wp_async && !core_.ro;
   std::vector<std::uint32_t> present(core_.npages, 0);
   std::vector<bool> excluded(core_.npages, false), written(core_.npages, false);
-  auto each_page = [&](const page_region& reg, auto&& fn) {
-    const auto* s = reinterpret_cast<const std::byte*>(reg.start);
-    const auto* e = reinterpret_cast<const std::byte*>(reg.end);
-    while (s < e) {
-      const std::size_t p = static_cast<std::size_t>(s - core_.base) / core_.ps;
-      const std::byte* end = std::min<const std::byte*>(e, core_.page_addr(p) + core_.ps);
-      fn(p, static_cast<std::size_t>(end - s));
-      s = end;
-    }
-  };
-  void* const a = core_.base;
-  void* const b = core_.base + core_.cap;
-  long r = pagemap_walk<512>(core_.pagemap_fd, a, b, 0, page_is_present, 0, [&](const page_region& reg) {
-    each_page(reg, [&](std::size_t p, std::size_t n) { present[p] += static_cast<std::uint32_t>(n); });
-  });
-  for (const std::uint64_t bad : {page_is_huge, page_is_pfnzero}) {
-    if (r < 0) break;
-    r = pagemap_walk<512>(core_.pagemap_fd, a, b, 0, page_is_present | bad, 0, [&](const page_region& reg) {
-      each_page(reg, [&](std::size_t p, std::size_t) { excluded[p] = true; });
-    });
-  }
-  const bool async = core_.mode == dirty_tracking::wp_async && !core_.ro;
-  if (r >= 0 && async) {
-    r = pagemap_walk<512>(core_.pagemap_fd, a, b, 0, page_is_present | page_is_written, 0, [&](const page_region& reg) {
-      each_page(reg, [&](std::size_t p, std::size_t) { written[p] = true; });
-    });
-  }
+  const long r = pagemap_walk<512>(
+      core_.pagemap_fd, core_.base, core_.base + core_.cap, 0, page_is_present, 0,
+      [&](const page_region& reg) {
+        const auto* s = reinterpret_cast<const std::byte*>(reg.start);
+        const auto* e = reinterpret_cast<const std::byte*>(reg.end);
+        while (s < e) {
+          const std::size_t p = static_cast<std::size_t>(s - core_.base) / core_.ps;
+          const std::byte* end = std::min<const std::byte*>(e, core_.page_addr(p) + core_.ps);
+          present[p] += static_cast<std::uint32_t>(end - s);
+          if (reg.categories & (page_is_huge | page_is_pfnzero)) excluded[p] = true;
+          if (reg.categories & page_is_written) written[p] = true;
+          s = end;
+        }
+      },
+      page_is_present | page_is_huge | page_is_pfnzero | (async ? page_is_written : 0));
   if (r < 0) return found;  // nothing promoted this round; the next scans again
   for (std::size_t p = 0; p < core_.npages; ++p) {
     if (present[p] != core_.ps || excluded[p]) continue;

@@ -37,10 +37,10 @@
 // promotes it again.
 //
 // Policy. A clean page (read since its last flush, not written: queries, read-only opens) is
-// promoted whenever a round finds it; a dirty one only within a CPU credit of 5 % of the
-// period (promoter.cpp step 3): measured on in-core construction, where every page is being
-// written, promoting all of them took 6-14 % of the build's time for no gain in its TLB misses
-// (bench/DECISIONS.md "auto's policy").
+// promoted whenever a round finds it; scans and promotions of dirty pages take at most 5 % of
+// a core (a credit, promoter.cpp step 3): on an in-core build, where every page is being
+// written, unbounded they cost it 6-18 % of its time for no gain in its TLB misses (bench/
+// DECISIONS.md "auto's policy").
 //
 // Caveats:
 //   * A promotion stalls the faults on its page for ~0.5 ms (pager_stats::huge_promote_ns
@@ -100,8 +100,9 @@ class promoter {
   std::thread thread_;
   std::mutex mu_;  // the wait between rounds (a leaf, unranked: nothing is taken under it)
   std::condition_variable cv_;
-  // Of each period, the share that promotions of dirty pages may take (promoter.cpp step 3).
-  static constexpr double kDirtyShare = 0.05;
+  // Of each period, the share of a core that scans and promotions of dirty pages may take
+  // (promoter.cpp step 3).
+  static constexpr double kShare = 0.05;
   std::int64_t credit_ns_ = 0;          // what they may take now (the thread's rounds only)
   std::vector<std::size_t> seen_;      // what the last round's scan found, sorted
   std::uint64_t evictions_seen_ = 0;   // core_.c.evictions at the last round

@@ -34,10 +34,12 @@
 //
 // Huge pages (scenario heap_mix_kill9_huge, third test): the first campaign again on 2 MiB
 // pages mapped by 2 MiB entries (rel_heap_child --huge: huge_pages = always, a buffer of 4
-// pages), its victims reporting how many fills were PMD-mapped (at least one must be).
+// pages), its victims reporting how many fills were PMD-mapped (at least one must be); and
+// with huge_pages = auto (scenario heap_mix_kill9_huge_auto, --huge-auto: 4 KiB fills promoted
+// by a promoter round every 2 ms, a buffer holding the heap), at least one promotion reported.
 //
-// CI size: 200 kills + 50 chained + 60 closes, and 60 + 15 huge (about 25 s); PHEAP_LONG=1:
-// ten times as many.
+// CI size: 200 kills + 50 chained + 60 closes, 60 + 15 huge and 30 huge auto (about 30 s);
+// PHEAP_LONG=1: ten times as many.
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -288,6 +290,19 @@ TEST(HeapMixKill, Kill9OfAHugePageHeapAtRandomMomentsLeavesTheLastAcknowledgedSt
   run_kill_campaign({{"--huge"}, buffer, 60, 600, "heap_mix_kill9_huge"}, &most);
   std::printf("huge: at most %llu fills by one victim were PMD-mapped\n", static_cast<unsigned long long>(most));
   EXPECT_GT(most, 0u) << "no victim filled a page as one PMD mapping: the campaign tested 4 KiB fills";
+}
+
+// The same with huge_pages = auto (rel_heap_child --huge-auto): 4 KiB fills, a promoter round
+// every 2 ms, a buffer that holds the heap, so that pages are promoted while the steps write
+// them and a kill finds promotions in progress; the victims must say that some were made.
+TEST(HeapMixKill, Kill9OfAHeapWhosePagesArePromotedToHugePagesLeavesTheLastAcknowledgedStepOrTheNext) {
+  constexpr std::size_t buffer = 256u << 20;
+  if (!mixc::pager_available(buffer)) PHEAP_REQUIRE_FEATURE("userfaultfd pager unavailable");
+  if (!mixc::huge_pages_possible()) PHEAP_REQUIRE_FEATURE("huge pages (UFFDIO_MOVE and transparent huge pages)");
+  std::uint64_t most = 0;
+  run_kill_campaign({{"--huge-auto"}, buffer, 30, 300, "heap_mix_kill9_huge_auto"}, &most);
+  std::printf("huge auto: at most %llu promotions by one victim\n", static_cast<unsigned long long>(most));
+  EXPECT_GT(most, 0u) << "no victim promoted a page: the campaign tested 4 KiB fills only";
 }
 
 TEST(HeapMixKill, Kill9DuringCloseLeavesTheLastAcknowledgedStepOrTheClosingOneAndASoundHeap) {

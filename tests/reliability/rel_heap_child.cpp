@@ -27,6 +27,9 @@
 //                    PMD mapping, pheap/pager_options.hpp) and BUFFER is at least 4 pages;
 //                    after each "ack S ...", "huge FILLS MAPPED" (pager_stats::huge_fills so
 //                    far, huge_mapped_bytes now)
+//     --huge-auto  (mix) as --huge, but huge_pages = auto with a promoter round every 2 ms
+//                    (src/pager/promoter.hpp): fills at 4 KiB, promotions while the steps run;
+//                    "huge PROMOTIONS MAPPED" after each ack
 //   The core size limit is set to 0 (victims are killed on purpose; no core files), and SIGBUS
 //   gets its default action (also under sanitizers: a read error during a fault kills).
 //
@@ -100,6 +103,7 @@ void say(const std::string& line) {
 
 std::shared_ptr<test::fault_engine> g_fault;  // --fault-engine
 bool g_huge = false;                           // --huge
+bool g_huge_auto = false;                      // --huge-auto (with g_huge)
 bool g_guard_reads = false;                   // --guard-reads: verify inside pheap::guard_faults
 std::uint64_t g_crash_in_close = 0;          // --crash-in-close K
 std::uint64_t g_snapshot_every = 0;          // --snapshot-every K
@@ -119,6 +123,10 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
             bool dirty_close) {
   options opt = mix::heap_options(buffer);
   if (g_huge) mix::use_huge_pages(opt);  // (buffer at least 4 pages)
+  if (g_huge_auto) {
+    opt.pager.huge_pages = huge_pages_mode::automatic;
+    opt.pager.huge_promote_ms = 2;
+  }
   if (g_fault) opt.engine = g_fault;
   // Jobs of odd seeds fill evicted pages from the victim cache where it kept them: its copies
   // feed fills whose pages are written back later, so a wrong copy would reach the store.
@@ -152,7 +160,8 @@ int run_mix(const std::string& dir, std::uint64_t seed, std::uint64_t max_steps,
     say("ack " + std::to_string(ref.step) + " " + std::to_string(ref.digest()) + " " + std::to_string(e));
     if (g_huge) {
       const pager_stats ps = m->stats().pager;
-      say("huge " + std::to_string(ps.huge_fills) + " " + std::to_string(ps.huge_mapped_bytes));
+      say("huge " + std::to_string(g_huge_auto ? ps.huge_promotions : ps.huge_fills) + " " +
+          std::to_string(ps.huge_mapped_bytes));
     }
     if (g_snapshot_every > 0 && ref.step % g_snapshot_every == 0) {
       say("snapshotting " + std::to_string(ref.step));
@@ -301,6 +310,9 @@ int main(int argc, char** argv) {
       } else if (a[0] == "--huge") {
         g_huge = true;
         a.erase(a.begin());
+      } else if (a[0] == "--huge-auto") {
+        g_huge = g_huge_auto = true;
+        a.erase(a.begin());
       } else if (a[0] == "--fault-engine") {
         g_fault = test::make_fault_engine(io::default_engine());
         a.erase(a.begin());
@@ -326,7 +338,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() == 3 && a[0] == "verify") return run_verify(a[1], std::stoull(a[2]));
-    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] [--huge] mix|mix-close|roundtrip|verify|uffd-source ...\n");
+    std::fprintf(stderr, "usage: rel_heap_child [--nofile N] [--guard-reads] [--as-nobody] [--no-io-uring] [--fault-engine] [--crash-in-close K] [--snapshot-every K] [--huge] [--huge-auto] mix|mix-close|roundtrip|verify|uffd-source ...\n");
     return 2;
   } catch (const error& e) {
     say("error " + std::to_string(static_cast<int>(e.code())) + " " + std::to_string(e.sys_errno()) + " " +

@@ -258,7 +258,7 @@ int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::si
 
 long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
                   std::uint64_t required, std::uint64_t anyof, page_region* out, std::size_t cap,
-                  std::uint64_t* walk_end) noexcept {
+                  std::uint64_t* walk_end, std::uint64_t returned) noexcept {
   pm_scan_arg a{};
   a.size = sizeof a;
   a.flags = flags;
@@ -268,7 +268,7 @@ long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
   a.vec_len = cap;
   a.category_mask = required;
   a.category_anyof_mask = anyof;
-  a.return_mask = required | anyof;
+  a.return_mask = returned ? returned : required | anyof;
   const long n = ::ioctl(pagemap_fd, ioctl_pagemap_scan, &a);
   if (walk_end) *walk_end = a.walk_end;
   return n < 0 ? -errno : n;

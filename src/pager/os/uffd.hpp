@@ -152,23 +152,26 @@ int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::si
 // (`required` all set, `anyof` at least one set when non-zero), returning their number or
 // -errno. `flags` may add pm_scan_wp_matching|pm_scan_check_wpasync (collect and re-protect).
 // *walk_end receives where the walk stopped (the scan may stop early when `out` fills).
+// `returned` (0: required|anyof) are the categories each region reports in `categories`: the
+// regions are split where those differ.
 long pagemap_scan(int pagemap_fd, void* start, void* end, std::uint64_t flags,
                   std::uint64_t required, std::uint64_t anyof, page_region* out, std::size_t cap,
-                  std::uint64_t* walk_end) noexcept;
+                  std::uint64_t* walk_end, std::uint64_t returned = 0) noexcept;
 
 // PAGEMAP_SCAN over all of [start, end): one pagemap_scan call per `Cap` regions, each going
 // on where the previous walk stopped, and fn(region) for every region found. Returns 0, or the
 // -errno of the call that failed (the regions of earlier calls were delivered and, with
 // pm_scan_wp_matching, re-protected).
+// `returned` as pagemap_scan's: one walk can tell each region's categories apart.
 template <std::size_t Cap, class Fn>
 long pagemap_walk(int pagemap_fd, void* start, void* end, std::uint64_t flags,
-                  std::uint64_t required, std::uint64_t anyof, Fn&& fn) {
+                  std::uint64_t required, std::uint64_t anyof, Fn&& fn, std::uint64_t returned = 0) {
   page_region regs[Cap];
   auto* a = static_cast<std::byte*>(start);
   auto* const e = static_cast<std::byte*>(end);
   while (a < e) {
     std::uint64_t walk_end = 0;
-    const long r = pagemap_scan(pagemap_fd, a, e, flags, required, anyof, regs, Cap, &walk_end);
+    const long r = pagemap_scan(pagemap_fd, a, e, flags, required, anyof, regs, Cap, &walk_end, returned);
     if (r < 0) return r;
     for (long k = 0; k < r; ++k) fn(regs[k]);
     if (walk_end <= reinterpret_cast<std::uint64_t>(a)) break;
