@@ -135,8 +135,12 @@ struct pager_options {
   // writable open that only reads promotes nothing there (dirty_tracking wp_sync does). It
   // promotes again the pages that writes after a flush split (wp_async).
   // Caveats of auto:
-  //  * a promotion stalls the faults on that page for its duration (~0.5 ms per 2 MiB: two
+  //  * a promotion stalls the faults on that page for its duration (0.6-1.0 ms per 2 MiB: two
   //    moves and a 2 MiB copy; huge_promote_ns); other pages are not held up.
+  //  * while it promotes, the application pays too: each move of a page's 512 small entries
+  //    shoots down their TLB entries on every CPU, and the copies take a core. A SCALE 23 BFS
+  //    that started as soon as its heap was in took 0.83x of off's time while its 4 GiB were
+  //    promoted beside it (1.03x once they were; bench/README.md "huge-auto").
   //  * a clean page is compared with its old frames once protected again (a thread that had
   //    not faulted on it could write it in the one ioctl between its move and its
   //    protection): a page that differs is installed dirty, so nothing is lost and at worst a

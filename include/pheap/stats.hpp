@@ -129,8 +129,8 @@ struct pager_stats {
   std::uint64_t huge_evictions = 0;   // pages of a huge region evicted
   std::uint64_t huge_recycled = 0;    // of which moved whole into the pool for the next fill
   // Of which found split into 4 KiB entries (written after a flush or the evictor's write scan
-  // re-protected them, or mapped so by the kernel at the fill: huge_fallback_split): dropped,
-  // not recycled.
+  // re-protected them, or mapped so by the kernel at the fill: huge_fallback_split; under
+  // auto, every page evicted before it was promoted): dropped, not recycled.
   std::uint64_t huge_evicted_split = 0;
   std::uint64_t huge_fresh = 0;       // fresh huge pages the pool made (each ~0.2 ms CPU)
   std::uint64_t huge_pool_blocks = 0; // huge pages waiting in the pool now

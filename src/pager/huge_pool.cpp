@@ -89,22 +89,14 @@ void huge_pool::give_empty(std::byte* b) noexcept {
   os::unmap(b, block_);
 }
 
-std::byte* huge_pool::take_empty() {
-  {
-    std::lock_guard lk(mu_);
-    if (full_.size() >= keep_) return nullptr;
-    if (!empty_.empty()) {
-      std::byte* b = empty_.back();
-      empty_.pop_back();
-      return b;
-    }
-  }
-  return make_block(false);
-}
+std::byte* huge_pool::take_empty() { return empty_block(true); }
 
-std::byte* huge_pool::take_scratch() {
+std::byte* huge_pool::take_scratch() { return empty_block(false); }
+
+std::byte* huge_pool::empty_block(bool within_keep) {
   {
     std::lock_guard lk(mu_);
+    if (within_keep && full_.size() >= keep_) return nullptr;
     if (!empty_.empty()) {
       std::byte* b = empty_.back();
       empty_.pop_back();

@@ -161,6 +161,9 @@ class huge_pool {
 
  private:
   std::byte* make_block(bool populate);
+  // An empty block (a kept one, else fresh address space); `within_keep`: none while the pool
+  // holds `keep` full blocks (take_empty).
+  std::byte* empty_block(bool within_keep);
 
   int uffd_ = -1, pagemap_fd_ = -1;
   std::size_t block_ = 0, keep_ = 0;

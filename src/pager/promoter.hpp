@@ -17,7 +17,7 @@
 // I3: faults on it set `wanted` and wait, the evictor passes it over) while holding the lock
 // that excludes whatever else claims with that bit: the flusher's (writable regions: flush,
 // prepare, write-behind) or refresh's (read-only regions, which never flush). It holds it
-// for one page at a time, so a flush waits for one promotion at most (~0.5 ms).
+// for one page at a time, so a flush waits for one promotion at most (0.6-1.0 ms measured).
 //
 // Tracking. Under wp_sync a clean page is write-protected (I5): its writers fault and wait
 // for the promotion; a dirty page is writable, and its writers' stores land until its frames
@@ -43,7 +43,7 @@
 // DECISIONS.md "auto's policy").
 //
 // Caveats:
-//   * A promotion stalls the faults on its page for ~0.5 ms (pager_stats::huge_promote_ns
+//   * A promotion stalls the faults on its page for 0.6-1.0 ms (pager_stats::huge_promote_ns
 //     over huge_promotions); a flush waits for at most one.
 //   * Each round scans the region's page tables once (PAGEMAP_SCAN: O(resident frames)).
 //   * The page comes from the huge pool (huge_pool.hpp): a fresh huge page costs ~0.2 ms of

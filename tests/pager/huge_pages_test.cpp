@@ -28,14 +28,6 @@
 namespace pheap::test {
 namespace {
 
-constexpr std::size_t kHuge = std::size_t{2} << 20;
-
-#define PHEAP_REQUIRE_HUGE()                                                          \
-  do {                                                                                \
-    PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);                                     \
-    if (!thp_available()) PHEAP_REQUIRE_FEATURE("transparent huge pages (never here)"); \
-  } while (0)
-
 pager_options huge_options(std::size_t buffer_pages, dirty_tracking t = dirty_tracking::automatic) {
   pager_options o;
   o.buffer_size = buffer_pages * kHuge;
@@ -43,11 +35,6 @@ pager_options huge_options(std::size_t buffer_pages, dirty_tracking t = dirty_tr
   o.huge_pages = huge_pages_mode::always;
   o.victim_cache = victim_caching::off;
   return o;
-}
-
-bool page_is(const std::byte* p, std::uint64_t seed, std::size_t page, std::uint64_t k) {
-  const auto want = pattern(kHuge, seed, page, k);
-  return std::memcmp(p, want.data(), kHuge) == 0;
 }
 
 // The fault that filled `first` woke its thread once its own page was in: the pages it
@@ -437,17 +424,6 @@ TEST(HugePages, SmallPagesFallBackToFourKiBFillsAndSayWhy) {
   ::setenv("PHEAP_HUGE_PAGES", "sometimes", 1);
   EXPECT_THROW(pager_options::from_env(), error);
   ::unsetenv("PHEAP_HUGE_PAGES");
-}
-
-// Bytes of [addr, addr+len) mapped and writable: present without userfaultfd's write-protect
-// bit (PAGEMAP_SCAN's "written"), read from the page tables, not from the pager.
-std::size_t writable_bytes(const std::byte* addr, std::size_t len) {
-  const int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (pm < 0) return ~std::size_t(0);
-  auto* a = const_cast<std::byte*>(addr);
-  const long long b = paging::pagemap_bytes(pm, a, a + len, paging::page_is_present | paging::page_is_written);
-  ::close(pm);
-  return b < 0 ? ~std::size_t(0) : static_cast<std::size_t>(b);
 }
 
 // A datastore of `npages` 2 MiB pages, the first `written` of them with pattern (seed, page, 1),

@@ -159,6 +159,34 @@ inline bool thp_available() {
   return ok;
 }
 
+// ---- huge pages (huge_pages_test.cpp, huge_promote_test.cpp) --------------------------------
+inline constexpr std::size_t kHuge = std::size_t{2} << 20;
+
+#define PHEAP_REQUIRE_HUGE()                                                                \
+  do {                                                                                      \
+    PHEAP_REQUIRE_UFFD(dirty_tracking::wp_async);                                           \
+    if (!::pheap::test::thp_available()) {                                                  \
+      PHEAP_REQUIRE_FEATURE("transparent huge pages (never here)");                         \
+    }                                                                                       \
+  } while (0)
+
+// Whether the 2 MiB page at p holds pattern(seed, page, k).
+inline bool page_is(const std::byte* p, std::uint64_t seed, std::size_t page, std::uint64_t k) {
+  const auto want = pattern(kHuge, seed, page, k);
+  return std::memcmp(p, want.data(), kHuge) == 0;
+}
+
+// Bytes of [addr, addr+len) mapped and writable: present without userfaultfd's write-protect
+// bit (PAGEMAP_SCAN's "written"), read from the page tables, not from the pager.
+inline std::size_t writable_bytes(const std::byte* addr, std::size_t len) {
+  const int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pm < 0) return ~std::size_t(0);
+  auto* a = const_cast<std::byte*>(addr);
+  const long long b = paging::pagemap_bytes(pm, a, a + len, paging::page_is_present | paging::page_is_written);
+  ::close(pm);
+  return b < 0 ? ~std::size_t(0) : static_cast<std::size_t>(b);
+}
+
 inline std::string tracking_name(dirty_tracking t) { return to_string(t); }
 
 // Aborts the process (with a message) unless disarmed within `seconds`: a spin or a hang
