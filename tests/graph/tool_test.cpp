@@ -525,7 +525,7 @@ TEST(GraphToolCli, UsageErrorPrintsOneLineNamingTheProblemAndExitsTwo) {
       {{"ingest", "--datastore", "d", "--batch-size", "2Q", "in.txt"}, "bad count '2Q'"},
       {{"ingest", "--datastore", "d", "--weighted=f64", "in.txt"}, "f64"},
       {{"ingest", "--datastore", "d", "--huge-pages", "sometimes", "in.txt"}, "--huge-pages"},
-      {{"bfs", "--datastore", "d", "--source", "0", "--huge-pages", "auto"}, "--huge-pages"},
+      {{"bfs", "--datastore", "d", "--source", "0", "--huge-pages", "never"}, "--huge-pages"},
       {{"bfs", "--datastore", "d"}, "--source is required"},
       {{"generate", "--scale", "99", "--output", "-"}, "--scale"},
       {{"frobnicate"}, "unknown command 'frobnicate'"},
