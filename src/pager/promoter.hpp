@@ -38,9 +38,10 @@
 //
 // Policy. A clean page (read since its last flush, not written: queries, read-only opens) is
 // promoted whenever a round finds it; scans and promotions of dirty pages take at most 5 % of
-// a core (a credit, promoter.cpp step 3): on an in-core build, where every page is being
-// written, unbounded they cost it 6-18 % of its time for no gain in its TLB misses (bench/
-// DECISIONS.md "auto's policy").
+// a core (a credit, promoter.cpp step 3): on an in-core SCALE 22 build, where every page is
+// being written and TLB misses are not what it waits for, promoting every page held them
+// 1.3-1.7 s (1601-1603 promotions), the credit 0.15-0.23 s (107-121; bench/DECISIONS.md
+// "auto's policy", results/2026-12-07-huge-auto/construct*-pager.log).
 //
 // Caveats:
 //   * A promotion stalls the faults on its page for 0.6-1.0 ms (pager_stats::huge_promote_ns
