@@ -43,7 +43,9 @@ struct pager_options {
   // is a TLB shootdown, an IPI on a VM, so it runs slower than the disk alone would do the
   // same I/O (bench/README.md, "Out of core", has the measured ratios).
   // Over the limit: an explicit size (PHEAP_BUFFER_SIZE, pheap-graph --buffer-size) larger
-  // than what the process's memory cgroup (v2 or v1) leaves for it at construction is CLAMPED:
+  // than what the process's memory cgroup (v2 or v1) leaves for it at construction (after the
+  // memory in use, the headroom and pheap's own memory: its flush and eviction batches, a
+  // sixteenth of the limit each, ~20 MiB at 2 MiB pages in a 96 MiB cgroup) is CLAMPED:
   // the buffer is what an automatic one would be — sized from the limit then, and following
   // it — with one line on stderr naming the size, the cgroup and the figures. The alternative
   // was an OOM kill once the buffer filled; refusing would end a job that can run, only

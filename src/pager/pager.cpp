@@ -190,27 +190,17 @@ void pager_impl::set_geometry(const pager_options& opt) {
   core_.table = page_table(core_.npages);
   core_.clock.size_for(core_.npages);
   // Batches: ~8 MiB (evict) / ~16 MiB (flush) per batch, at least one page; an eviction batch
-  // at most half the buffer. With an automatic buffer, at most 1/16 of the memory limit each
-  // (their bounce buffers come out of the limit too).
+  // at most half the buffer. Under a memory cgroup, or with an automatic buffer, at most 1/16
+  // of the memory limit each (their bounce buffers come out of the limit too). They are sized
+  // before the buffer: an explicit buffer_size is checked against what the cgroup leaves after
+  // pheap's memory outside the buffer (own_bytes_outside_buffer), which they are most of at
+  // large pages (2 MiB pages in a 142 MiB cgroup: 24 MiB; counted at one page per batch, as
+  // before, a 110 MiB buffer there was kept and OOM-killed at its first fills).
   std::optional<memory_sample> limit;
-  std::optional<memory_limit> source;
+  std::optional<memory_limit> source = memory_limit::detect();
+  limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
   std::uint64_t batch_cap = ~std::uint64_t(0);
-  // An explicit size more than the memory cgroup leaves is clamped: the buffer is sized and
-  // follows the limit as an automatic one, at most that size (exceeds_memory_cgroup).
-  const bool clamped = opt.buffer_size != 0 && exceeds_memory_cgroup(opt.buffer_size);
-  if (opt.buffer_size == 0 || clamped) {
-    source = memory_limit::detect();
-    limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
-    limit = source->sample();
-    buffer_source_ = source->name();
-    // The buffers of this process's other pagers that follow the same limit are not "in use"
-    // for this one: they share the limit with it (limit_pool.hpp).
-    limit_pool_ = limit_pool::of(source->name(), limit_is_cgroup_);
-    limit_pool_->reap();
-    limit->used -= std::min<std::uint64_t>(limit->used, static_cast<std::uint64_t>(
-                                                            std::max<std::int64_t>(0, limit_pool_->held())));
-    batch_cap = limit->limit / 16;
-  }
+  if (opt.buffer_size == 0 || limit_is_cgroup_) batch_cap = source->sample().limit / 16;
   evictor_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / core_.ps, 1, 512));
   flusher_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / core_.ps, 1, 1024));
   fault_threads_ = opt.fault_threads;
@@ -221,6 +211,22 @@ void pager_impl::set_geometry(const pager_options& opt) {
   promoter_.configure(opt.huge_promote_ms);
   faults_.configure(opt.read_ahead);
   write_behind_.configure(opt.write_behind_ms);  // before the buffer: its bounce is memory outside it
+  // An explicit size more than the memory cgroup leaves is clamped: the buffer is sized and
+  // follows the limit as an automatic one, at most that size (exceeds_memory_cgroup).
+  const bool clamped = opt.buffer_size != 0 && limit_is_cgroup_ && exceeds_memory_cgroup(*source, opt.buffer_size);
+  if (opt.buffer_size == 0 || clamped) {
+    limit = source->sample();
+    buffer_source_ = source->name();
+    // The buffers of this process's other pagers that follow the same limit are not "in use"
+    // for this one: they share the limit with it (limit_pool.hpp).
+    limit_pool_ = limit_pool::of(source->name(), limit_is_cgroup_);
+    limit_pool_->reap();
+    limit->used -= std::min<std::uint64_t>(limit->used, static_cast<std::uint64_t>(
+                                                            std::max<std::int64_t>(0, limit_pool_->held())));
+  } else {
+    source.reset();
+    limit_is_cgroup_ = false;  // a fixed buffer follows no limit
+  }
   choose_buffer(opt, limit, clamped);
   faults_.bound_queue(core_.budget.pages());
   if (source) {
@@ -271,8 +277,8 @@ std::uint64_t pager_impl::bytes_the_limit_leaves(const memory_sample& limit, std
 // OOM-killed. Such a buffer is CLAMPED (pheap/pager_options.hpp, buffer_size): sized and
 // following the limit as an automatic one, never above the size given, with one line on
 // stderr. Without a cgroup limit (RAM only) nothing is clamped.
-bool pager_impl::exceeds_memory_cgroup(std::uint64_t bytes) const {
-  const memory_limit cg = memory_limit::detect();
+// pheap's own memory is counted at the batch sizes in force (set_geometry sizes them first).
+bool pager_impl::exceeds_memory_cgroup(const memory_limit& cg, std::uint64_t bytes) const {
   if (cg.source() == memory_limit::kind::ram) return false;
   std::string why;
   return std::min<std::uint64_t>(bytes, std::uint64_t{core_.npages} * core_.ps) > bytes_the_limit_leaves(cg.sample(), why);
