@@ -4,7 +4,10 @@
 # rounds, each form in its own process (issue 48's construction target).
 #   bench/results/2026-12-07-huge-auto/construct.sh BUILD SCALE ROUNDS
 # MODES (default incore; e.g. half,quarter: out of core, a memory cgroup per run) and NAME
-# (default construct: NAME.csv, NAME.log, NAME-pager.log) for the out-of-core run; CFGS the forms.
+# (default construct: NAME.csv, NAME.log, NAME-pager.log) for the out-of-core run; CFGS the forms;
+# SLACK (MiB, default the bench's 32) the cgroup's room beside the budget: a SCALE 20
+# uffd-grouped run holds ~35 MiB besides the buffer and pheap's batches (smaps), and at 2 MiB
+# pages those batches are ~24 MiB more.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; scale=${2:-22}; rounds=${3:-3}
@@ -20,7 +23,7 @@ for ((r = 1; r <= rounds; ++r)); do
   for cfg in $cfgs; do
     IFS=: read -r form ps hp <<<"$cfg"
     PHEAP_HUGE_PAGES=$hp PHEAP_DEBUG=1 "$B" --scale "$scale" --systems uffd-grouped --page-sizes "$ps" --modes "$modes" \
-      --dir "$dir" --timeout 600 --label "r$r-$form" --csv "$csv" 2>"$dir/err.txt" | cut -d, -f1-13 | tee -a "$here/$name.log"
+      --dir "$dir" --timeout "${TIMEOUT:-600}" ${SLACK:+--slack-mib "$SLACK"} --label "r$r-$form" --csv "$csv" 2>"$dir/err.txt" | cut -d, -f1-13 | tee -a "$here/$name.log"
     grep 'at close' "$dir/err.txt" | sed "s/^/== r$r $form: /" >>"$here/$name-pager.log" || true
   done
 done
