@@ -20,10 +20,11 @@ endif()
 pheap_add_test_labels(rel_resource_limits_test LABELS root
   TESTS "^ResourceLimits\\.UnprivilegedUserWithoutUnprivilegedUserfaultfdRoundTripsAHeap$")
 
-# Creates a memory cgroup v1 (a write under /sys/fs/cgroup/memory) and moves a child into it.
+# Creates a memory cgroup v1 (a write under /sys/fs/cgroup/memory) and moves a child into it:
+# every test of the GraphLimitsCgroup fixture.
 if(TARGET rel_graph_limits_test)
   pheap_add_test_labels(rel_graph_limits_test LABELS root
-    TESTS "^GraphLimits\\.ABufferSizeAboveTheMemoryCgroupLimit")
+    TESTS "^GraphLimitsCgroup\\.")
 endif()
 
 # mount -t ramfs (CAP_SYS_ADMIN): a file system that refuses O_DIRECT.

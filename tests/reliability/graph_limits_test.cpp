@@ -90,14 +90,22 @@ class memory_cgroup {
   std::string dir_;
 };
 
-TEST(GraphLimits, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInsteadOfAnOomKill) {
-  scenario_timer timer;
-  memory_cgroup cg(96ull << 20);
-  if (cg.path().empty()) {
-    PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
+// Tests that run `pheap-graph` in a 96 MiB memory cgroup of their own (root: labelled so in
+// tests/root_labels.cmake).
+class GraphLimitsCgroup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cg.path().empty()) {
+      PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
+    }
+    ASSERT_EQ(cg.limit(), 96ull << 20);
   }
-  ASSERT_EQ(cg.limit(), 96ull << 20);
+  memory_cgroup cg{96ull << 20};
   const graph_tools tools;
+};
+
+TEST_F(GraphLimitsCgroup, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInsteadOfAnOomKill) {
+  scenario_timer timer;
   // On a disk, not in /dev/shm: tmpfs pages are charged to the cgroup and cannot be reclaimed
   // without swap, so a datastore there counts against the limit whatever the buffer.
   temp_dir work;
@@ -132,14 +140,8 @@ TEST(GraphLimits, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInste
 // not at the batch sizes in force: it is clamped. (A small input: what is proved is the
 // decision, which is made at open; how an ingestion whose own memory grows faster than
 // 2 MiB pages are evicted fares is bench/ work, not a timed test.)
-TEST(GraphLimits, AtTwoMiBPagesPheapsOwnBatchesCountWhenABufferSizeIsCheckedAgainstTheMemoryCgroup) {
+TEST_F(GraphLimitsCgroup, AtTwoMiBPagesPheapsOwnBatchesCountWhenABufferSizeIsCheckedAgainstTheMemoryCgroup) {
   scenario_timer timer;
-  memory_cgroup cg(96ull << 20);
-  if (cg.path().empty()) {
-    PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
-  }
-  ASSERT_EQ(cg.limit(), 96ull << 20);
-  const graph_tools tools;
   // On a disk, not in /dev/shm: tmpfs pages are charged to the cgroup ("in use" at open), and
   // with them even one page per batch would not fit.
   temp_dir work;
