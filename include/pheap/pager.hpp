@@ -184,8 +184,9 @@
 //     than the buffer holds), a move to another cgroup. At large pages a few faults fill
 //     the buffer (2 MiB pages: 56 MiB in milliseconds), so an application that allocates
 //     more than the headroom soon after the open meets it there: `pheap-graph ingest` (its
-//     edge batches and group buffers, ~45 MiB) at 2 MiB pages in a 96 MiB cgroup was
-//     OOM-killed within 0.2 s in 7 runs of 8; at 4 KiB pages it completes. stats() names the source and its numbers at
+//     edge batches and group buffers, ~45 MiB) of SCALE 18 at 2 MiB pages in a 96 MiB cgroup
+//     was OOM-killed within 0.2 s in 9 runs of 10 (automatic buffers, and explicit ones
+//     clamped to follow the limit); at 4 KiB pages it completes. stats() names the source and its numbers at
 //     open (buffer_source), the target now and the last sample (buffer_target_bytes,
 //     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
 //     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it
