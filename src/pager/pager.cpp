@@ -199,8 +199,9 @@ void pager_impl::set_geometry(const pager_options& opt) {
   std::optional<memory_sample> limit;
   std::optional<memory_limit> source = memory_limit::detect();
   limit_is_cgroup_ = source->source() != memory_limit::kind::ram;
+  const memory_sample at_open = source->sample();  // one sample: the batches, the check, the buffer
   std::uint64_t batch_cap = ~std::uint64_t(0);
-  if (opt.buffer_size == 0 || limit_is_cgroup_) batch_cap = source->sample().limit / 16;
+  if (opt.buffer_size == 0 || limit_is_cgroup_) batch_cap = at_open.limit / 16;
   evictor_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(8ull << 20, batch_cap) / core_.ps, 1, 512));
   flusher_.configure(std::clamp<std::size_t>(std::min<std::uint64_t>(16ull << 20, batch_cap) / core_.ps, 1, 1024));
   fault_threads_ = opt.fault_threads;
@@ -213,9 +214,9 @@ void pager_impl::set_geometry(const pager_options& opt) {
   write_behind_.configure(opt.write_behind_ms);  // before the buffer: its bounce is memory outside it
   // An explicit size more than the memory cgroup leaves is clamped: the buffer is sized and
   // follows the limit as an automatic one, at most that size (exceeds_memory_cgroup).
-  const bool clamped = opt.buffer_size != 0 && limit_is_cgroup_ && exceeds_memory_cgroup(*source, opt.buffer_size);
+  const bool clamped = opt.buffer_size != 0 && limit_is_cgroup_ && exceeds_memory_cgroup(at_open, opt.buffer_size);
   if (opt.buffer_size == 0 || clamped) {
-    limit = source->sample();
+    limit = at_open;
     buffer_source_ = source->name();
     // The buffers of this process's other pagers that follow the same limit are not "in use"
     // for this one: they share the limit with it (limit_pool.hpp).
@@ -277,11 +278,11 @@ std::uint64_t pager_impl::bytes_the_limit_leaves(const memory_sample& limit, std
 // OOM-killed. Such a buffer is CLAMPED (pheap/pager_options.hpp, buffer_size): sized and
 // following the limit as an automatic one, never above the size given, with one line on
 // stderr. Without a cgroup limit (RAM only) nothing is clamped.
-// pheap's own memory is counted at the batch sizes in force (set_geometry sizes them first).
-bool pager_impl::exceeds_memory_cgroup(const memory_limit& cg, std::uint64_t bytes) const {
-  if (cg.source() == memory_limit::kind::ram) return false;
+// `cg` is the cgroup's sample at open; pheap's own memory is counted at the batch sizes in
+// force (set_geometry sizes them first). Called only under a cgroup limit.
+bool pager_impl::exceeds_memory_cgroup(const memory_sample& cg, std::uint64_t bytes) const {
   std::string why;
-  return std::min<std::uint64_t>(bytes, std::uint64_t{core_.npages} * core_.ps) > bytes_the_limit_leaves(cg.sample(), why);
+  return std::min<std::uint64_t>(bytes, std::uint64_t{core_.npages} * core_.ps) > bytes_the_limit_leaves(cg, why);
 }
 
 // The buffer: buffer_size when given; else, or when it is more than a memory cgroup leaves

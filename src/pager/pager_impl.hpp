@@ -149,7 +149,7 @@ class pager_impl {
   // budget configured; the debug line. Steps of set_geometry.
   void choose_buffer(const pager_options& opt, const std::optional<memory_sample>& limit, bool clamped);
   std::uint64_t bytes_the_limit_leaves(const memory_sample& limit, std::string& why) const;
-  bool exceeds_memory_cgroup(const memory_limit& cg, std::uint64_t bytes) const;
+  bool exceeds_memory_cgroup(const memory_sample& cg, std::uint64_t bytes) const;
   std::uint64_t own_bytes_outside_buffer() const;
   void follow_memory_limit(const uffd_features& f, bool debug);
   void choose_tracking(dirty_tracking asked, const uffd_features& f);
