@@ -38,6 +38,7 @@ namespace pheap::env {
 enum class var : unsigned {
   page_size,
   buffer_size,
+  memory_headroom,
   high_watermark,
   low_watermark,
   dirty_tracking,

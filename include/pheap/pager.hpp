@@ -169,7 +169,8 @@
 //   * Automatic buffer (buffer_size 0): the memory cgroup's limit (v2 memory.max/memory.high of
 //     the cgroup and its ancestors, v1 memory.limit_in_bytes), else 1/4 of RAM, minus what is
 //     in use at construction (cgroup usage without reclaimable clean page cache, else the
-//     process's anonymous RSS), minus a headroom of 1/8 of the limit (at least 16 MiB) and the
+//     process's anonymous RSS), minus a headroom of 1/8 of the limit (at least 16 MiB; or
+//     pager_options::memory_headroom, PHEAP_MEMORY_HEADROOM, if more) and the
 //     bounce buffers above: that is the buffer's maximum. Then it follows the limit: the
 //     evictor re-reads limit and usage at most every 10 ms (and every 10 ms while idle) and
 //     the buffer in force (its target) becomes limit − (usage − the pager's resident pages) −
@@ -183,10 +184,16 @@
 //     process takes faster than that (more than the reserve in force within 10 ms, or more
 //     than the buffer holds), a move to another cgroup. At large pages a few faults fill
 //     the buffer (2 MiB pages: 56 MiB in milliseconds), so an application that allocates
-//     more than the headroom soon after the open meets it there: `pheap-graph ingest` (its
-//     edge batches and group buffers, ~45 MiB) of SCALE 18 at 2 MiB pages in a 96 MiB cgroup
-//     was OOM-killed within 0.2 s in 9 runs of 10 (automatic buffers, and explicit ones
-//     clamped to follow the limit); at 4 KiB pages it completes. stats() names the source and its numbers at
+//     more than the headroom soon after the open meets it there, and must say so with
+//     memory_headroom: `pheap-graph ingest` (its edge batches and their bank references,
+//     ~60 MiB) of SCALE 18 at 2 MiB pages was OOM-killed within 1.5 s in every run in cgroups
+//     of 96 to 192 MiB with the default headroom (automatic buffers, and explicit ones clamped
+//     to follow the limit); at 4 KiB pages it completed. It now asks for its batches' memory
+//     (pheap/graph/ingest.hpp, ingest_memory) and completes in 160 and 192 MiB. Not yet in 96
+//     and 128 MiB: there it runs for 10-20 s with the cgroup's anonymous memory within 1-2 MiB
+//     of the limit (living on reclaimed page cache) and is then killed; pheap's own memory
+//     beside the buffer, as smaps showed it (~28 MiB at 128 MiB), is more than the follower
+//     counts (16 MiB pooled beside the buffer, 8 MiB lent by flushes) by about the reserve. stats() names the source and its numbers at
 //     open (buffer_source), the target now and the last sample (buffer_target_bytes,
 //     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
 //     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it

@@ -51,6 +51,17 @@ struct pager_options {
   // was an OOM kill once the buffer filled; refusing would end a job that can run, only
   // slower. An explicit size within the limit, or without a cgroup limit, is used as given.
   std::size_t buffer_size = 0;
+  // Bytes of the memory limit that an automatic buffer (or an explicit one checked against a
+  // memory cgroup, above) leaves free at construction for what the application allocates
+  // after it, beside the heap: its batches, sort buffers, per-vertex arrays. 0 → 1/8 of the
+  // limit, at least 16 MiB; a larger value than that replaces it (PHEAP_MEMORY_HEADROOM).
+  // Why an application says it: the buffer follows the limit only at the pace of its samples
+  // (every 10 ms) and of its evictions, so memory the application takes faster than that,
+  // beyond the headroom, soon after the open, is over the limit before pheap has given any
+  // back: an OOM kill. At large pages the buffer fills in milliseconds (2 MiB pages: 56 MiB
+  // within a few faults), before the application's first allocations (pheap/pager.hpp,
+  // "Automatic buffer"). `pheap-graph ingest` sets it to its batches' memory.
+  std::size_t memory_headroom = 0;
   // Of buffer occupancy. Eviction keeps the buffer nearly full (what it holds decides how
   // often the application faults: the higher the watermarks, the fewer the faults) and frees
   // a few percent per round, enough for one batched write-back. A small buffer's watermarks are

@@ -73,6 +73,7 @@ pager_options pager_options::from_env() { return from_env(pager_options{}); }
 pager_options pager_options::from_env(pager_options base) {
   using env::var;
   if (auto v = env::size(var::buffer_size)) base.buffer_size = *v;
+  if (auto v = env::size(var::memory_headroom)) base.memory_headroom = *v;
   const auto high = env::fraction(var::high_watermark);
   const auto low = env::fraction(var::low_watermark);
   if (high) base.high_watermark = *high;
@@ -170,6 +171,7 @@ void pager_impl::set_geometry(const pager_options& opt) {
   core_.cap = core_.store->capacity();
   core_.ro = core_.store->read_only();
   debug_ = opt.debug;
+  headroom_asked_ = opt.memory_headroom;
   if (core_.ps < os_page_size() || (core_.ps & (core_.ps - 1)) != 0 || core_.cap == 0 || core_.cap % core_.ps != 0) {
     throw error(errc::invalid_argument, core_.name, "map pager",
                 "page size must be a power of two ≥ the system page size and divide the capacity");
@@ -262,13 +264,15 @@ std::string gib_or_mib(std::uint64_t bytes) {
 // outside the buffer; `why` gets the figures.
 std::uint64_t pager_impl::bytes_the_limit_leaves(const memory_sample& limit, std::string& why) const {
   // Headroom: for the application's own growth after the pager opened and the store's I/O
-  // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB.
-  const std::uint64_t headroom = std::max<std::uint64_t>(16ull << 20, limit.limit / 8);
+  // (io_uring rings and worker stacks, page-map blocks): 1/8 of the limit, at least 16 MiB,
+  // or what the application said it will allocate (pager_options::memory_headroom) if more.
+  const std::uint64_t by_default = std::max<std::uint64_t>(16ull << 20, limit.limit / 8);
+  const std::uint64_t headroom = std::max(by_default, headroom_asked_);
   const std::uint64_t own = own_bytes_outside_buffer();
   const std::uint64_t taken = limit.used + headroom + own;
   const std::uint64_t free = limit.limit > taken ? limit.limit - taken : 0;
   why = "limit " + mib(limit.limit) + ", in use " + mib(limit.used) + ", headroom " + mib(headroom) +
-        ", pheap's own " + mib(own);
+        (headroom_asked_ > by_default ? " (memory_headroom)" : "") + ", pheap's own " + mib(own);
   // Each buffer page also costs up to kBookkeeping bytes of its own (the resident clock).
   return free / (core_.ps + kBookkeeping) * core_.ps;
 }

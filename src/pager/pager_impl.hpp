@@ -189,6 +189,7 @@ class pager_impl {
   huge_pages_mode huge_mode_ = huge_pages_mode::off;   // pager_options::huge_pages
   victim_caching victim_caching_ = victim_caching::automatic;  // the option
   bool limit_is_cgroup_ = false;  // an automatic buffer's limit comes from a memory cgroup
+  std::uint64_t headroom_asked_ = 0;  // pager_options::memory_headroom (bytes_the_limit_leaves)
   unsigned fault_threads_ = 0;
   uffd_source source_ = uffd_source::syscall;
   // An automatic buffer's follower (memory_limit.hpp), attached to the budget by

@@ -595,6 +595,7 @@ TEST(ManagerOptions, EveryVariableOfTheTableSetsItsFieldThroughFromEnv) {
   const row rows[] = {
       {var::page_size, "16K", [](const options& o) { return o.page_size == 16u << 10; }},
       {var::buffer_size, "5M", [](const options& o) { return o.pager.buffer_size == 5u << 20; }},
+      {var::memory_headroom, "48M", [](const options& o) { return o.pager.memory_headroom == 48u << 20; }},
       {var::high_watermark, "0.995", [](const options& o) { return o.pager.high_watermark == 0.995; }},
       {var::low_watermark, "0.5", [](const options& o) { return o.pager.low_watermark == 0.5; }},
       {var::dirty_tracking, "wp_sync", [](const options& o) { return o.pager.tracking == dirty_tracking::wp_sync; }},
