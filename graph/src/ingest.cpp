@@ -83,6 +83,25 @@ input_fingerprint fingerprint_inputs(const std::vector<std::string>& inputs, inp
   return f;
 }
 
+std::uint64_t ingest_memory(const std::vector<std::string>& inputs, const ingest_options& opt) {
+  std::uint64_t batch = opt.batch_size;
+  std::uint64_t most_edges = 0;  // what the inputs can hold, if every decoded size is known
+  bool known = !inputs.empty();
+  for (const auto& in : inputs) {
+    const std::optional<std::uint64_t> s = in == "-" ? std::nullopt : decoded_size(in);
+    if (!s) {
+      known = false;
+      break;
+    }
+    most_edges += *s / (opt.format == input_format::binary ? 16 : 4) + 1;
+  }
+  if (known) batch = std::min(batch, most_edges);
+  // Per edge of a batch: itself twice (inserted, parsed ahead), two bank references and the
+  // half flags; beside them the read buffer and the prefetch's 512 KiB of sorted ids.
+  const std::uint64_t per_edge = 2 * sizeof(edge) + 2 * sizeof(std::uint32_t) + 1;
+  return batch * per_edge + opt.read_buffer_bytes + (std::uint64_t{1} << 19);
+}
+
 namespace detail {
 
 namespace {

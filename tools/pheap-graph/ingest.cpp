@@ -96,11 +96,17 @@ void check_inputs(const std::vector<std::string>& inputs) {
 
 // A graph datastore's options (pheap::graph::datastore_options: 4 KiB pages, fills on the
 // faulting thread) with the command line's.
-pheap::options manager_options(const ingest_args& a) {
+// The pager leaves the ingestion's own memory (its batches) free when it sizes a buffer from
+// the memory limit, unless PHEAP_MEMORY_HEADROOM says otherwise: at large pages the buffer
+// fills before the first batch is parsed (pheap/graph/ingest.hpp, ingest_memory).
+pheap::options manager_options(const ingest_args& a, const pg::ingest_options& o) {
   pheap::options mo = pg::datastore_options();
   if (a.capacity) mo.capacity = a.capacity;
   if (a.page_size) mo.page_size = static_cast<std::uint32_t>(a.page_size);
   if (a.buffer_size) mo.pager.buffer_size = static_cast<std::size_t>(a.buffer_size);
+  if (mo.pager.memory_headroom == 0) {
+    mo.pager.memory_headroom = static_cast<std::size_t>(pg::ingest_memory(a.inputs, o));
+  }
   tool_support::apply_huge_pages(a.huge_pages, mo.pager);
   return mo;
 }
@@ -299,7 +305,7 @@ int cmd_ingest(const ingest_args& a) {
   if (a.banks == 0) throw usage_error("--banks must be >= 1");
   check_inputs(a.inputs);
 
-  const pheap::options mo = manager_options(a);
+  const pheap::options mo = manager_options(a, o);
   const bool distributed = is_distributed(a.datastore);
 #ifdef PHEAP_GRAPH_MPI
   if (g_mpi->active && (g_mpi->size > 1 || distributed || !std::filesystem::exists(a.datastore))) {

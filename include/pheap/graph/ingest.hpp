@@ -155,6 +155,17 @@ struct ingest_options {
   std::function<void()> on_finish;
 };
 
+// The most DRAM an ingestion of `inputs` takes beside the heap while it runs: two batches of
+// edges (one inserted while the next is parsed), the insertion's grouping of a batch by bank
+// (two 4-byte references per edge), the read buffer and the prefetch's slices. A batch holds
+// at most what the inputs can hold when their decoded sizes are known (a text edge takes at
+// least 4 bytes, a binary one 16). For a pager that follows a memory limit this is the
+// memory_headroom to open with (pheap/pager_options.hpp): its buffer fills within a few faults
+// at large pages, before the first batch is parsed, and the batches would then be over the
+// limit before the pager gave memory back (pheap-graph ingest at 2 MiB pages in a 96 MiB
+// cgroup was OOM-killed in 9 runs of 10 with the default headroom).
+std::uint64_t ingest_memory(const std::vector<std::string>& inputs, const ingest_options& opt);
+
 struct ingest_progress {
   std::uint64_t edges = 0;        // edges of this job (including those from a resumed prefix)
   std::uint64_t edges_this_run = 0;
