@@ -21,10 +21,10 @@ pheap_add_test_labels(rel_resource_limits_test LABELS root
   TESTS "^ResourceLimits\\.UnprivilegedUserWithoutUnprivilegedUserfaultfdRoundTripsAHeap$")
 
 # Creates a memory cgroup v1 (a write under /sys/fs/cgroup/memory) and moves a child into it:
-# every test of the GraphLimitsCgroup fixture.
+# every test of the GraphLimitsCgroup fixtures (96 MiB, and GraphLimitsCgroupOf192MiB).
 if(TARGET rel_graph_limits_test)
   pheap_add_test_labels(rel_graph_limits_test LABELS root
-    TESTS "^GraphLimitsCgroup\\.")
+    TESTS "^GraphLimitsCgroup\\." "^GraphLimitsCgroupOf192MiB\\.")
 endif()
 
 # mount -t ramfs (CAP_SYS_ADMIN): a file system that refuses O_DIRECT.
