@@ -190,7 +190,8 @@
 //     of 96 to 192 MiB with the default headroom (automatic buffers, and explicit ones clamped
 //     to follow the limit); at 4 KiB pages it completed. It now asks for its batches' memory
 //     (pheap/graph/ingest.hpp, ingest_memory) and completes in 160 and 192 MiB. Not yet in 96
-//     and 128 MiB: there it runs for 10-20 s with the cgroup's anonymous memory within 1-2 MiB
+//     and 128 MiB, nor always out of core at SCALE 20 (a 333 MiB cgroup: killed at 47 s in 1
+//     run of 2; bench/results/2026-12-07-headroom): there it runs for 10-20 s with the cgroup's anonymous memory within 1-2 MiB
 //     of the limit (living on reclaimed page cache) and is then killed; pheap's own memory
 //     beside the buffer, as smaps showed it (~28 MiB at 128 MiB), is more than the follower
 //     counts (16 MiB pooled beside the buffer, 8 MiB lent by flushes) by about the reserve. stats() names the source and its numbers at
