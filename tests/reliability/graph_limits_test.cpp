@@ -90,19 +90,21 @@ class memory_cgroup {
   std::string dir_;
 };
 
-// Tests that run `pheap-graph` in a 96 MiB memory cgroup of their own (root: labelled so in
+// Tests that run `pheap-graph` in a memory cgroup of `MiB` of their own (root: labelled so in
 // tests/root_labels.cmake).
-class GraphLimitsCgroup : public ::testing::Test {
+template <std::uint64_t MiB>
+class graph_limits_cgroup : public ::testing::Test {
  protected:
   void SetUp() override {
     if (cg.path().empty()) {
       PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
     }
-    ASSERT_EQ(cg.limit(), 96ull << 20);
+    ASSERT_EQ(cg.limit(), MiB << 20);
   }
-  memory_cgroup cg{96ull << 20};
+  memory_cgroup cg{MiB << 20};
   const graph_tools tools;
 };
+using GraphLimitsCgroup = graph_limits_cgroup<96>;
 
 TEST_F(GraphLimitsCgroup, ABufferSizeAboveTheMemoryCgroupLimitIsClampedWithAWarningInsteadOfAnOomKill) {
   scenario_timer timer;
@@ -177,17 +179,7 @@ TEST_F(GraphLimitsCgroup, AtTwoMiBPagesPheapsOwnBatchesCountWhenABufferSizeIsChe
 // batches' memory, so the buffer leaves them room at open (192 MiB: 5 of 5 runs completed in
 // 3.3-4.3 s). In smaller cgroups (128 MiB) it is still killed later: include/pheap/pager.hpp,
 // "Automatic buffer".
-class GraphLimitsCgroupOf192MiB : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cg.path().empty()) {
-      PHEAP_REQUIRE_FEATURE("a writable memory cgroup v1 hierarchy at /sys/fs/cgroup/memory (root)");
-    }
-    ASSERT_EQ(cg.limit(), 192ull << 20);
-  }
-  memory_cgroup cg{192ull << 20};
-  const graph_tools tools;
-};
+using GraphLimitsCgroupOf192MiB = graph_limits_cgroup<192>;
 
 TEST_F(GraphLimitsCgroupOf192MiB, AtTwoMiBPagesAnIngestionLeavesItsBatchesRoomAtOpenInsteadOfBeingOomKilled) {
   scenario_timer timer;
