@@ -191,12 +191,13 @@
 //     to follow the limit); at 4 KiB pages it completed. It now asks for its batches' memory
 //     (pheap/graph/ingest.hpp, ingest_memory) and completes in 160 and 192 MiB. Not yet in 96
 //     and 128 MiB, nor always out of core at SCALE 20 (a 333 MiB cgroup: killed at 47 s in 1
-//     run of 2; bench/results/2026-12-07-headroom): there it runs for 10-20 s with the cgroup's anonymous memory within 1-2 MiB
-//     of the limit (living on reclaimed page cache) and is then killed; pheap's own memory
-//     beside the buffer, as smaps showed it (~28 MiB at 128 MiB), is more than the follower
-//     counts (16 MiB pooled beside the buffer, 8 MiB lent by flushes) by about the reserve. stats() names the source and its numbers at
-//     open (buffer_source), the target now and the last sample (buffer_target_bytes,
-//     buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
+//     run of 2; bench/results/2026-12-07-headroom): there it runs for 10-20 s with the
+//     cgroup's anonymous memory within 1-2 MiB of the limit (living on reclaimed page cache)
+//     and is then killed; pheap's own memory beside the buffer, as smaps showed it (~28 MiB at
+//     128 MiB), is more than the follower counts (16 MiB pooled beside the buffer, 8 MiB lent
+//     by flushes) by about the reserve.
+//     stats() names the source and its numbers at open (buffer_source), the target now and
+//     the last sample (buffer_target_bytes, buffer_target_source); PHEAP_DEBUG=1 prints them at construction and whenever the
 //     target moves by 1/8 of the maximum. A flush lends its bounce buffer out of the buffer: it
 //     first waits for the evictor to lower occupancy by that many pages, and gives the memory
 //     back to the kernel when it ends.
