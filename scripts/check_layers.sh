@@ -76,28 +76,22 @@ if [ "${1:-}" = --readme ]; then
   exit 0
 fi
 
-rank() {  # room → height (99: not a room)
-  echo "${heights[$1]:-99}"
-}
-
 # The room of a path of the tree: the room of the longest LAYERS path covering it (a folder
 # path covers everything under it, a file path itself), or "" for white-box code (tests,
-# bench, fuzz).
+# bench, fuzz). Sets $room_of rather than printing it (no subshell: it runs for every include
+# of the tree) and remembers each answer. A room's height is ${heights[$room]:-99} (99: not a
+# room).
+declare -A room_cache=()
 file_room() {
+  if [[ -v room_cache[$1] ]]; then room_of=${room_cache[$1]}; return; fi
   local best="" len=-1 i p
   for i in "${!map_paths[@]}"; do
     p=${map_paths[$i]}
     if [[ $p == */ ]]; then [[ $1 == "$p"* ]] || continue; else [ "$1" = "$p" ] || continue; fi
     if [ "${#p}" -gt "$len" ]; then best=${map_rooms[$i]}; len=${#p}; fi
   done
-  echo "$best"
-}
-
-# The room a public header belongs to ("pheap/…", as included).
-public_room() {
-  local r
-  r=$(file_room "include/$1")
-  echo "${r:-unknown}"
+  room_cache[$1]=$best
+  room_of=$best
 }
 
 violations=0
@@ -109,19 +103,21 @@ fail() {
 files=$(git ls-files 'base/*.[ch]pp' 'sparse_store/*.[ch]pp' 'src/*.[ch]pp' 'include/*.hpp' 'include/*.h' 'graph/*.[ch]pp' \
   'tools/*.[ch]pp' 'examples/*.[ch]pp' 'compat/*.[ch]pp' 'compat/*.h' \
   'python/*.[ch]pp')
+include_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]+)[">]'
 for f in $files; do
-  room=$(file_room "$f")
+  file_room "$f"; room=$room_of
   [ -n "$room" ] || continue
-  r=$(rank "$room")
-  dir=$(dirname "$f")
+  r=${heights[$room]:-99}
+  dir=${f%/*}
   while IFS= read -r line; do
-    inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]+)[">].*/\1/' <<<"$line")
+    [[ $line =~ $include_re ]] || continue
+    inc=${BASH_REMATCH[1]}
     case $inc in
       pheap/*)
-        proom=$(public_room "$inc")
+        file_room "include/$inc"; proom=${room_of:-unknown}
         if [ ! -f "include/$inc" ]; then
           fail "$f includes <$inc>, which is not a public header"
-        elif [ "$(rank "$proom")" -gt "$r" ]; then
+        elif [ "${heights[$proom]:-99}" -gt "$r" ]; then
           fail "$f ($room) includes $inc of the $proom layer above it"
         fi
         ;;
@@ -148,7 +144,7 @@ for f in $files; do
         else
           continue  # a system or third-party header
         fi
-        troom=$(file_room "$target")
+        file_room "$target"; troom=$room_of
         if [ -z "$troom" ]; then
           fail "$f ($room) includes $target, which is not library code"
         elif [ "$troom" != "$room" ]; then
