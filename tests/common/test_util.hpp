@@ -28,7 +28,7 @@ bool in_ci();
 
 // True in ASan and TSan builds, where each access, allocation and process start costs several
 // times more. Long campaigns run a fraction of their iterations there (`sanitized_or`); the
-// release and unprivileged stages of scripts/test.sh run them in full. Never a reason to skip.
+// release stage of scripts/test.sh runs them in full. Never a reason to skip.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool kSanitized = true;
 #else
