@@ -119,6 +119,9 @@ struct pager_stats {
   std::uint64_t huge_fallback_fills = 0;
   std::uint64_t huge_fallback_no_block = 0;  // the pool could not get a huge page
   std::uint64_t huge_fallback_move = 0;      // UFFDIO_MOVE refused (a 4 KiB page was present)
+  // The errno of the last refused move (0: none): EEXIST, a page present at the destination;
+  // EBUSY or EAGAIN, the pool's huge page pinned or being migrated, still so after retries.
+  int huge_fallback_move_errno = 0;
   // Moved in whole but mapped by 4 KiB entries: the kernel had made a page table there (the
   // fault could not get a huge page of its own: memory short or fragmented).
   std::uint64_t huge_fallback_split = 0;

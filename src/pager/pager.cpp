@@ -118,7 +118,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | released dropped " << s.released_pages_dropped
      << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
      << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
-     << s.huge_fallback_move << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
+     << s.huge_fallback_move;
+  if (s.huge_fallback_move_errno != 0) os << " (" << std::strerror(s.huge_fallback_move_errno) << ")";
+  os << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
      << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks << " promotions " << s.huge_promotions
      << " (failed " << s.huge_promote_failed << ", " << s.huge_promote_ns / 1000 << " us, rounds "
      << s.huge_promote_rounds << ")"
@@ -777,6 +779,7 @@ pager_stats pager_impl::stats() const {
   s.huge_fallback_fills = g(core_.c.huge_fallback_fills);
   s.huge_fallback_no_block = g(core_.c.huge_fallback_no_block);
   s.huge_fallback_move = g(core_.c.huge_fallback_move);
+  s.huge_fallback_move_errno = static_cast<int>(g(core_.c.huge_fallback_move_errno));
   s.huge_fallback_split = g(core_.c.huge_fallback_split);
   s.huge_mapped_bytes = huge_mapped_bytes();
   s.huge_evictions = g(core_.c.huge_evictions);

@@ -40,7 +40,7 @@ struct counters {
       dirty_pages_written{0}, bytes_written{0}, flushes{0}, flush_retakes{0},
       flush_write_back_waits{0}, poisoned_pages{0}, fault_ns{0}, flush_ns{0}, evict_ns{0},
       huge_fills{0}, huge_recycled{0}, huge_fallback_fills{0}, huge_fallback_no_block{0},
-      huge_fallback_move{0}, huge_fallback_split{0}, huge_evictions{0}, huge_evicted_split{0},
+      huge_fallback_move{0}, huge_fallback_move_errno{0}, huge_fallback_split{0}, huge_evictions{0}, huge_evicted_split{0},
       huge_promotions{0}, huge_promote_failed{0}, huge_promote_ns{0}, huge_promote_rounds{0},
       refreshes{0}, invalidated_pages{0}, unpoisoned_pages{0},
       released_pages_dropped{0}, write_behind_pages{0}, write_behind_rounds{0}, write_behind_ns{0};

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -248,7 +249,18 @@ int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::si
     } else {
       ++stalls;
     }
-    if (e == EAGAIN && stalls < 8) continue;
+    // EAGAIN and EBUSY: the source's folio locked, pinned or being migrated for a moment (by
+    // reclaim's or compaction's scan, a machine under memory pressure): 8 retries at once,
+    // then 16 after 100 µs each, so a refusal that lasts costs at most ~2 ms. Once, a fill of
+    // a fresh read-only open fell back to 4 KiB copies on a loaded CI machine with only the
+    // immediate retries of EAGAIN.
+    if ((e == EAGAIN || e == EBUSY) && stalls <= 24) {
+      if (stalls > 8) {
+        const timespec pause{0, 100'000};
+        ::nanosleep(&pause, nullptr);
+      }
+      continue;
+    }
     rc = e;
     break;
   }
