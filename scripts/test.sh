@@ -2,7 +2,7 @@
 # The whole test suite: the command README and CI run. `scripts/test.sh --help` prints the
 # stages below with what each costs, and starts nothing.
 #
-#   scripts/test.sh            normal build + unprivileged run + ASan/UBSan build + TSan build
+#   scripts/test.sh            normal build + ASan/UBSan build run unprivileged + TSan build
 #                              + a short fuzzing run
 #   scripts/test.sh --quick    the normal build (without the benchmarks) and its tests only
 #
@@ -11,20 +11,22 @@
 #                 in its room (counts as one test)
 #   release       build/, every test, as the invoking user (root in CI: tests labelled `root`
 #                 — loop mounts, sysctl writes, switching to uid 65534 — run here, and only here)
-#   unprivileged  the same build/ tests again as uid/gid 65534 (nobody/nogroup, no supplementary
-#                 groups, no capabilities) with vm.unprivileged_userfaultfd=0, so the pager must
-#                 get userfaultfd with UFFD_USER_MODE_ONLY (PHEAP_EXPECT_UNPRIVILEGED=1 makes
-#                 PagerUffd.SourceIsThePathThisProcessIsAllowed assert it); `ctest -LE root`.
-#                 HOME and TMPDIR point at a fresh 0700 directory owned by 65534; the sysctl's old
-#                 value is restored on exit, INT, TERM and HUP (trap). Needs root (else skipped, or a
-#                 failure under CI=true).
+#   asan+ubsan    build-asan/ (Debug at -O1), every test but those labelled no_asan (the
+#                 process-limit tests, whose limits ASan's own memory defeats; the release
+#                 stage runs them) and root; long campaigns run a fraction of their iterations
+#                 under a sanitizer (tests/common/test_util.hpp, sanitized_or).
+#                 Run unprivileged: as uid/gid 65534 (nobody/nogroup, no supplementary groups,
+#                 no capabilities) with vm.unprivileged_userfaultfd=0, so the pager must get
+#                 userfaultfd with UFFD_USER_MODE_ONLY (PHEAP_EXPECT_UNPRIVILEGED=1 makes
+#                 PagerUffd.SourceIsThePathThisProcessIsAllowed assert it). HOME and TMPDIR point
+#                 at a fresh 0700 directory owned by 65534; the sysctl's old value is restored on
+#                 exit, INT, TERM and HUP (trap). Without root it runs as the invoking user and
+#                 says so (a failure under CI=true). This stage was a second run of build/'s
+#                 tests until that made CI longer than its 90 minutes: one run now proves both
+#                 the unprivileged path and the sanitizers.
 #                 The label `mpi` (tests/mpi: jobs under mpirun, Open MPI from scripts/deps.sh)
 #                 runs in both: as root with --allow-run-as-root, as 65534 without it. A build
 #                 that did not find MPI has no such tests: a failure under CI=true.
-#   asan+ubsan    build-asan/ (Debug at -O1), every test but those labelled no_asan (the
-#                 process-limit tests, whose limits ASan's own memory defeats; the release
-#                 stage runs them); long campaigns run a fraction of their iterations under a
-#                 sanitizer (tests/common/test_util.hpp, sanitized_or)
 #   python        the Python package (python/): a venv of its own (build/python-venv, made with
 #                 the python3 on PATH; python3-venv from Debian if it cannot), NumPy, pytest and
 #                 matplotlib (for the example's test) from PyPI, `pip install ./python` (builds the
@@ -50,17 +52,17 @@ Runs pheap's test suite, stage by stage (costs measured on the 2-core developmen
 from scratch, otherwise only what changed is rebuilt):
 
   layering      scripts/check_layers.sh: the include rule between layers        seconds
-  release       build/ (RelWithDebInfo): configure and build everything, then     build 20-30 min,
-                every test as you; as root also the tests labelled root           tests 10-15 min
+  release       build/ (RelWithDebInfo, -g1): configure and build everything,    build 15-25 min,
+                then every test as you; as root also the tests labelled root      tests 10-15 min
                 (loop mounts, cgroups, sysctls, uid switches)
-  unprivileged  build/'s tests again as uid 65534 with                            10-15 min
-                vm.unprivileged_userfaultfd=0 (restored afterwards); root only
-  asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), all but `no_asan` tests      build 20 min,
-                                                                                  tests 10 min
+  python        the Python package in a venv, its pytest suite                    3 min
+  asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), all but `no_asan` and        build 20 min,
+                `root` tests, as uid 65534 with vm.unprivileged_userfaultfd=0     tests 15-20 min
+                (restored afterwards) when run as root, else as you
   tsan          build-tsan/, only the tests labelled concurrency                  build 2 min,
                                                                                   tests 2 min
   fuzz          build-fuzz/ (clang), 30 s per parser fuzzer (PHEAP_FUZZ_SECONDS)  3-5 min
-  In all about an hour on 2 cores from scratch.
+  In all 60-80 minutes on 2 cores from scratch (CI allows 90).
 
 Options:
   --quick   layering and release only, building what the tests need (no benchmarks):
@@ -196,9 +198,11 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# unprivileged_stage BUILD_DIR: BUILD_DIR's tests as uid/gid 65534, vm.unprivileged_userfaultfd=0.
+# unprivileged_stage NAME BUILD_DIR "ctest args": BUILD_DIR's tests as uid/gid 65534,
+# vm.unprivileged_userfaultfd=0. Without the privilege to switch, as the invoking user (a
+# failure under CI=true, which must prove the unprivileged path).
 unprivileged_stage() {
-  local dir=$1 id=65534  # nobody:nogroup
+  local name=$1 dir=$2 ctest_args=$3 id=65534  # nobody:nogroup
   local why=""
   if [ "$(id -u)" -ne 0 ]; then
     why="not root (needs to set vm.unprivileged_userfaultfd and switch to uid $id)"
@@ -209,19 +213,20 @@ unprivileged_stage() {
   fi
   if [ -n "$why" ]; then
     if [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
-      echo "=== unprivileged: CANNOT RUN under CI: $why ===" >&2
+      echo "=== $name: CANNOT RUN unprivileged under CI: $why ===" >&2
       status=1
       total_fail=$((total_fail + 1))
     else
-      echo "=== unprivileged: not run: $why (a failure under CI=true) ==="
+      echo "=== $name: as $(id -un), not uid $id: $why (a failure under CI=true) ==="
     fi
+    test_stage "$name" "$dir" "$ctest_args"
     return
   fi
   local as=(setpriv --reuid=$id --regid=$id --clear-groups)
   # The tests must be readable and runnable by that user; ctest writes its logs to Testing/.
   chmod -R a+rX "$dir"
   if ! "${as[@]}" test -r "$dir/CTestTestfile.cmake" -a -x "$dir/tests"; then
-    echo "=== unprivileged: $dir is not reachable by uid $id (a parent directory's mode?) ===" >&2
+    echo "=== $name: $dir is not reachable by uid $id (a parent directory's mode?) ===" >&2
     status=1
     total_fail=$((total_fail + 1))
     return
@@ -234,7 +239,7 @@ unprivileged_stage() {
   chown $id:$id "$unpriv_tmp"
   chmod 0700 "$unpriv_tmp"
   if ! "${as[@]}" test -w "$unpriv_tmp" -a -x "$unpriv_tmp"; then
-    echo "=== unprivileged: $unpriv_tmp is not reachable by uid $id (set TMPDIR) ===" >&2
+    echo "=== $name: $unpriv_tmp is not reachable by uid $id (set TMPDIR) ===" >&2
     status=1
     total_fail=$((total_fail + 1))
     unpriv_cleanup
@@ -242,14 +247,14 @@ unprivileged_stage() {
   fi
   unpriv_saved=$(cat "$unpriv_knob")
   if ! echo 0 >"$unpriv_knob" || [ "$(cat "$unpriv_knob")" != 0 ]; then
-    echo "=== unprivileged: could not set vm.unprivileged_userfaultfd=0 ===" >&2
+    echo "=== $name: could not set vm.unprivileged_userfaultfd=0 ===" >&2
     status=1
     total_fail=$((total_fail + 1))
     unpriv_cleanup
     return
   fi
-  echo "=== unprivileged: uid/gid $id, vm.unprivileged_userfaultfd=0 (was $unpriv_saved), TMPDIR=$unpriv_tmp ==="
-  test_stage "unprivileged" "$dir" "-LE ^root$" \
+  echo "=== $name: uid/gid $id, vm.unprivileged_userfaultfd=0 (was $unpriv_saved), TMPDIR=$unpriv_tmp ==="
+  test_stage "$name" "$dir" "$ctest_args" \
     "${as[@]}" env HOME="$unpriv_tmp" TMPDIR="$unpriv_tmp" USER=nobody LOGNAME=nobody \
     PHEAP_EXPECT_UNPRIVILEGED=1
   unpriv_cleanup
@@ -342,7 +347,8 @@ else
 fi
 
 release_built=0
-release_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# Line tables only (-g1): backtraces keep file:line; compiles are about a third shorter than -g.
+release_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 # --quick builds what its tests need: no benchmarks (most of a fresh build's time otherwise).
 if [ "$quick" -eq 1 ]; then release_args+=(-DPHEAP_BUILD_BENCH=OFF); else release_args+=(-DPHEAP_BUILD_BENCH=ON); fi
 build_stage "release" build "${release_args[@]}" && release_built=1
@@ -353,14 +359,17 @@ fi
 if [ "$quick" -eq 0 ]; then
   if [ "$release_built" -eq 1 ]; then
     python_stage build
-    unprivileged_stage build
   fi
   # Sanitizer builds: -O1 under ASan (Debug keeps the assertions and invariant checkers; this
   # stage's tests took 25 minutes on 2 cores at -O0, 9 at -O1 with the campaigns scaled down)
   # and line tables only (-g1: reports keep file:line, the compiles and links are shorter).
   # TSan builds only the binaries it runs.
-  run_stage "asan+ubsan" build-asan "-LE no_asan" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-    -DPHEAP_SANITIZE=address,undefined -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF
+  # Its tests run unprivileged (uid 65534, vm.unprivileged_userfaultfd=0): the `root` tests ran
+  # in the release stage.
+  if build_stage "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+      -DPHEAP_SANITIZE=address,undefined -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF; then
+    unprivileged_stage "asan+ubsan" build-asan "-LE ^(no_asan|root)$"
+  fi
   run_stage "tsan" build-tsan "-L concurrency" --target pheap_concurrency_tests \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DPHEAP_SANITIZE=thread -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF

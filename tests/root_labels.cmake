@@ -1,11 +1,11 @@
 # Tests that need root, labelled `root` (included at the end of tests/CMakeLists.txt).
 #
-# scripts/test.sh runs every test as root in its release stage, then runs the same build's
-# tests again as uid/gid 65534 with vm.unprivileged_userfaultfd=0 (`ctest -LE root`): a test
+# scripts/test.sh runs every test as root in its release stage, then the ASan+UBSan build's
+# tests as uid/gid 65534 with vm.unprivileged_userfaultfd=0 (all but `root`, `no_asan`): a test
 # belongs here only if it cannot work without root — loop mounts, sysctl writes, switching to
 # uid 65534 — never because it fails as an ordinary user. Without root these tests skip outside
 # CI and fail under CI=true (PHEAP_REQUIRE_FEATURE), so leaving one out shows up as a failure of
-# the unprivileged stage. TESTS are regexes on ctest names (see pheap_add_test_labels).
+# the ASan+UBSan stage. TESTS are regexes on ctest names (see pheap_add_test_labels).
 
 # Switches a child to uid 65534 (setuid) after reading vm.unprivileged_userfaultfd.
 pheap_add_test_labels(pager_behaviour_test LABELS root

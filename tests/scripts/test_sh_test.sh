@@ -2,7 +2,8 @@
 # scripts/test.sh as a user meets it, without running the suite: every command it could start
 # (cmake, ctest, ninja, apt-get, setpriv, sysctl) is a shim on PATH that records its call.
 #   test_sh_test.sh REPO help|unknown|killed
-#     help     --help: exit 0, every stage and --quick described, nothing started, the
+#     help     --help: exit 0, every stage and --quick described (and which one runs as uid
+#              65534), nothing started, the
 #              vm.unprivileged_userfaultfd knob untouched, nothing left in TMPDIR
 #     unknown  a mistyped option: usage on stderr, exit 2, nothing started
 #     killed   --quick interrupted (TERM to its process group) while "building": nothing is
@@ -33,9 +34,11 @@ case $case in
   help)
     out=$(PATH="$shims:$PATH" TMPDIR=$tmp timeout 60 "$repo/scripts/test.sh" --help 2>&1); rc=$?
     [ $rc -eq 0 ] || fail "--help exited $rc: $out"
-    for stage in layering release unprivileged asan+ubsan tsan fuzz --quick; do
+    for stage in layering release python asan+ubsan tsan fuzz --quick; do
       grep -q -- "^  $stage " <<<"$out" || fail "--help does not describe $stage: $out"
     done
+    grep -q "as uid 65534 with vm.unprivileged_userfaultfd=0" <<<"$out" ||
+      fail "--help does not say which stage runs unprivileged: $out"
     grep -q "min" <<<"$out" || fail "--help gives no costs: $out"
     nothing_started; knob_kept; tmp_empty
     ;;
