@@ -102,12 +102,14 @@ failures=$(mktemp)
 build_stage() {
   local name=$1 dir=$2; shift 2
   echo "=== $name: build ($dir) ==="
+  local start=$SECONDS
   if ! scripts/build.sh "$dir" "$@"; then
     echo "=== $name: BUILD FAILED ===" >&2
     status=1
     total_fail=$((total_fail + 1))
     return 1
   fi
+  echo "=== $name: built in $((SECONDS - start)) s ==="
 }
 
 # test_stage NAME BUILD_DIR "ctest args" [command prefix...]: runs ctest (behind the prefix,
@@ -380,5 +382,5 @@ if [ -s "$failures" ]; then
   echo "=== failed tests, every stage (each with the end of its output) ==="
   cat "$failures"
 fi
-echo "all stages: $total_pass passed, $total_fail failed, $total_skip skipped"
+echo "all stages: $total_pass passed, $total_fail failed, $total_skip skipped in $SECONDS s"
 exit $status
