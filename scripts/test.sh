@@ -12,9 +12,12 @@
 #   release       build/, every test, as the invoking user (root in CI: tests labelled `root`
 #                 — loop mounts, sysctl writes, switching to uid 65534 — run here, and only here)
 #   asan+ubsan    build-asan/ (Debug at -O1), every test but those labelled no_asan (the
-#                 process-limit tests, whose limits ASan's own memory defeats; the release
-#                 stage runs them) and root; long campaigns run a fraction of their iterations
-#                 under a sanitizer (tests/common/test_util.hpp, sanitized_or).
+#                 process-limit tests, whose limits ASan's own memory defeats), root, mpi,
+#                 compile and scripts (the release stage runs them all: the compile-time and
+#                 script checks do not depend on the build's flags, and the MPI jobs, a third of
+#                 this stage's time under ASan, run at full speed there); long campaigns run a
+#                 fraction of their iterations under a sanitizer (tests/common/test_util.hpp,
+#                 sanitized_or).
 #                 Run unprivileged: as uid/gid 65534 (nobody/nogroup, no supplementary groups,
 #                 no capabilities) with vm.unprivileged_userfaultfd=0, so the pager must get
 #                 userfaultfd with UFFD_USER_MODE_ONLY (PHEAP_EXPECT_UNPRIVILEGED=1 makes
@@ -25,8 +28,8 @@
 #                 tests until that made CI longer than its 90 minutes: one run now proves both
 #                 the unprivileged path and the sanitizers.
 #                 The label `mpi` (tests/mpi: jobs under mpirun, Open MPI from scripts/deps.sh)
-#                 runs in both: as root with --allow-run-as-root, as 65534 without it. A build
-#                 that did not find MPI has no such tests: a failure under CI=true.
+#                 runs in the release stage (as root: with --allow-run-as-root). A build that
+#                 did not find MPI has no such tests: a failure under CI=true.
 #   python        the Python package (python/): a venv of its own (build/python-venv, made with
 #                 the python3 on PATH; python3-venv from Debian if it cannot), NumPy, pytest and
 #                 matplotlib (for the example's test) from PyPI, `pip install ./python` (builds the
@@ -52,17 +55,19 @@ Runs pheap's test suite, stage by stage (costs measured on the 2-core developmen
 from scratch, otherwise only what changed is rebuilt):
 
   layering      scripts/check_layers.sh: the include rule between layers        seconds
-  release       build/ (RelWithDebInfo, -g1): configure and build everything,    build 15-25 min,
-                then every test as you; as root also the tests labelled root      tests 10-15 min
+  release       build/ (RelWithDebInfo, -g1): configure and build everything,    build 17 min,
+                then every test as you; as root also the tests labelled root      tests 15 min
                 (loop mounts, cgroups, sysctls, uid switches)
   python        the Python package in a venv, its pytest suite                    3 min
-  asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), all but `no_asan` and        build 20 min,
-                `root` tests, as uid 65534 with vm.unprivileged_userfaultfd=0     tests 15-20 min
+  asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), all tests but those          build 21 min,
+                labelled no_asan, root, mpi, compile, scripts (release runs       tests 13 min
+                them), as uid 65534 with vm.unprivileged_userfaultfd=0
                 (restored afterwards) when run as root, else as you
-  tsan          build-tsan/, only the tests labelled concurrency                  build 2 min,
-                                                                                  tests 2 min
+  tsan          build-tsan/, only the tests labelled concurrency                  build 5 min,
+                                                                                  tests 6 min
   fuzz          build-fuzz/ (clang), 30 s per parser fuzzer (PHEAP_FUZZ_SECONDS)  3-5 min
-  In all 60-80 minutes on 2 cores from scratch (CI allows 90).
+  In all 75-85 minutes on 2 cores from scratch (CI allows 90; measured 2026-12-08,
+  before mpi, compile and scripts left the asan+ubsan stage, at 92).
 
 Options:
   --quick   layering and release only, building what the tests need (no benchmarks):
@@ -367,10 +372,10 @@ if [ "$quick" -eq 0 ]; then
   # and line tables only (-g1: reports keep file:line, the compiles and links are shorter).
   # TSan builds only the binaries it runs.
   # Its tests run unprivileged (uid 65534, vm.unprivileged_userfaultfd=0): the `root` tests ran
-  # in the release stage.
+  # in the release stage, as did `mpi`, `compile` and `scripts` (see the stages above).
   if build_stage "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
       -DPHEAP_SANITIZE=address,undefined -DPHEAP_BUILD_BENCH=OFF -DPHEAP_BUILD_EXAMPLES=OFF; then
-    unprivileged_stage "asan+ubsan" build-asan "-LE ^(no_asan|root)$"
+    unprivileged_stage "asan+ubsan" build-asan "-LE ^(no_asan|root|mpi|compile|scripts)$"
   fi
   run_stage "tsan" build-tsan "-L concurrency" --target pheap_concurrency_tests \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \

@@ -1,7 +1,8 @@
 # Tests that need root, labelled `root` (included at the end of tests/CMakeLists.txt).
 #
 # scripts/test.sh runs every test as root in its release stage, then the ASan+UBSan build's
-# tests as uid/gid 65534 with vm.unprivileged_userfaultfd=0 (all but `root`, `no_asan`): a test
+# tests as uid/gid 65534 with vm.unprivileged_userfaultfd=0 (all but `root` and the labels the
+# release stage alone runs, scripts/test.sh): a test
 # belongs here only if it cannot work without root — loop mounts, sysctl writes, switching to
 # uid 65534 — never because it fails as an ordinary user. Without root these tests skip outside
 # CI and fail under CI=true (PHEAP_REQUIRE_FEATURE), so leaving one out shows up as a failure of
