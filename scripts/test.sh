@@ -67,7 +67,7 @@ from scratch, otherwise only what changed is rebuilt):
                                                                                   tests 6 min
   fuzz          build-fuzz/ (clang), 30 s per parser fuzzer (PHEAP_FUZZ_SECONDS)  3-5 min
   In all 75-85 minutes on 2 cores from scratch (CI allows 90; measured 2026-12-08,
-  before mpi, compile and scripts left the asan+ubsan stage, at 92).
+  before mpi, compile and scripts left the asan+ubsan stage, at 89).
 
 Options:
   --quick   layering and release only, building what the tests need (no benchmarks):

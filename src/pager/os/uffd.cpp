@@ -251,9 +251,9 @@ int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::si
     }
     // EAGAIN and EBUSY: the source's folio locked, pinned or being migrated for a moment (by
     // reclaim's or compaction's scan, a machine under memory pressure): 8 retries at once,
-    // then 16 after 100 µs each, so a refusal that lasts costs at most ~2 ms. Once, a fill of
-    // a fresh read-only open fell back to 4 KiB copies on a loaded CI machine with only the
-    // immediate retries of EAGAIN.
+    // then 16 after 100 µs each, so a refusal that lasts costs at most 1.6 ms. (Once, a fill
+    // of a fresh read-only open fell back to 4 KiB copies on a loaded CI machine, when only
+    // EAGAIN was retried and at once; its errno was not recorded: pager_stats now keeps it.)
     if ((e == EAGAIN || e == EBUSY) && stalls <= 24) {
       if (stalls > 8) {
         const timespec pause{0, 100'000};
