@@ -60,7 +60,7 @@ from scratch, otherwise only what changed is rebuilt):
                 (loop mounts, cgroups, sysctls, uid switches)
   python        the Python package in a venv, its pytest suite                    3 min
   asan+ubsan    build-asan/ (Debug -O1, ASan+UBSan), all tests but those          build 21 min,
-                labelled no_asan, root, mpi, compile, scripts (release runs       tests 13 min
+                labelled no_asan, root, mpi, compile, scripts (release runs       tests 11 min
                 them), as uid 65534 with vm.unprivileged_userfaultfd=0
                 (restored afterwards) when run as root, else as you
   tsan          build-tsan/, only the tests labelled concurrency                  build 5 min,
