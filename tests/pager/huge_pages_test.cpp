@@ -307,6 +307,7 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
     EXPECT_TRUE(page_is_zero(pg.base() + 2 * kHuge));
     const auto s = pg.stats();
     EXPECT_EQ(s.huge_fallback_move, 1u) << s;
+    EXPECT_EQ(s.huge_fallback_move_errno, EEXIST) << "the refusal's cause, as the stats keep it: " << s;
     EXPECT_EQ(s.huge_fallback_fills, 1u + s.huge_fallback_split) << s;
     expect_fills_mapped(pg, 1);  // page 3 only
     fill_pattern(pg.base() + 2 * kHuge, kHuge, 9, 2, 1);
@@ -316,6 +317,7 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
   EXPECT_TRUE(page_is(pg.base() + 3 * kHuge, 9, 3, 1));
   EXPECT_TRUE(page_is(pg.base() + 2 * kHuge, 9, 2, 1));
   EXPECT_EQ(pg.stats().huge_fallback_move, 0u) << pg.stats();
+  EXPECT_EQ(pg.stats().huge_fallback_move_errno, 0) << pg.stats();
 }
 
 // With no huge page to be had (THP disabled for this process with PR_SET_THP_DISABLE, as
