@@ -184,9 +184,9 @@ unpriv_saved="" unpriv_tmp="" unpriv_testing="" unpriv_testing_owner=""
 unpriv_cleanup() {
   if [ -n "$unpriv_saved" ]; then
     if echo "$unpriv_saved" >"$unpriv_knob" 2>/dev/null; then
-      echo "=== unprivileged: vm.unprivileged_userfaultfd restored to $unpriv_saved ==="
+      echo "=== vm.unprivileged_userfaultfd restored to $unpriv_saved ==="
     else
-      echo "=== unprivileged: could not restore vm.unprivileged_userfaultfd to $unpriv_saved ===" >&2
+      echo "=== could not restore vm.unprivileged_userfaultfd to $unpriv_saved ===" >&2
     fi
     unpriv_saved=""
   fi

@@ -701,7 +701,8 @@ void fault_service::install_huge(std::size_t p, std::byte* block, bool clean) {
     core_.c.huge_fills.fetch_sub(1, std::memory_order_relaxed);
     core_.c.huge_fallback_fills.fetch_add(1, std::memory_order_relaxed);
     core_.c.huge_fallback_move.fetch_add(1, std::memory_order_relaxed);
-    core_.c.huge_fallback_move_errno.store(static_cast<std::uint64_t>(rc), std::memory_order_relaxed);
+    core_.c.huge_fallback_move_errno.store(static_cast<std::uint64_t>(rc),
+                                           std::memory_order_relaxed);
     const std::size_t frame = os_page_size();
     const std::uint64_t mode = protect ? UFFDIO_COPY_MODE_WP : 0;  // I10, I5
     for (std::size_t off = moved / frame * frame; off < core_.ps; off += frame) {

@@ -119,7 +119,9 @@ std::ostream& operator<<(std::ostream& os, const pager_stats& s) {
      << " | huge " << (s.huge_pages ? "on" : "off") << " fills " << s.huge_fills << " fallbacks "
      << s.huge_fallback_fills << " (no block " << s.huge_fallback_no_block << ", move "
      << s.huge_fallback_move;
-  if (s.huge_fallback_move_errno != 0) os << " (" << std::strerror(s.huge_fallback_move_errno) << ")";
+  if (s.huge_fallback_move_errno != 0) {
+    os << " (" << std::strerror(s.huge_fallback_move_errno) << ")";
+  }
   os << ", split " << s.huge_fallback_split << ") mapped " << s.huge_mapped_bytes << " B evictions " << s.huge_evictions << " recycled " << s.huge_recycled << " split " << s.huge_evicted_split
      << " fresh " << s.huge_fresh << " pool " << s.huge_pool_blocks << " promotions " << s.huge_promotions
      << " (failed " << s.huge_promote_failed << ", " << s.huge_promote_ns / 1000 << " us, rounds "

@@ -307,7 +307,7 @@ TEST(HugePages, AFourKiBPagePresentInAPageMakesItsFillFallBackWithTheSameBytes) 
     EXPECT_TRUE(page_is_zero(pg.base() + 2 * kHuge));
     const auto s = pg.stats();
     EXPECT_EQ(s.huge_fallback_move, 1u) << s;
-    EXPECT_EQ(s.huge_fallback_move_errno, EEXIST) << "the refusal's cause, as the stats keep it: " << s;
+    EXPECT_EQ(s.huge_fallback_move_errno, EEXIST) << "the refusal's cause, kept: " << s;
     EXPECT_EQ(s.huge_fallback_fills, 1u + s.huge_fallback_split) << s;
     expect_fills_mapped(pg, 1);  // page 3 only
     fill_pattern(pg.base() + 2 * kHuge, kHuge, 9, 2, 1);

@@ -143,9 +143,10 @@ int uffd_move(int fd, void* dst, const void* src, std::size_t len, std::size_t* 
 // keeps its PMD entry: both ends aligned to the PMD size, nothing mapped at dst. EAGAIN and
 // EBUSY (the source's folio locked, pinned or migrating for a moment) are retried, at most 24
 // times without progress (the last 16 after 100 µs each), so a persistent refusal returns in
-// under 2 ms instead of spinning; EEXIST (a 4 KiB page present at the destination) at once. `moved` gets the
-// bytes moved (from the start; may be partial on an error). `wake` false: UFFDIO_MOVE_MODE_DONTWAKE,
-// the faults waiting on the destination sleep on until the caller wakes them (uffd_wake).
+// under 2 ms instead of spinning; EEXIST (a 4 KiB page present at the destination) at once.
+// `moved` gets the bytes moved (from the start; may be partial on an error). `wake` false:
+// UFFDIO_MOVE_MODE_DONTWAKE, the faults waiting on the destination sleep on until the caller
+// wakes them (uffd_wake).
 int uffd_move_whole(int fd, void* dst, const void* src, std::size_t len, std::size_t* moved,
                     bool wake = true) noexcept;
 
